@@ -1,0 +1,114 @@
+// The engine: request lifecycle, continuous batching with chunked prefill, the prefix cache
+// with recurrent-state checkpoints at block boundaries (rule N5), sampling. One engine thread
+// owns compute; callers submit and cancel from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/model.h"
+
+namespace invar {
+
+class Tokenizer;  // tokenizer/tokenizer.h
+
+struct EngineConfig {
+  int64_t block_size = 64;          // --block-size: tokens per KV block / prefix-cache unit
+  int64_t checkpoint_every = 1;     // --checkpoint-every: state checkpoint every N blocks
+  int64_t cache_bytes = 1ll << 30;  // --cache-bytes: budget for cached KV blocks + checkpoints
+  bool prefix_cache = true;         // --no-prefix-cache turns lookups and inserts off
+  int64_t max_batch_tokens = 512;   // --max-batch-tokens: tokens per engine step
+  int64_t max_running = 64;         // requests computing at once
+  int64_t max_queue = 1024;         // waiting requests before submit() refuses (overloaded)
+  int threads = 0;                  // --threads (0: hardware concurrency)
+  int64_t n_ctx = 0;                // context limit per request (0: the model's n_ctx_train)
+};
+
+struct SamplingParams {
+  float temperature = 0.0f;  // 0: greedy (argmax, ties to the smaller id)
+  float top_p = 1.0f;
+  int64_t top_k = 0;         // 0: off
+  uint64_t seed = 0;         // counter-based RNG keyed by (seed, position)
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int64_t max_tokens = 16;
+  std::vector<int32_t> stop_tokens;       // finish "stop" when generated (not included in text)
+  std::vector<std::string> stop_strings;  // finish "stop" when the decoded text contains one
+  std::string cache_salt;                 // isolates the prefix cache (first block's key)
+  int64_t top_logprobs = 0;               // 0..20 candidates per generated token
+  int64_t prompt_logprobs = -1;           // ≥ 0: logprob of each prompt token ≥ 1 (+ K candidates);
+                                          // forces those positions to be computed (no cache skip)
+  bool capture_logits = false;            // tests: raw logits of every computed position
+};
+
+struct TokenLogprob {
+  int32_t id = 0;
+  float logprob = 0;
+};
+
+enum class EventKind { token, prompt_logprobs, finished };
+enum class FinishReason { none, stop, length, cancelled, error };
+
+struct RequestEvent {
+  EventKind kind = EventKind::token;
+  // token: the generated token, its logprob and the top candidates (value desc, id asc).
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<TokenLogprob> top;
+  int64_t position = 0;  // absolute position of the token (prompt_logprobs: of the prompt token)
+  // capture_logits: logits rows for computed positions, as (position, [V] floats).
+  std::vector<std::pair<int64_t, std::vector<float>>> logits;
+  // finished:
+  FinishReason finish = FinishReason::none;
+  std::string error;
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+// Called on the engine thread, in order, for one request; must not block for long.
+using EventSink = std::function<void(RequestEvent&&)>;
+using RequestId = uint64_t;
+
+struct EngineMetrics {
+  uint64_t requests_total = 0, requests_running = 0, requests_waiting = 0;
+  uint64_t prompt_tokens_total = 0, cached_tokens_total = 0, generated_tokens_total = 0;
+  uint64_t cache_lookups = 0, cache_hits = 0;
+  uint64_t resident_blocks = 0, resident_checkpoints = 0, resident_bytes = 0;
+  uint64_t referenced_blocks = 0;  // blocks held by running requests (0 when idle)
+  uint64_t evictions = 0, preemptions = 0;
+  double tokens_per_s = 0;
+};
+
+class Engine {
+ public:
+  // Starts the engine thread. The model must outlive the engine. tokenizer may be null (then
+  // stop_strings are refused at submit).
+  Engine(const Model& model, const Tokenizer* tokenizer, EngineConfig cfg);
+  ~Engine();  // cancels everything and joins
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates (empty prompt, ids out of range, prompt + max_tokens over n_ctx, queue full) and
+  // throws invar::Error with a message naming the problem; otherwise queues the request.
+  RequestId submit(GenerationRequest req, EventSink sink);
+  void cancel(RequestId id);
+  EngineMetrics metrics() const;
+  const EngineConfig& config() const;
+  // Stops admitting work; waits up to timeout_s for running requests, then cancels the rest.
+  void drain(double timeout_s);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace invar

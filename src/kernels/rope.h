@@ -1,0 +1,34 @@
+// Rotary position embedding, NEOX pairing: dims (j, j + R/2) for j < R/2 rotate by
+// θ_j = pos · base^(−2j/R); dims R..D−1 pass through. Qwen3.5 (IMROPE) picks the position
+// component of pair j from its section (t/h/w/e); for text t = h = w = pos and e = 0, so pairs
+// that fall to e are not rotated (qwen3next-math.md, "RoPE = IMROPE").
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace invar {
+
+struct RopeConfig {
+  int64_t head_dim = 0;  // [D]
+  int64_t n_rot = 0;     // [R] even, ≤ D
+  double freq_base = 10000.0;
+  bool imrope = false;
+  std::array<int32_t, 4> sections{};  // imrope only
+};
+
+// Per-pair inverse frequencies and section flags, built once at load (det_pow, no libm).
+struct RopeFreqs {
+  RopeConfig cfg;
+  std::vector<double> inv_freq;  // [R/2] base^(−2j/R)
+  std::vector<uint8_t> rotated;  // [R/2] 0 if the pair takes the e component (not rotated)
+};
+RopeFreqs rope_freqs_build(const RopeConfig& cfg);
+
+// x[n_heads][D] at position pos, in place. cos/sin come from det_sincos(pos · inv_freq[j]) in
+// double, rounded to float: a pure function of (pos, j).
+void rope_apply(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos);
+void rope_apply_ref(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos);
+
+}  // namespace invar
