@@ -7,6 +7,7 @@
 namespace invar {
 
 // y[N] = log_softmax(x): max, then canonical Σ exp(x − max) (reduce.h), then x − max − log(sum).
+// y must not alias x.
 void log_softmax(const float* x, int64_t n, float* y);
 void log_softmax_ref(const float* x, int64_t n, float* y);
 // y[N] = softmax(x) with the same canonical sum.

@@ -1,0 +1,89 @@
+// The scheduler: which tokens of which requests run in the next engine step. Pure bookkeeping
+// (STYLE 7) over the prefix cache; the engine runs the plan and reports the results.
+//
+// Each step: decode tokens of running requests first (one each), then prefill chunks of
+// running requests, then admission of waiting ones — all under max_batch_tokens (continuous
+// batching, chunked prefill). A waiting request is admitted only when the cache can supply the
+// blocks of its whole prompt; when blocks run out mid-flight the newest running request is
+// preempted (blocks released, recomputed later — mostly from the cache it just filled).
+// Chunks may end anywhere: every block boundary a chunk crosses gets a checkpoint slot (N5).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "cache/prefix_cache.h"
+#include "cache/slot_arena.h"
+#include "engine/sequence.h"
+
+namespace invar {
+
+struct SchedulerConfig {
+  int64_t block_size = 64;         // tokens per KV block
+  int64_t checkpoint_every = 1;    // checkpoint every N block boundaries
+  bool prefix_cache = true;        // lookups, commits and checkpoints on
+  int64_t max_batch_tokens = 512;  // tokens per step (≥ 1)
+  int64_t max_running = 64;        // sequences holding a live state at once
+  int64_t state_floats = 0;        // live recurrent state per running sequence
+};
+
+struct ChunkPlan {
+  Sequence* seq = nullptr;
+  int64_t pos0 = 0, n_tokens = 0;
+  std::vector<int64_t> checkpoint_pos;   // block boundaries in (pos0, pos0 + n]
+  std::vector<int32_t> checkpoint_ids;   // cache checkpoint per boundary
+  std::vector<float*> checkpoint_dst;    // their buffers
+};
+
+struct StepPlan {
+  std::vector<ChunkPlan> chunks;  // capacity kept between steps
+  int64_t n_chunks = 0;
+  int64_t n_tokens = 0;
+};
+
+struct SchedulerCounters {
+  int64_t preemptions = 0;
+  int64_t admitted = 0;
+  int64_t cached_tokens = 0;  // sum of tokens served from cache at admission
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& cfg, PrefixCache& cache);
+
+  void enqueue(Sequence* s);                // back of the waiting queue
+  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  // Fills plan (previous contents discarded). Sequences that can never fit are appended to
+  // `refused` (removed from the queue; the caller reports them).
+  void schedule(StepPlan& plan, std::vector<Sequence*>& refused);
+  // After the model ran the plan: advance progress, commit full blocks and their checkpoints.
+  void commit(const StepPlan& plan);
+  // Finished or cancelled: releases everything the sequence holds and forgets it.
+  void remove(Sequence* s);
+
+  float* state(const Sequence& s) const { return states_.data(s.state_slot); }
+  const std::vector<Sequence*>& running() const { return running_; }
+  const std::deque<Sequence*>& waiting() const { return waiting_; }
+  const SchedulerCounters& counters() const { return counters_; }
+  const SchedulerConfig& config() const { return cfg_; }
+
+ private:
+  bool blocks_ensure(Sequence* s, int64_t n_positions);
+  void admit(Sequence* s);
+  void preempt(Sequence* s);
+  void chunk_add(StepPlan& plan, Sequence* s, int64_t n);
+  void release_all(Sequence* s);
+
+  SchedulerConfig cfg_;
+  PrefixCache& cache_;
+  SlotArena states_;                  // [max_running][state_floats], allocated once
+  std::vector<Sequence*> running_;    // admission order
+  std::deque<Sequence*> waiting_;     // FIFO; preempted sequences return to the front
+  std::vector<uint8_t> planned_;      // per running index during schedule()
+  SchedulerCounters counters_;
+  int64_t admit_counter_ = 0;
+};
+
+}  // namespace invar

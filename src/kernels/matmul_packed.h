@@ -1,0 +1,42 @@
+// Private to the matmul kernels: the packed weight layout built by matrix_prepare() and the
+// per-ISA entry points that read it.
+//
+// Layout: the N rows of W are grouped into panels of kPanel = 16 consecutive rows (the last one
+// zero-padded). A panel stores, for k = 0..K-1, the 16 weights w[n0..n0+15][k] next to each other,
+// so one 16-lane vector load (or two 8-lane loads) fetches the k-th weight of 16 outputs:
+//   F32        float    [K][16]
+//   F16, BF16  uint16_t [K][16]                        (the file's bits, converted on load)
+//   Q8_0       per block b of 32 k: uint16_t d[16] (F16 scales), then int8_t q[32][16]
+// The width is 16 whatever the SIMD level, so one packed copy serves scalar, AVX2 and AVX-512 and
+// `simd_set` can change the level after load. Memory: one copy the size of the weights.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/dtype.h"
+
+namespace invar {
+
+inline constexpr int64_t kPanel = 16;
+// Bytes of one Q8_0 block of a panel: 16 scales + 32×16 quants.
+inline constexpr int64_t kQ8PanelBlockBytes = kPanel * 2 + kQ8Block * kPanel;
+
+struct MatmulPacked {
+  DType type = DType::F32;
+  int64_t k = 0, n = 0;
+  int64_t n_panels = 0;     // ceil(n / 16)
+  int64_t panel_bytes = 0;  // bytes of one panel
+  std::unique_ptr<uint8_t, void (*)(void*)> bytes{nullptr, nullptr};  // [n_panels][panel_bytes]
+
+  const uint8_t* panel(int64_t p) const { return bytes.get() + p * panel_bytes; }
+};
+
+// Computes y[m][n] for every row m < rows and every n in panels [p_begin, p_end), in the canonical
+// order (matmul.h). x is [rows][K], y is [rows][N]; nothing outside those columns is written.
+void matmul_panels_avx2(const MatmulPacked& w, const float* x, int64_t rows, float* y,
+                        int64_t p_begin, int64_t p_end);
+void matmul_panels_avx512(const MatmulPacked& w, const float* x, int64_t rows, float* y,
+                          int64_t p_begin, int64_t p_end);
+
+}  // namespace invar

@@ -1,0 +1,68 @@
+#include "kernels/reduce.h"
+
+#include "core/simd.h"
+#include "kernels/kernels_isa.h"
+
+namespace invar {
+namespace {
+
+// The fixed pairwise tree over the 16 lane sums (reduce.h).
+float lanes_tree(const float* l) {
+  float s8[8], s4[4], s2[2];
+  for (int i = 0; i < 8; ++i) s8[i] = l[i] + l[i + 8];
+  for (int i = 0; i < 4; ++i) s4[i] = s8[i] + s8[i + 4];
+  for (int i = 0; i < 2; ++i) s2[i] = s4[i] + s4[i + 2];
+  return s2[0] + s2[1];
+}
+
+}  // namespace
+
+float reduce_sum_ref(const float* x, int64_t n) {
+  float l[16] = {};
+  for (int64_t i = 0; i < n; ++i) l[i % 16] += x[i];
+  return lanes_tree(l);
+}
+
+float reduce_sum_sq_ref(const float* x, int64_t n) {
+  float l[16] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    const float sq = x[i] * x[i];
+    l[i % 16] += sq;
+  }
+  return lanes_tree(l);
+}
+
+float reduce_dot_ref(const float* a, const float* b, int64_t n) {
+  float l[16] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    const float p = a[i] * b[i];
+    l[i % 16] += p;
+  }
+  return lanes_tree(l);
+}
+
+float reduce_sum(const float* x, int64_t n) {
+  switch (simd_active()) {
+    case SimdLevel::avx512: return kern_avx512::reduce_sum(x, n);
+    case SimdLevel::avx2: return kern_avx2::reduce_sum(x, n);
+    default: return reduce_sum_ref(x, n);
+  }
+}
+
+float reduce_sum_sq(const float* x, int64_t n) {
+  switch (simd_active()) {
+    case SimdLevel::avx512: return kern_avx512::reduce_sum_sq(x, n);
+    case SimdLevel::avx2: return kern_avx2::reduce_sum_sq(x, n);
+    default: return reduce_sum_sq_ref(x, n);
+  }
+}
+
+float reduce_dot(const float* a, const float* b, int64_t n) {
+  switch (simd_active()) {
+    case SimdLevel::avx512: return kern_avx512::reduce_dot(a, b, n);
+    case SimdLevel::avx2: return kern_avx2::reduce_dot(a, b, n);
+    default: return reduce_dot_ref(a, b, n);
+  }
+}
+
+}  // namespace invar

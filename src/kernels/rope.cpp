@@ -1,0 +1,61 @@
+// RoPE (NEOX pairing, optional IMROPE sections). Scalar only: per call it costs R/2 sincos and
+// 6 flops per rotated pair and head, negligible next to the projections around it.
+#include "kernels/rope.h"
+
+#include "core/detmath.h"
+#include "core/error.h"
+
+namespace invar {
+
+RopeFreqs rope_freqs_build(const RopeConfig& cfg) {
+  INVAR_CHECK(cfg.n_rot > 0 && cfg.n_rot % 2 == 0 && cfg.n_rot <= cfg.head_dim,
+              "rope: n_rot must be even and in (0, head_dim]");
+  INVAR_CHECK(cfg.freq_base > 0.0, "rope: freq_base must be positive");
+  RopeFreqs f;
+  f.cfg = cfg;
+  const int64_t half = cfg.n_rot / 2;
+  f.inv_freq.resize(size_t(half));
+  f.rotated.assign(size_t(half), 1);
+  for (int64_t j = 0; j < half; ++j)
+    f.inv_freq[size_t(j)] = det_pow(cfg.freq_base, -2.0 * double(j) / double(cfg.n_rot));
+  if (cfg.imrope) {
+    const auto& sec = cfg.sections;
+    const int64_t total = int64_t(sec[0]) + sec[1] + sec[2] + sec[3];
+    INVAR_CHECK(total > 0, "rope: IMROPE sections sum to zero");
+    // ggml_mrope_cache_init (imrope): sector = j mod Σsections picks t, h or w by sector mod 3
+    // inside that section's 3·s_c range; the rest take e, which is 0 for text.
+    for (int64_t j = 0; j < half; ++j) {
+      const int64_t sector = j % total;
+      const bool t = sector % 3 == 0 && sector < 3 * int64_t(sec[0]);
+      const bool h = sector % 3 == 1 && sector < 3 * int64_t(sec[1]);
+      const bool w = sector % 3 == 2 && sector < 3 * int64_t(sec[2]);
+      f.rotated[size_t(j)] = (t || h || w) ? 1 : 0;
+    }
+  }
+  return f;
+}
+
+// (x_j, x_{j+R/2}) ← (x_j·c − x_{j+R/2}·s, x_j·s + x_{j+R/2}·c), products rounded, then added.
+void rope_apply_ref(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos) {
+  const int64_t d = f.cfg.head_dim;
+  const int64_t half = f.cfg.n_rot / 2;
+  for (int64_t j = 0; j < half; ++j) {
+    if (!f.rotated[size_t(j)]) continue;
+    double sd, cd;
+    det_sincos(double(pos) * f.inv_freq[size_t(j)], &sd, &cd);
+    const float s = float(sd), c = float(cd);
+    for (int64_t hh = 0; hh < n_heads; ++hh) {
+      float* xh = x + hh * d;
+      const float x0 = xh[j], x1 = xh[j + half];
+      const float a = x0 * c, b = x1 * s, e = x0 * s, g = x1 * c;
+      xh[j] = a - b;
+      xh[j + half] = e + g;
+    }
+  }
+}
+
+void rope_apply(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos) {
+  rope_apply_ref(f, x, n_heads, pos);
+}
+
+}  // namespace invar

@@ -1,0 +1,98 @@
+#include "kernels/select.h"
+
+#include "core/detmath.h"
+#include "core/error.h"
+#include "core/simd.h"
+#include "kernels/kernels_isa.h"
+#include "kernels/reduce.h"
+
+namespace invar {
+namespace {
+
+// NaN sorts below every number (so a NaN is never selected before one).
+float max_of(const float* x, int64_t n) {
+  float mx = -__builtin_inff();
+  for (int64_t i = 0; i < n; ++i)
+    if (x[i] > mx) mx = x[i];
+  return mx;
+}
+
+// y[N] = exp(x − mx); returns the canonical Σ y.
+float exp_sub_sum_ref(const float* x, int64_t n, float mx, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = det_exp(x[i] - mx);
+  return reduce_sum_ref(y, n);
+}
+
+float exp_sub_sum(const float* x, int64_t n, float mx, float* y) {
+  switch (simd_active()) {
+    case SimdLevel::avx512: return kern_avx512::exp_sub_sum(x, n, mx, y);
+    case SimdLevel::avx2: return kern_avx2::exp_sub_sum(x, n, mx, y);
+    default: return exp_sub_sum_ref(x, n, mx, y);
+  }
+}
+
+// a ranks before b: larger value first, then smaller id; NaN after every number.
+bool ranks_before(float va, int32_t ia, float vb, int32_t ib) {
+  const bool na = va != va, nb = vb != vb;
+  if (na != nb) return nb;
+  if (!na && va != vb) return va > vb;
+  return ia < ib;
+}
+
+}  // namespace
+
+// y must not alias x: the exponentials are staged in y while x is still needed.
+void log_softmax_ref(const float* x, int64_t n, float* y) {
+  INVAR_CHECK(x != y, "log_softmax: y must not alias x");
+  const float mx = max_of(x, n);
+  const float sum = exp_sub_sum_ref(x, n, mx, y);
+  const float lse = det_log(sum);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mx) - lse;
+}
+
+void log_softmax(const float* x, int64_t n, float* y) {
+  INVAR_CHECK(x != y, "log_softmax: y must not alias x");
+  const float mx = max_of(x, n);
+  const float sum = exp_sub_sum(x, n, mx, y);
+  const float lse = det_log(sum);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mx) - lse;
+}
+
+void softmax(const float* x, int64_t n, float* y) {
+  const float mx = max_of(x, n);
+  const float sum = exp_sub_sum(x, n, mx, y);
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] / sum;
+}
+
+// One pass keeping the best k in ids/vals (sorted): O(N) for the usual k ≪ N, no allocation.
+void top_k(const float* x, int64_t n, int64_t k, int32_t* ids, float* vals) {
+  INVAR_CHECK(k >= 0 && k <= n, "top_k: k out of range");
+  if (k == 0) return;
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const int32_t id = int32_t(i);
+    if (count == k && !ranks_before(v, id, vals[k - 1], ids[k - 1])) continue;
+    int64_t j = count < k ? count++ : k - 1;
+    while (j > 0 && ranks_before(v, id, vals[j - 1], ids[j - 1])) {
+      vals[j] = vals[j - 1];
+      ids[j] = ids[j - 1];
+      --j;
+    }
+    vals[j] = v;
+    ids[j] = id;
+  }
+}
+
+void moe_route(const float* logits, int64_t n_expert, int64_t k, int32_t* sel, float* w) {
+  INVAR_CHECK(n_expert > 0 && n_expert <= 4096 && k >= 1 && k <= n_expert, "moe_route: bad shape");
+  float p[4096];
+  softmax(logits, n_expert, p);
+  top_k(p, n_expert, k, sel, w);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < k; ++i) sum += w[i];
+  const float denom = sum > 6.1035e-5f ? sum : 6.1035e-5f;
+  for (int64_t i = 0; i < k; ++i) w[i] = w[i] / denom;
+}
+
+}  // namespace invar

@@ -1,0 +1,141 @@
+// Model::forward: the layer loop (qwen3next-math.md §4, "Whole model"). One code path for
+// prefill and decode (rule N4): a chunk of one token and a chunk of 4096 run the same
+// operations per token; rows of all sequences share the matrix products (rule N1).
+//
+//   h = token_embd[tok]
+//   for each layer: h += mixer(rmsnorm(h, attn_norm));  h += ffn(rmsnorm(h, post_norm))
+//   logits = output · rmsnorm(h, output_norm)
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "kernels/elementwise.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "model/forward.h"
+
+namespace invar {
+namespace {
+
+template <class T>
+void grow(std::vector<T>& v, int64_t n) {
+  if (int64_t(v.size()) < n) v.assign(size_t(n), T{});
+}
+
+}  // namespace
+
+void ForwardScratch::reserve_rows(const Hparams& hp, int64_t m) {
+  if (m <= capacity) return;
+  const int64_t E = hp.n_embd;
+  const int64_t CONV = hp.gdn_conv_channels(), VAL = hp.gdn_value_dim(), KEY = hp.gdn_key_dim();
+  const int64_t Hv = hp.ssm_dt_rank, H = hp.n_head, Hkv = hp.n_head_kv, D = hp.head_dim;
+  const int64_t F = std::max({hp.is_moe() ? int64_t(0) : hp.n_ff, hp.n_ff_exp, hp.n_ff_shexp});
+  const int64_t K = hp.n_expert_used;
+  for (auto* v : {&h, &x, &out, &ex_x, &ex_y}) grow(*v, m * E);
+  grow(qkv, m * CONV);
+  grow(conv_out, m * CONV);
+  grow(z, m * VAL);
+  if (hp.legacy_ssm_in) grow(legacy_in, m * (2 * KEY + 2 * VAL));
+  grow(gq, m * KEY);
+  grow(gk, m * KEY);
+  grow(gv, m * VAL);
+  grow(go, m * VAL);
+  grow(ba, m * 2 * Hv);
+  grow(beta, m * Hv);
+  grow(gdecay, m * Hv);
+  grow(qg, m * H * 2 * D);
+  for (auto* v : {&aq, &agate, &ao}) grow(*v, m * H * D);
+  grow(ak, m * Hkv * D);
+  grow(av, m * Hkv * D);
+  grow(fgate, m * F);
+  grow(fup, m * F);
+  if (hp.is_moe()) {
+    grow(router, m * hp.n_expert);
+    grow(sel, m * K);
+    grow(sel_w, m * K);
+    grow(ex_rows, m * K);
+    grow(ex_out, m * K * E);
+    grow(shexp_g, m);
+  }
+  capacity = m;
+}
+
+void ForwardScratch::reserve_seqs(const Hparams& hp, int64_t n_seqs) {
+  grow(row0, n_seqs);
+  grow(last_x, n_seqs * hp.n_embd);
+  grow(last_logits, n_seqs * hp.n_vocab);
+}
+
+void Model::forward(std::span<const SeqChunk> batch, ThreadPool& pool) const {
+  const Hparams& hp = hp_;
+  const ModelWeights& w = *w_;
+  const int64_t E = hp.n_embd, V = hp.n_vocab;
+  if (!scratch_) scratch_ = std::make_unique<ForwardScratch>();
+  ForwardScratch& s = *scratch_;
+
+  const int64_t n_seqs = int64_t(batch.size());
+  s.reserve_seqs(hp, n_seqs);
+  int64_t m = 0;
+  for (int64_t i = 0; i < n_seqs; ++i) {
+    const SeqChunk& c = batch[size_t(i)];
+    INVAR_CHECK(c.n_tokens > 0 && c.pos0 >= 0 && c.logits, "empty chunk or no logits buffer");
+    INVAR_CHECK(c.state || hp.n_recurrent_layers() == 0, "no recurrent state");
+    INVAR_CHECK(c.kv_blocks || hp.n_attention_layers() == 0, "no KV blocks");
+    INVAR_CHECK(c.block_size > 0 || hp.n_attention_layers() == 0, "block_size");
+    s.row0[size_t(i)] = m;
+    m += c.n_tokens;
+  }
+  if (m == 0) return;
+  s.reserve_rows(hp, m);
+  BatchRows rows{batch, s.row0.data(), m};
+
+  // h[M][E] = token_embd[tok]
+  for (int64_t i = 0; i < n_seqs; ++i) {
+    const SeqChunk& c = batch[size_t(i)];
+    for (int64_t t = 0; t < c.n_tokens; ++t) {
+      int32_t tok = c.tokens[t];
+      INVAR_CHECK(tok >= 0 && tok < V, "token id " + std::to_string(tok) + " out of range");
+      w.token_embd.row_to_f32(tok, s.h.data() + (s.row0[size_t(i)] + t) * E);
+    }
+  }
+
+  float* h = s.h.data();
+  float* x = s.x.data();
+  float* out = s.out.data();
+  for (const LayerWeights& lw : w.layers) {
+    rmsnorm_rows(h, lw.attn_norm.data(), m, E, hp.rms_eps, x);
+    if (lw.recurrent)
+      gdn_layer(hp, lw, rows, s, pool, x, out);
+    else
+      attention_layer(hp, w, lw, rows, s, pool, x, out);
+    add_inplace(h, out, m * E);
+    rmsnorm_rows(h, lw.post_norm.data(), m, E, hp.rms_eps, x);
+    ffn_layer(hp, lw, m, s, pool, x, out);
+    add_inplace(h, out, m * E);
+  }
+
+  // Logits: all rows of all_logits sequences go straight into their buffers; the last rows of
+  // the others are gathered and share one product.
+  rmsnorm_rows(h, w.output_norm.data(), m, E, hp.rms_eps, x);
+  int64_t n_last = 0;
+  for (int64_t i = 0; i < n_seqs; ++i) {
+    const SeqChunk& c = batch[size_t(i)];
+    const float* xr = x + s.row0[size_t(i)] * E;
+    if (c.all_logits) {
+      matmul(w.output, xr, c.n_tokens, c.logits, pool);
+    } else {
+      std::memcpy(s.last_x.data() + n_last * E, xr + (c.n_tokens - 1) * E, size_t(E) * 4);
+      ++n_last;
+    }
+  }
+  if (n_last == 0) return;
+  matmul(w.output, s.last_x.data(), n_last, s.last_logits.data(), pool);
+  int64_t j = 0;
+  for (const SeqChunk& c : batch) {
+    if (c.all_logits) continue;
+    std::memcpy(c.logits, s.last_logits.data() + j * V, size_t(V) * 4);
+    ++j;
+  }
+}
+
+}  // namespace invar

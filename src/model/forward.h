@@ -1,0 +1,74 @@
+// Internals of Model::forward shared by forward*.cpp: the scratch buffers and one function per
+// layer kind. Not part of the model's interface (model.h is).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/hparams.h"
+#include "model/model.h"
+#include "model/weights.h"
+
+namespace invar {
+
+// The rows of one forward call: sequence i owns rows row0[i] .. row0[i] + seqs[i].n_tokens − 1
+// of every [M][·] activation buffer, in batch order.
+struct BatchRows {
+  std::span<const SeqChunk> seqs;
+  const int64_t* row0 = nullptr;  // [n_seqs]
+  int64_t m = 0;                  // [M] total rows
+};
+
+// Activations for up to `capacity` rows, allocated once for the largest batch seen (STYLE 10).
+// Widths are named by the math document's letters.
+struct ForwardScratch {
+  int64_t capacity = 0;
+  std::vector<float> h, x, out;            // [M][E] residual, normed input, layer output
+  // Gated DeltaNet
+  std::vector<float> qkv;                  // [M][CONV] projection (conv input)
+  std::vector<float> z;                    // [M][VAL] output gate
+  std::vector<float> legacy_in;            // [M][2KEY+2VAL] ssm_in projection (legacy files)
+  std::vector<float> conv_out;             // [M][CONV]
+  std::vector<float> gq, gk, gv;           // [M][Hk][Dk], [M][Hk][Dk], [M][Hv][Dv]
+  std::vector<float> ba;                   // [M][2·Hv] raw β and α projections
+  std::vector<float> beta, gdecay;         // [M][Hv]
+  std::vector<float> go;                   // [M][Hv][Dv] delta-rule output
+  std::vector<std::pair<int64_t, int64_t>> cuts;  // (relative end, checkpoint index) of one seq
+  // Attention
+  std::vector<float> qg;                   // [M][H][2D]
+  std::vector<float> aq, agate, ao;        // [M][H][D]
+  std::vector<float> ak, av;               // [M][Hkv][D]
+  std::vector<const float*> kblk, vblk;    // per-block K / V pointers of one attention layer
+  // FFN
+  std::vector<float> fgate, fup;           // [M][max(F, Fe, Fs)]
+  std::vector<float> router;               // [M][NE]
+  std::vector<int32_t> sel;                // [M][K] chosen experts
+  std::vector<float> sel_w;                // [M][K] their weights
+  std::vector<int64_t> ex_rows;            // [M·K] (row·K + slot) entries routed to one expert
+  std::vector<float> ex_x, ex_y;           // [M][E] gathered inputs / outputs of one expert
+  std::vector<float> ex_out;               // [M][K][E] expert outputs before weighting
+  std::vector<float> shexp_g;              // [M] shared-expert gate logits
+  // Logits
+  std::vector<int64_t> row0;               // [n_seqs]
+  std::vector<float> last_x;               // [n_seqs][E] last rows of last-only sequences
+  std::vector<float> last_logits;          // [n_seqs][V]
+
+  void reserve_rows(const Hparams& hp, int64_t m);
+  void reserve_seqs(const Hparams& hp, int64_t n_seqs);
+};
+
+// Each writes the layer's contribution to the residual into out[M][E], reading x[M][E].
+void gdn_layer(const Hparams& hp, const LayerWeights& lw, const BatchRows& b,
+               ForwardScratch& s, ThreadPool& pool, const float* x, float* out);
+void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeights& lw,
+                     const BatchRows& b, ForwardScratch& s, ThreadPool& pool, const float* x,
+                     float* out);
+void ffn_layer(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s,
+               ThreadPool& pool, const float* x, float* out);
+
+// Floats of one GDN layer's state: conv [Kc−1][CONV] then ssm [Hv][Dv][Dk].
+int64_t gdn_state_floats(const Hparams& hp);
+
+}  // namespace invar

@@ -1,0 +1,50 @@
+// Model loading and the per-sequence state sizes (layouts in model.h).
+#include "model/model.h"
+
+#include <openssl/evp.h>
+
+#include <cstdio>
+
+#include "model/forward.h"
+#include "model/weights.h"
+
+namespace invar {
+
+Model::Model() = default;
+Model::~Model() = default;
+
+std::unique_ptr<Model> Model::load(const std::string& path) {
+  std::unique_ptr<Model> m(new Model());
+  m->file_ = GgufFile::open(path);
+  m->hp_ = hparams_from_gguf(*m->file_);
+  m->w_ = std::make_unique<ModelWeights>(weights_bind(*m->file_, m->hp_));
+  return m;
+}
+
+const std::string& Model::sha256() const {
+  if (!sha256_.empty()) return sha256_;
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(file_->bytes(), size_t(file_->file_size()), md, &len, EVP_sha256(), nullptr) != 1)
+    throw Error("sha256 of '" + file_->path() + "' failed");
+  std::string hex;
+  char buf[3];
+  for (unsigned i = 0; i < len; ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", md[i]);
+    hex += buf;
+  }
+  sha256_ = hex;
+  return sha256_;
+}
+
+int64_t Model::state_floats() const { return hp_.n_recurrent_layers() * gdn_state_floats(hp_); }
+
+int64_t Model::kv_floats_per_token() const {
+  return hp_.n_attention_layers() * 2 * hp_.n_head_kv * hp_.head_dim;
+}
+
+int64_t Model::kv_block_floats(int64_t block_size) const {
+  return kv_floats_per_token() * block_size;
+}
+
+}  // namespace invar

@@ -1,0 +1,38 @@
+#include "probe/report.h"
+
+namespace invar::probe {
+
+json report_json(const Report& r) {
+  json arms = json::array();
+  for (const auto& a : r.arms) {
+    json cached = json::array();
+    for (const auto& c : a.cached_tokens) cached.push_back(c ? json(*c) : json());
+    arms.push_back({{"name", a.name},
+                    {"runs", a.runs},
+                    {"distinct",
+                     {{"order", a.distinct_order}, {"sorted", a.distinct_sorted}, {"text", a.distinct_text}}},
+                    {"first_divergent_token", a.first_divergent ? json(*a.first_divergent) : json()},
+                    {"max_abs_dlogprob", a.max_abs_dlogprob},
+                    {"candidate_set_changes", a.candidate_set_changes},
+                    {"cached_tokens", std::move(cached)},
+                    {"fingerprints", a.fingerprints}});
+  }
+  return {{"target", r.target}, {"arms", std::move(arms)}, {"verdict", r.verdict}};
+}
+
+int report_exit_code(const Report& r) { return r.verdict == "stable" ? 0 : 3; }
+
+std::string cached_tokens_compact(const std::vector<std::optional<int64_t>>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j < v.size() && v[j] == v[i]) j++;
+    if (!s.empty()) s += ", ";
+    s += v[i] ? std::to_string(*v[i]) : "n/a";
+    if (j - i > 1) s += "\u00d7" + std::to_string(j - i);
+    i = j;
+  }
+  return s.empty() ? "-" : s;
+}
+
+}  // namespace invar::probe

@@ -1,0 +1,47 @@
+#include "server/api_error.h"
+
+#include <nlohmann/json.hpp>
+
+namespace invar::server {
+
+std::string ApiError::to_json() const {
+  nlohmann::json e = {{"message", message},
+                      {"type", type},
+                      {"param", param.empty() ? nlohmann::json() : nlohmann::json(param)},
+                      {"code", code.empty() ? nlohmann::json() : nlohmann::json(code)}};
+  nlohmann::json body = {{"error", e}};
+  // Messages may quote client bytes; never let them make the body invalid UTF-8.
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+ApiError bad_request(std::string param, std::string message) {
+  return {400, std::move(message), "invalid_request_error", std::move(param), ""};
+}
+
+ApiError unauthorized() {
+  return {401, "invalid or missing API key: send it as 'Authorization: Bearer <key>'",
+          "authentication_error", "", "invalid_api_key"};
+}
+
+ApiError not_found(std::string message, std::string code) {
+  return {404, std::move(message), "invalid_request_error", "", std::move(code)};
+}
+
+ApiError payload_too_large(size_t limit) {
+  return {413, "request body exceeds the limit of " + std::to_string(limit) + " bytes",
+          "invalid_request_error", "", "payload_too_large"};
+}
+
+ApiError overloaded(std::string message) {
+  return {429, std::move(message), "server_overloaded", "", "too_many_requests"};
+}
+
+ApiError unavailable(std::string message) {
+  return {503, std::move(message), "server_unavailable", "", "model_loading"};
+}
+
+ApiError internal_error(std::string message) {
+  return {500, std::move(message), "server_error", "", ""};
+}
+
+}  // namespace invar::server

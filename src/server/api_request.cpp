@@ -1,0 +1,290 @@
+#include "server/api_request.h"
+
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+
+namespace invar::server {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kMaxDepth = 64;         // deeper bodies are junk, not requests
+constexpr int64_t kMaxTopLogprobs = 20;
+constexpr size_t kMaxStops = 16;
+
+const char* type_name(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+[[noreturn]] void wrong_type(const std::string& field, const char* want, const json& v) {
+  throw bad_request(field, "'" + field + "' must be " + want + ", got " + type_name(v));
+}
+
+// The field's value, or nullptr when absent or null (OpenAI treats null as "not given").
+const json* field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+int64_t as_int(const json& v, const std::string& name) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      throw bad_request(name, "'" + name + "' is out of range");
+    return int64_t(v.get<uint64_t>());
+  }
+  if (!v.is_number_integer()) wrong_type(name, "an integer", v);
+  return v.get<int64_t>();
+}
+
+int64_t int_in(const json& v, const std::string& name, int64_t lo, int64_t hi) {
+  int64_t x = as_int(v, name);
+  if (x < lo || x > hi)
+    throw bad_request(name, "'" + name + "' must be between " + std::to_string(lo) + " and " +
+                                std::to_string(hi) + ", got " + std::to_string(x));
+  return x;
+}
+
+double number_in(const json& v, const std::string& name, double lo, double hi, bool lo_open) {
+  if (!v.is_number()) wrong_type(name, "a number", v);
+  double x = v.get<double>();
+  bool ok = (lo_open ? x > lo : x >= lo) && x <= hi;  // NaN fails both
+  if (!ok) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "'%s' must be in %s%g, %g], got %g", name.c_str(),
+                  lo_open ? "(" : "[", lo, hi, x);
+    throw bad_request(name, buf);
+  }
+  return x;
+}
+
+bool as_bool(const json& v, const std::string& name) {
+  if (!v.is_boolean()) wrong_type(name, "a boolean", v);
+  return v.get<bool>();
+}
+
+int32_t token_id(const json& v, const std::string& name) {
+  return int32_t(int_in(v, name, 0, std::numeric_limits<int32_t>::max()));
+}
+
+void parse_prompt(const json& body, ApiRequest& r) {
+  const json* p = field(body, "prompt");
+  if (!p) throw bad_request("prompt", "'prompt' is required");
+  if (p->is_string()) {
+    r.prompt_text = p->get<std::string>();
+  } else if (p->is_array()) {
+    if (p->empty()) throw bad_request("prompt", "'prompt' must not be empty");
+    const json& first = (*p)[0];
+    if (first.is_number()) {
+      for (size_t i = 0; i < p->size(); ++i)
+        r.prompt_ids.push_back(token_id((*p)[i], "prompt[" + std::to_string(i) + "]"));
+    } else if (p->size() != 1) {
+      throw bad_request("prompt", "'prompt' with several prompts is not supported (n = 1 only): "
+                                  "send one request per prompt");
+    } else if (first.is_string()) {
+      r.prompt_text = first.get<std::string>();
+    } else if (first.is_array()) {
+      if (first.empty()) throw bad_request("prompt", "'prompt' must not be empty");
+      for (size_t i = 0; i < first.size(); ++i)
+        r.prompt_ids.push_back(token_id(first[i], "prompt[0][" + std::to_string(i) + "]"));
+    } else {
+      wrong_type("prompt", "a string, an array of token ids or an array of one string", *p);
+    }
+  } else {
+    wrong_type("prompt", "a string or an array of token ids", *p);
+  }
+  if (r.prompt_text && r.prompt_text->empty())
+    throw bad_request("prompt", "'prompt' must not be empty");
+}
+
+std::string message_content(const json& m, const std::string& name) {
+  auto it = m.find("content");
+  if (it == m.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (!it->is_array()) wrong_type(name + ".content", "a string or an array of text parts", *it);
+  // Text parts joined by newlines, as vLLM renders them for text-only chat templates.
+  std::string out;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& part = (*it)[i];
+    std::string pname = name + ".content[" + std::to_string(i) + "]";
+    if (!part.is_object()) wrong_type(pname, "an object", part);
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string() || *type != "text")
+      throw bad_request(pname + ".type", "only content parts of type 'text' are supported");
+    auto text = part.find("text");
+    if (text == part.end() || !text->is_string()) wrong_type(pname + ".text", "a string", part);
+    if (i) out += "\n";
+    out += text->get<std::string>();
+  }
+  return out;
+}
+
+void parse_messages(const json& body, ApiRequest& r) {
+  const json* ms = field(body, "messages");
+  if (!ms) throw bad_request("messages", "'messages' is required");
+  if (!ms->is_array()) wrong_type("messages", "an array", *ms);
+  if (ms->empty()) throw bad_request("messages", "'messages' must not be empty");
+  for (size_t i = 0; i < ms->size(); ++i) {
+    const json& m = (*ms)[i];
+    std::string name = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) wrong_type(name, "an object", m);
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string())
+      throw bad_request(name + ".role", "'" + name + ".role' must be a string");
+    std::string rs = role->get<std::string>();
+    if (rs != "system" && rs != "user" && rs != "assistant")
+      throw bad_request(name + ".role", "role '" + rs +
+                                            "' is not supported (system, user, assistant)");
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null())
+      throw bad_request(name + ".tool_calls", "tool calls are not supported");
+    r.messages.push_back({rs, message_content(m, name)});
+  }
+}
+
+// Fields whose non-default values would change the output in a way invar does not implement.
+void reject_unsupported(const json& body) {
+  if (const json* v = field(body, "n"); v && int_in(*v, "n", 1, 1024) != 1)
+    throw bad_request("n", "'n' must be 1: invar returns one choice per request");
+  if (const json* v = field(body, "best_of"); v && int_in(*v, "best_of", 1, 1024) != 1)
+    throw bad_request("best_of", "'best_of' must be 1");
+  for (const char* k : {"presence_penalty", "frequency_penalty"}) {
+    if (const json* v = field(body, k); v && number_in(*v, k, -2, 2, false) != 0)
+      throw bad_request(k, std::string("'") + k + "' is not supported (must be 0)");
+  }
+  if (const json* v = field(body, "repetition_penalty");
+      v && number_in(*v, "repetition_penalty", 0, 2, true) != 1)
+    throw bad_request("repetition_penalty", "'repetition_penalty' is not supported (must be 1)");
+  if (const json* v = field(body, "min_tokens"); v && as_int(*v, "min_tokens") != 0)
+    throw bad_request("min_tokens", "'min_tokens' is not supported (must be 0)");
+  if (const json* v = field(body, "logit_bias")) {
+    if (!v->is_object()) wrong_type("logit_bias", "an object", *v);
+    if (!v->empty()) throw bad_request("logit_bias", "'logit_bias' is not supported");
+  }
+  if (const json* v = field(body, "suffix")) {
+    if (!v->is_string()) wrong_type("suffix", "a string", *v);
+    if (!v->get<std::string>().empty())
+      throw bad_request("suffix", "'suffix' (insertion) is not supported");
+  }
+  for (const char* k : {"tools", "functions"}) {
+    if (const json* v = field(body, k)) {
+      if (!v->is_array()) wrong_type(k, "an array", *v);
+      if (!v->empty()) throw bad_request(k, std::string("'") + k + "' is not supported");
+    }
+  }
+  if (const json* v = field(body, "tool_choice"); v && !(v->is_string() && *v == "none"))
+    throw bad_request("tool_choice", "'tool_choice' is not supported");
+  if (const json* v = field(body, "response_format")) {
+    if (!v->is_object()) wrong_type("response_format", "an object", *v);
+    auto t = v->find("type");
+    if (t == v->end() || !t->is_string() || *t != "text")
+      throw bad_request("response_format", "only response_format {\"type\": \"text\"} is supported");
+  }
+}
+
+void parse_stop(const json& body, ApiRequest& r) {
+  const json* s = field(body, "stop");
+  if (!s) return;
+  if (s->is_string()) {
+    r.stop.push_back(s->get<std::string>());
+  } else if (s->is_array()) {
+    if (s->size() > kMaxStops)
+      throw bad_request("stop", "'stop' may hold at most " + std::to_string(kMaxStops) + " strings");
+    for (size_t i = 0; i < s->size(); ++i) {
+      if (!(*s)[i].is_string()) wrong_type("stop[" + std::to_string(i) + "]", "a string", (*s)[i]);
+      r.stop.push_back((*s)[i].get<std::string>());
+    }
+  } else {
+    wrong_type("stop", "a string or an array of strings", *s);
+  }
+  for (auto& x : r.stop)
+    if (x.empty()) throw bad_request("stop", "'stop' strings must not be empty");
+}
+
+void parse_logprobs(const json& body, ApiRequest& r) {
+  if (r.endpoint == Endpoint::chat) {
+    if (const json* v = field(body, "logprobs")) r.logprobs = as_bool(*v, "logprobs");
+    if (const json* v = field(body, "top_logprobs")) {
+      r.top_logprobs = int_in(*v, "top_logprobs", 0, kMaxTopLogprobs);
+      if (r.top_logprobs > 0 && !r.logprobs)
+        throw bad_request("top_logprobs", "'top_logprobs' requires 'logprobs': true");
+    }
+  } else {
+    if (const json* v = field(body, "logprobs")) {
+      r.logprobs = true;
+      r.top_logprobs = int_in(*v, "logprobs", 0, kMaxTopLogprobs);
+    }
+    if (const json* v = field(body, "echo")) r.echo = as_bool(*v, "echo");
+  }
+  if (const json* v = field(body, "prompt_logprobs"))
+    r.prompt_logprobs = int_in(*v, "prompt_logprobs", 0, kMaxTopLogprobs);
+  if (const json* v = field(body, "return_tokens_as_token_ids"))
+    r.tokens_as_ids = as_bool(*v, "return_tokens_as_token_ids");
+}
+
+}  // namespace
+
+ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
+  json body;
+  try {
+    body = json::parse(text, [](int depth, json::parse_event_t, json&) {
+      if (depth > kMaxDepth)
+        throw bad_request("", "request body nests deeper than " + std::to_string(kMaxDepth));
+      return true;
+    });
+  } catch (const json::exception& e) {
+    throw bad_request("", std::string("request body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object()) throw bad_request("", "request body must be a JSON object");
+
+  ApiRequest r;
+  r.endpoint = endpoint;
+  if (const json* v = field(body, "model")) {
+    if (!v->is_string()) wrong_type("model", "a string", *v);
+    r.model = v->get<std::string>();
+  }
+  if (endpoint == Endpoint::completions) parse_prompt(body, r);
+  else parse_messages(body, r);
+
+  reject_unsupported(body);
+  const char* max_name = "max_tokens";
+  const json* mt = field(body, "max_tokens");
+  if (const json* v = field(body, "max_completion_tokens")) mt = v, max_name = "max_completion_tokens";
+  if (mt) r.max_tokens = int_in(*mt, max_name, 1, std::numeric_limits<int32_t>::max());
+
+  if (const json* v = field(body, "temperature"))
+    r.temperature = float(number_in(*v, "temperature", 0, 2, false));
+  if (const json* v = field(body, "top_p")) r.top_p = float(number_in(*v, "top_p", 0, 1, true));
+  if (const json* v = field(body, "top_k")) {
+    r.top_k = int_in(*v, "top_k", -1, std::numeric_limits<int32_t>::max());
+    if (r.top_k < 0) r.top_k = 0;
+  }
+  if (const json* v = field(body, "seed")) {
+    if (v->is_number_unsigned()) r.seed = v->get<uint64_t>();
+    else r.seed = uint64_t(as_int(*v, "seed"));
+    r.has_seed = true;
+  }
+  parse_stop(body, r);
+  if (const json* v = field(body, "stream")) r.stream = as_bool(*v, "stream");
+  if (const json* v = field(body, "stream_options")) {
+    if (!v->is_object()) wrong_type("stream_options", "an object", *v);
+    if (const json* u = field(*v, "include_usage"))
+      r.include_usage = as_bool(*u, "stream_options.include_usage");
+  }
+  parse_logprobs(body, r);
+  if (const json* v = field(body, "cache_salt")) {
+    if (!v->is_string()) wrong_type("cache_salt", "a string", *v);
+    r.cache_salt = v->get<std::string>();
+  }
+  if (const json* v = field(body, "ignore_eos")) r.ignore_eos = as_bool(*v, "ignore_eos");
+  return r;
+}
+
+}  // namespace invar::server

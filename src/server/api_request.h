@@ -1,0 +1,51 @@
+// OpenAI request bodies (/v1/completions, /v1/chat/completions) parsed and validated into one
+// flat struct. Pure: no model, no tokenizer. Every rejection is a 400 naming the field. Unknown
+// fields are ignored as OpenAI does; fields invar cannot honour exactly (n > 1, penalties,
+// logit_bias, tools, ...) are rejected rather than silently dropped.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace invar::server {
+
+enum class Endpoint { completions, chat };
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::completions;
+  std::string model;  // "" when absent
+
+  // Exactly one prompt form is set: prompt_text (completions string), prompt_ids (completions
+  // token-id array) or messages (chat).
+  std::optional<std::string> prompt_text;
+  std::vector<int32_t> prompt_ids;
+  std::vector<ChatMessage> messages;
+
+  std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens; unset: default
+  float temperature = 1.0f;           // OpenAI's default; 0 = greedy
+  float top_p = 1.0f;
+  int64_t top_k = 0;                  // 0: off (-1 accepted as off, vLLM style)
+  uint64_t seed = 0;
+  bool has_seed = false;
+  std::vector<std::string> stop;      // stop strings (≤ 16, non-empty)
+  bool stream = false;
+  bool include_usage = false;         // stream_options.include_usage
+
+  bool logprobs = false;              // chat: logprobs=true; completions: logprobs is an int
+  int64_t top_logprobs = 0;           // candidates per token, 0..20
+  bool echo = false;                  // completions: prepend the prompt (+ its logprobs)
+  int64_t prompt_logprobs = -1;       // vLLM extension: ≥ 0 returns prompt logprobs
+  bool tokens_as_ids = false;         // vLLM return_tokens_as_token_ids: tokens as "token_id:N"
+  bool ignore_eos = false;            // vLLM extension: end-of-sequence tokens do not stop
+  std::string cache_salt;             // vLLM extension: isolates the prefix cache
+};
+
+// Throws ApiError (400) naming the first bad field.
+ApiRequest api_request_parse(std::string_view body, Endpoint endpoint);
+
+}  // namespace invar::server

@@ -1,0 +1,43 @@
+// What the HTTP layer needs from a loaded model: tokenisation, chat rendering and the engine's
+// request interface. The server never sees a tensor; engine_backend.cpp implements this over
+// Model + Tokenizer + Engine, and the server's tests implement it with a scripted fake.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace invar::server {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string model_id() const = 0;            // the name /v1/models lists
+  virtual std::string system_fingerprint() const = 0;  // DESIGN.md §1
+  virtual int64_t n_ctx() const = 0;                   // prompt + completion limit
+  virtual int64_t n_vocab() const = 0;
+
+  // Special-token text (e.g. "<|im_start|>") becomes its id, as vLLM and llama.cpp do.
+  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // Throws invar::Error for message shapes the template cannot render exactly.
+  virtual std::string chat_render(const std::vector<ChatMessage>& messages) const = 0;
+  virtual std::string token_bytes(int32_t id) const = 0;  // raw bytes (may be partial UTF-8)
+  virtual std::vector<int32_t> end_of_sequence_ids() const = 0;  // ids that end a completion
+
+  // Engine calls (see engine/engine.h). submit throws invar::Error naming the problem.
+  virtual RequestId submit(GenerationRequest req, EventSink sink) = 0;
+  virtual void cancel(RequestId id) = 0;
+  virtual EngineMetrics metrics() const = 0;
+  virtual void drain(double timeout_s) = 0;
+};
+
+// Loads the GGUF model, its vocabulary and starts an engine. Throws invar::Error.
+std::unique_ptr<Backend> engine_backend_load(const std::string& model_path, EngineConfig cfg);
+
+}  // namespace invar::server

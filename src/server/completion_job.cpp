@@ -1,0 +1,287 @@
+#include "server/completion_job.h"
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+
+#include "core/error.h"
+
+namespace invar::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string random_id(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t base = std::random_device{}() * 0x9E3779B97F4A7C15ull;
+  uint64_t x = base ^ (counter.fetch_add(1) * 0xD1B54A32D192ED03ull);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%s%016llx", prefix, static_cast<unsigned long long>(x));
+  return buf;
+}
+
+std::string finish_name(FinishReason f) {
+  switch (f) {
+    case FinishReason::stop: return "stop";
+    case FinishReason::length: return "length";
+    case FinishReason::cancelled: return "abort";
+    case FinishReason::error: return "error";
+    case FinishReason::none: break;
+  }
+  return "stop";
+}
+
+}  // namespace
+
+CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& metrics)
+    : backend_(backend), req_(std::move(req)), metrics_(metrics), assembler_(req_.stop) {
+  bool chat = req_.endpoint == Endpoint::chat;
+  const char* prompt_field = chat ? "messages" : "prompt";
+  if (chat) {
+    try {
+      prompt_ = backend_.encode(backend_.chat_render(req_.messages));
+    } catch (const Error& e) {
+      throw bad_request("messages", e.what());
+    }
+  } else if (req_.prompt_text) {
+    prompt_ = backend_.encode(*req_.prompt_text);
+  } else {
+    prompt_ = req_.prompt_ids;
+  }
+  if (prompt_.empty()) throw bad_request(prompt_field, std::string("'") + prompt_field +
+                                                           "' encodes to no tokens");
+  for (size_t i = 0; i < prompt_.size(); ++i)
+    if (prompt_[i] < 0 || prompt_[i] >= backend_.n_vocab())
+      throw bad_request("prompt", "prompt[" + std::to_string(i) + "] = " +
+                                      std::to_string(prompt_[i]) + " is not a token id (vocabulary size " +
+                                      std::to_string(backend_.n_vocab()) + ")");
+  int64_t n_ctx = backend_.n_ctx();
+  int64_t p = int64_t(prompt_.size());
+  max_tokens_ = req_.max_tokens ? *req_.max_tokens : (chat ? std::max<int64_t>(n_ctx - p, 1) : 16);
+  if (p + max_tokens_ > n_ctx) {
+    std::string name = p >= n_ctx ? prompt_field
+                                   : (chat && !req_.max_tokens ? "messages" : "max_tokens");
+    throw bad_request(name, "this model's maximum context length is " + std::to_string(n_ctx) +
+                                " tokens, but " + std::to_string(p + max_tokens_) +
+                                " were requested (" + std::to_string(p) + " in the prompt, " +
+                                std::to_string(max_tokens_) +
+                                " in the completion): shorten the prompt or lower max_tokens");
+  }
+  if (!req_.ignore_eos) eos_ids_ = backend_.end_of_sequence_ids();
+  if (req_.echo && req_.logprobs) prompt_lp_k_ = req_.top_logprobs;
+  if (req_.prompt_logprobs >= 0) prompt_lp_k_ = std::max(prompt_lp_k_, req_.prompt_logprobs);
+
+  ctx_.endpoint = req_.endpoint;
+  ctx_.id = random_id(chat ? "chatcmpl-" : "cmpl-");
+  ctx_.created = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  ctx_.model = backend_.model_id();
+  ctx_.fingerprint = backend_.system_fingerprint();
+  ctx_.logprobs = req_.logprobs;
+  ctx_.top_logprobs = req_.top_logprobs;
+  ctx_.tokens_as_ids = req_.tokens_as_ids;
+  ctx_.token_bytes = [&b = backend_](int32_t id) { return b.token_bytes(id); };
+}
+
+CompletionJob::~CompletionJob() {
+  if (submitted_ && !engine_finished_) backend_.cancel(rid_);
+  if (admitted_) metrics_.inflight.fetch_sub(1);
+}
+
+void CompletionJob::start(int64_t queue_limit) {
+  if (metrics_.inflight.fetch_add(1) >= queue_limit) {
+    metrics_.inflight.fetch_sub(1);
+    throw overloaded("server is at its queue limit of " + std::to_string(queue_limit) +
+                     " requests in flight: retry later");
+  }
+  admitted_ = true;
+  GenerationRequest g;
+  g.prompt = prompt_;
+  g.sampling.temperature = req_.temperature;
+  g.sampling.top_p = req_.top_p;
+  g.sampling.top_k = req_.top_k;
+  g.sampling.seed = req_.seed;
+  g.max_tokens = max_tokens_;
+  g.stop_tokens = eos_ids_;
+  g.stop_strings = req_.stop;
+  g.cache_salt = req_.cache_salt;
+  g.top_logprobs = req_.logprobs ? req_.top_logprobs : 0;
+  g.prompt_logprobs = prompt_lp_k_;
+
+  queue_ = std::make_shared<EventQueue>();
+  queue_->metrics = &metrics_;
+  start_time_ = Clock::now();
+  queue_->submitted = start_time_;
+  EventSink sink = [q = queue_](RequestEvent&& ev) {
+    auto now = Clock::now();
+    std::lock_guard<std::mutex> lock(q->mu);
+    if (ev.kind == EventKind::token) {
+      if (!q->any_token) q->metrics->ttft.observe(std::chrono::duration<double>(now - q->submitted).count());
+      else q->metrics->inter_token.observe(std::chrono::duration<double>(now - q->last_token).count());
+      q->any_token = true;
+      q->last_token = now;
+    }
+    q->events.push_back(std::move(ev));
+    q->cv.notify_one();
+  };
+  try {
+    rid_ = backend_.submit(std::move(g), std::move(sink));
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (msg.find("queue") != std::string::npos) throw overloaded(msg);
+    throw bad_request("", msg);
+  }
+  submitted_ = true;
+}
+
+void CompletionJob::wait_events(std::vector<RequestEvent>& out, std::chrono::milliseconds wait,
+                                bool forever) {
+  std::unique_lock<std::mutex> lock(queue_->mu);
+  auto ready = [&] { return !queue_->events.empty(); };
+  if (forever) queue_->cv.wait(lock, ready);
+  else queue_->cv.wait_for(lock, wait, ready);
+  while (!queue_->events.empty()) {
+    out.push_back(std::move(queue_->events.front()));
+    queue_->events.pop_front();
+  }
+}
+
+void CompletionJob::process(RequestEvent&& ev, Delta& d) {
+  switch (ev.kind) {
+    case EventKind::prompt_logprobs:
+      prompt_lp_.push_back({ev.token, ev.logprob, std::move(ev.top)});
+      return;
+    case EventKind::token: {
+      if (stop_hit_) return;  // after a stop string or end-of-sequence nothing is output
+      if (std::find(eos_ids_.begin(), eos_ids_.end(), ev.token) != eos_ids_.end()) {
+        stop_hit_ = true;
+        finish_reason_ = "stop";
+        return;
+      }
+      TokenOut t{ev.token, ev.logprob, std::move(ev.top)};
+      d.text += assembler_.push(backend_.token_bytes(t.id));
+      tokens_.push_back(t);
+      d.tokens.push_back(std::move(t));
+      if (assembler_.stopped()) {
+        stop_hit_ = true;
+        finish_reason_ = "stop";
+        if (!engine_finished_) backend_.cancel(rid_);  // the engine may not have seen it yet
+      }
+      return;
+    }
+    case EventKind::finished:
+      engine_finished_ = true;
+      d.finished = true;
+      metrics_.request_duration.observe(
+          std::chrono::duration<double>(Clock::now() - start_time_).count());
+      metrics_.completion_tokens_total.fetch_add(tokens_.size());
+      if (!stop_hit_) d.text += assembler_.finish();
+      if (ev.finish == FinishReason::error) {
+        error_ = internal_error("generation failed: " + ev.error);
+      } else if (finish_reason_.empty()) {
+        finish_reason_ = finish_name(ev.finish);
+      }
+      finished_ = std::move(ev);
+      return;
+  }
+}
+
+UsageOut CompletionJob::usage() const {
+  UsageOut u;
+  u.prompt_tokens = finished_.prompt_tokens ? finished_.prompt_tokens : int64_t(prompt_.size());
+  u.completion_tokens = std::max<int64_t>(finished_.completion_tokens, int64_t(tokens_.size()));
+  u.cached_tokens = finished_.cached_tokens;
+  return u;
+}
+
+std::string CompletionJob::prompt_echo_text() const {
+  if (req_.prompt_text) return *req_.prompt_text;
+  std::string bytes;
+  for (int32_t id : prompt_) bytes += backend_.token_bytes(id);
+  return utf8_sanitize(bytes);
+}
+
+json CompletionJob::logprobs_value(const std::vector<TokenOut>& tokens, int64_t* offset) {
+  if (!req_.logprobs) return nullptr;
+  if (req_.endpoint == Endpoint::chat) return logprobs_chat_json(ctx_, tokens);
+  return logprobs_legacy_json(ctx_, tokens, *offset, offset);
+}
+
+std::pair<int, std::string> CompletionJob::run_whole() {
+  Delta d;
+  while (!d.finished) {
+    std::vector<RequestEvent> evs;
+    wait_events(evs, {}, true);
+    for (auto& e : evs) process(std::move(e), d);
+  }
+  if (error_) return {error_->status, error_->to_json()};
+  std::string text = d.text;
+  int64_t offset = 0;
+  json lp = nullptr;
+  if (req_.echo) {
+    text = prompt_echo_text() + text;
+    if (req_.logprobs) {
+      lp = logprobs_legacy_prompt_json(ctx_, prompt_, prompt_lp_, &offset);
+      json gen = logprobs_legacy_json(ctx_, tokens_, offset, nullptr);
+      for (const char* k : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+        for (auto& x : gen[k]) lp[k].push_back(x);
+    }
+  } else {
+    lp = logprobs_value(tokens_, &offset);
+  }
+  json plp = req_.prompt_logprobs >= 0 ? prompt_logprobs_json(ctx_, prompt_, prompt_lp_) : json();
+  return {200, json_text(response_json(ctx_, text, lp, finish_reason_, usage(), plp))};
+}
+
+std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
+  if (stream_done_) return "";
+  std::vector<RequestEvent> evs;
+  wait_events(evs, wait, false);
+  if (evs.empty()) return ": keep-alive\n\n";
+  std::string out;
+  for (auto& e : evs) {
+    Delta d;
+    bool is_token = e.kind == EventKind::token;
+    process(std::move(e), d);
+    if (!stream_started_ && (is_token || d.finished)) {
+      // The opening chunk: the chat role, or the echoed prompt of a completion.
+      stream_started_ = true;
+      if (req_.endpoint == Endpoint::chat) {
+        out += sse_event(chunk_json(ctx_, "", nullptr, "", true));
+      } else if (req_.echo) {
+        json lp = nullptr;
+        if (req_.logprobs) lp = logprobs_legacy_prompt_json(ctx_, prompt_, prompt_lp_, &stream_offset_);
+        out += sse_event(chunk_json(ctx_, prompt_echo_text(), lp, "", false));
+      }
+    }
+    if (d.finished && error_) {
+      out += "data: " + error_->to_json() + "\n\ndata: [DONE]\n\n";
+      stream_done_ = true;
+      return out;
+    }
+    if (!d.text.empty() || !d.tokens.empty() || d.finished) {
+      bool skip = d.text.empty() && !d.finished && !req_.logprobs;  // nothing visible yet
+      if (!skip) {
+        json lp = d.tokens.empty() && !req_.logprobs ? json() : logprobs_value(d.tokens, &stream_offset_);
+        out += sse_event(chunk_json(ctx_, d.text, lp, d.finished ? finish_reason_ : "", false));
+      }
+    }
+    if (d.finished) {
+      if (req_.include_usage) out += sse_event(usage_chunk_json(ctx_, usage()));
+      out += "data: [DONE]\n\n";
+      stream_done_ = true;
+      return out;
+    }
+  }
+  return out.empty() ? ": keep-alive\n\n" : out;
+}
+
+void CompletionJob::cancel_by_client() {
+  if (submitted_ && !engine_finished_) {
+    backend_.cancel(rid_);
+    metrics_.cancelled_total.fetch_add(1);
+  }
+}
+
+}  // namespace invar::server

@@ -1,0 +1,97 @@
+// One completion request from admission to its last byte: tokenise and validate against the
+// model, submit to the engine, turn the engine's events (delivered on the engine thread) into
+// the response body or its stream of SSE chunks. Whole and streamed responses are built from
+// the same event processing, so both carry identical tokens and logprobs.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/api_error.h"
+#include "server/api_request.h"
+#include "server/api_response.h"
+#include "server/backend.h"
+#include "server/server_metrics.h"
+#include "server/text_assembler.h"
+
+namespace invar::server {
+
+// Filled on the engine thread by the EventSink, drained on the HTTP thread. Shared, because the
+// engine may still deliver a late event after the HTTP side has gone.
+struct EventQueue {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<RequestEvent> events;
+  ServerMetrics* metrics = nullptr;
+  std::chrono::steady_clock::time_point submitted, last_token;
+  bool any_token = false;
+};
+
+class CompletionJob {
+ public:
+  // Tokenises and checks against the model (ids in range, context length). Throws ApiError.
+  CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& metrics);
+  ~CompletionJob();  // cancels a request still running; releases its admission slot
+  CompletionJob(const CompletionJob&) = delete;
+  CompletionJob& operator=(const CompletionJob&) = delete;
+
+  // Admits (429 when `queue_limit` requests are already in flight) and submits. Throws ApiError.
+  void start(int64_t queue_limit);
+
+  // Whole response: waits for the end and returns (status, body).
+  std::pair<int, std::string> run_whole();
+
+  // Streaming: waits up to `wait` for events and returns the SSE text they make (an SSE comment
+  // as keep-alive when nothing happened, so a vanished client is noticed by the failed write).
+  std::string stream_next(std::chrono::milliseconds wait);
+  bool stream_done() const { return stream_done_; }
+  // The client went away: cancel the engine request (its blocks are freed by the engine).
+  void cancel_by_client();
+
+  const ApiRequest& request() const { return req_; }
+
+ private:
+  struct Delta {
+    std::string text;
+    std::vector<TokenOut> tokens;
+    bool finished = false;
+  };
+  void process(RequestEvent&& ev, Delta& d);
+  void wait_events(std::vector<RequestEvent>& out, std::chrono::milliseconds wait, bool forever);
+  json logprobs_value(const std::vector<TokenOut>& tokens, int64_t* offset);
+  std::string prompt_echo_text() const;
+  UsageOut usage() const;
+
+  Backend& backend_;
+  ApiRequest req_;
+  ServerMetrics& metrics_;
+  ResponseContext ctx_;
+  std::vector<int32_t> prompt_;
+  std::vector<int32_t> eos_ids_;
+  int64_t max_tokens_ = 0;
+  int64_t prompt_lp_k_ = -1;  // prompt logprobs asked of the engine (-1: none)
+
+  std::shared_ptr<EventQueue> queue_;
+  RequestId rid_ = 0;
+  bool admitted_ = false, submitted_ = false, engine_finished_ = false;
+  std::chrono::steady_clock::time_point start_time_;
+
+  TextAssembler assembler_;
+  std::vector<TokenOut> tokens_, prompt_lp_;
+  bool stop_hit_ = false;
+  std::string finish_reason_;
+  RequestEvent finished_;
+  std::optional<ApiError> error_;
+
+  // Streaming progress.
+  bool stream_started_ = false, stream_done_ = false;
+  int64_t stream_offset_ = 0;
+};
+
+}  // namespace invar::server

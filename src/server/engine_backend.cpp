@@ -1,0 +1,74 @@
+// Backend over the real model: GGUF → Model + Tokenizer (its vocabulary is in the same file)
+// → Engine.
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/numerics_version.h"
+#include "server/backend.h"
+#include "server/fingerprint.h"
+
+namespace invar::server {
+namespace {
+
+std::string model_id_of(const std::string& path) {
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  if (base.size() > 5 && base.ends_with(".gguf")) base.resize(base.size() - 5);
+  return base;
+}
+
+class EngineBackend : public Backend {
+ public:
+  EngineBackend(const std::string& path, EngineConfig cfg) {
+    model_ = Model::load(path);
+    tok_ = std::make_unique<Tokenizer>(vocab_from_gguf(model_->gguf()));
+    if (tok_->n_vocab() > model_->hparams().n_vocab)
+      throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
+                  " tokens but the model only " + std::to_string(model_->hparams().n_vocab));
+    n_ctx_ = cfg.n_ctx > 0 ? cfg.n_ctx : model_->hparams().n_ctx_train;
+    id_ = model_id_of(path);
+    fingerprint_ = system_fingerprint_of(model_->sha256(), kNumericsVersion);
+    const Vocab& v = tok_->vocab();
+    if (v.eos_id >= 0) eos_.push_back(v.eos_id);
+    for (const char* t : {"<|im_end|>", "<|endoftext|>"}) {
+      int32_t id = tok_->token_id(t);
+      if (id >= 0 && std::find(eos_.begin(), eos_.end(), id) == eos_.end()) eos_.push_back(id);
+    }
+    engine_ = std::make_unique<Engine>(*model_, tok_.get(), cfg);
+  }
+  ~EngineBackend() override { engine_.reset(); }  // the engine goes before the model
+
+  std::string model_id() const override { return id_; }
+  std::string system_fingerprint() const override { return fingerprint_; }
+  int64_t n_ctx() const override { return n_ctx_; }
+  int64_t n_vocab() const override { return tok_->n_vocab(); }
+  std::vector<int32_t> encode(std::string_view text) const override {
+    return tok_->encode(text, true);
+  }
+  std::string chat_render(const std::vector<ChatMessage>& m) const override {
+    return invar::chat_render(m, true);
+  }
+  std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }
+  std::vector<int32_t> end_of_sequence_ids() const override { return eos_; }
+  RequestId submit(GenerationRequest req, EventSink sink) override {
+    return engine_->submit(std::move(req), std::move(sink));
+  }
+  void cancel(RequestId id) override { engine_->cancel(id); }
+  EngineMetrics metrics() const override { return engine_->metrics(); }
+  void drain(double timeout_s) override { engine_->drain(timeout_s); }
+
+ private:
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tok_;
+  std::unique_ptr<Engine> engine_;
+  int64_t n_ctx_ = 0;
+  std::string id_, fingerprint_;
+  std::vector<int32_t> eos_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> engine_backend_load(const std::string& model_path, EngineConfig cfg) {
+  return std::make_unique<EngineBackend>(model_path, cfg);
+}
+
+}  // namespace invar::server

@@ -1,0 +1,47 @@
+// The HTTP side of `invar serve`: routes, auth, body limits, admission, SSE streaming and
+// graceful drain. It starts listening before the model is loaded (/health answers 503 "loading"
+// meanwhile) and talks to the model only through a Backend.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/backend.h"
+
+namespace invar::server {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";       // loopback unless told otherwise
+  int port = 8080;                      // 0: any free port (bind() returns it)
+  std::string api_key;                  // "" → no auth; else /v1/* need "Bearer <key>"
+  size_t max_body_bytes = 4u << 20;     // larger bodies get 413
+  int64_t queue_limit = 256;            // requests in flight before 429
+  std::vector<std::string> model_aliases;  // names accepted in "model" besides the model id
+};
+
+class HttpServer {
+ public:
+  using Loader = std::function<std::unique_ptr<Backend>()>;  // may throw invar::Error
+  HttpServer(ServerConfig cfg, Loader loader);
+  ~HttpServer();  // shuts down (without drain) if still running
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int bind();  // binds the socket; returns the port. Throws invar::Error.
+  void start();  // serves on a background thread and runs the loader on another
+  // Blocks until the loader returns: true when ready, else false with its message.
+  bool wait_loaded(std::string* error);
+  // Stops admitting work, lets in-flight requests finish for up to timeout_s (then cancels
+  // them), and stops listening.
+  void shutdown(double timeout_s);
+  std::string state() const;  // loading | ready | failed | draining | stopped
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace invar::server

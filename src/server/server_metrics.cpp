@@ -1,0 +1,107 @@
+#include "server/server_metrics.h"
+
+#include <cstdio>
+
+namespace invar::server {
+namespace {
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+void metric(std::string& out, const char* name, const char* type, const char* help, double v) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
+         name + " " + num(v) + "\n";
+}
+
+}  // namespace
+
+void LatencyHistogram::observe(double s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t i = 0;
+  while (i < kBounds.size() && s > kBounds[i]) ++i;
+  counts_[i]++;
+  sum_ += s;
+  count_++;
+}
+
+std::string LatencyHistogram::exposition(const std::string& name, const std::string& help) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string out = "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
+  uint64_t cum = 0;
+  for (size_t i = 0; i < kBounds.size(); ++i) {
+    cum += counts_[i];
+    out += name + "_bucket{le=\"" + num(kBounds[i]) + "\"} " + std::to_string(cum) + "\n";
+  }
+  cum += counts_[kBounds.size()];
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(cum) + "\n";
+  out += name + "_sum " + num(sum_) + "\n";
+  out += name + "_count " + std::to_string(count_) + "\n";
+  return out;
+}
+
+void ServerMetrics::count_response(const std::string& endpoint, int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  responses_[{endpoint, status}]++;
+}
+
+std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string& state) const {
+  std::string out;
+  out += "# HELP invar_server_state 1 for the current state (loading, ready, draining)\n"
+         "# TYPE invar_server_state gauge\n";
+  for (const char* s : {"loading", "ready", "draining"})
+    out += std::string("invar_server_state{state=\"") + s + "\"} " + (state == s ? "1" : "0") + "\n";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out += "# HELP invar_http_responses_total HTTP responses by endpoint and status\n"
+           "# TYPE invar_http_responses_total counter\n";
+    for (auto& [k, v] : responses_)
+      out += "invar_http_responses_total{endpoint=\"" + k.first + "\",status=\"" +
+             std::to_string(k.second) + "\"} " + std::to_string(v) + "\n";
+  }
+  metric(out, "invar_server_inflight_requests", "gauge",
+         "requests admitted and not yet answered", double(inflight.load()));
+  metric(out, "invar_requests_cancelled_total", "counter",
+         "requests cancelled because the client disconnected", double(cancelled_total.load()));
+  if (e) {
+    metric(out, "invar_requests_total", "counter", "requests submitted to the engine",
+           double(e->requests_total));
+    metric(out, "invar_requests_running", "gauge", "requests computing", double(e->requests_running));
+    metric(out, "invar_queue_depth", "gauge", "requests waiting for the engine",
+           double(e->requests_waiting));
+    metric(out, "invar_prompt_tokens_total", "counter", "prompt tokens submitted",
+           double(e->prompt_tokens_total));
+    metric(out, "invar_cached_tokens_total", "counter", "prompt tokens served from the prefix cache",
+           double(e->cached_tokens_total));
+    metric(out, "invar_generated_tokens_total", "counter", "tokens generated",
+           double(e->generated_tokens_total));
+    metric(out, "invar_cache_lookups_total", "counter", "prefix-cache lookups",
+           double(e->cache_lookups));
+    metric(out, "invar_cache_hits_total", "counter", "prefix-cache lookups that hit",
+           double(e->cache_hits));
+    double rate = e->prompt_tokens_total ? double(e->cached_tokens_total) / e->prompt_tokens_total : 0;
+    metric(out, "invar_cache_hit_rate", "gauge", "cached prompt tokens / prompt tokens", rate);
+    metric(out, "invar_cache_resident_bytes", "gauge", "bytes of KV blocks and state checkpoints",
+           double(e->resident_bytes));
+    metric(out, "invar_cache_resident_blocks", "gauge", "KV blocks resident",
+           double(e->resident_blocks));
+    metric(out, "invar_cache_resident_checkpoints", "gauge", "state checkpoints resident",
+           double(e->resident_checkpoints));
+    metric(out, "invar_cache_referenced_blocks", "gauge", "blocks held by running requests",
+           double(e->referenced_blocks));
+    metric(out, "invar_cache_evictions_total", "counter", "blocks evicted", double(e->evictions));
+    metric(out, "invar_preemptions_total", "counter", "requests preempted", double(e->preemptions));
+    metric(out, "invar_engine_tokens_per_second", "gauge", "recent engine throughput",
+           e->tokens_per_s);
+  }
+  out += ttft.exposition("invar_time_to_first_token_seconds", "submit to first generated token");
+  out += inter_token.exposition("invar_inter_token_latency_seconds",
+                                "time between consecutive generated tokens of a request");
+  out += request_duration.exposition("invar_request_duration_seconds",
+                                     "admission to the last generated token");
+  return out;
+}
+
+}  // namespace invar::server

@@ -1,0 +1,292 @@
+// Prefix-cache bookkeeping without a model (STYLE 7): hash chain, salt isolation, token
+// verification, the checkpoint ⇒ KV-prefix invariant under eviction, the byte budget.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "cache/prefix_cache.h"
+
+namespace invar {
+namespace {
+
+constexpr int64_t kBs = 4;           // tokens per block
+constexpr int64_t kBlockFloats = 8;  // 32 bytes → one 64-byte slot
+constexpr int64_t kStateFloats = 40; // 160 bytes → 192-byte slot
+
+CacheConfig config_make(int64_t budget) {
+  CacheConfig c;
+  c.block_size = kBs;
+  c.block_floats = kBlockFloats;
+  c.state_floats = kStateFloats;
+  c.cache_bytes = budget;
+  return c;
+}
+
+// A sequence as the engine drives it: blocks filled in order, each committed when full with
+// a checkpoint whose contents encode (sequence tag, block index) so restores can be checked.
+struct FakeSeq {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> blocks;
+  std::vector<uint64_t> keys;
+  uint64_t salt = 0;
+  float state[kStateFloats] = {};
+  int64_t cached = 0;
+};
+
+float state_tag(const std::vector<int32_t>& tokens, int64_t n_blocks) {
+  // The "state" after a prefix: any deterministic function of the prefix tokens.
+  uint64_t h = PrefixCache::block_key(7, std::span(tokens.data(), static_cast<size_t>(n_blocks * kBs)));
+  return static_cast<float>(h % 1000003);
+}
+
+// Runs a sequence to completion: lookup, apply, compute (fake) every remaining block, commit.
+// Returns false if the budget could not hold it.
+bool seq_run(PrefixCache& cache, FakeSeq& s, bool checkpoints = true) {
+  const int64_t n = static_cast<int64_t>(s.tokens.size());
+  const PrefixHit hit = cache.lookup(s.tokens, s.salt, n - 1);
+  cache.hit_apply(hit, s.state);
+  cache.check_invariants();
+  s.cached = hit.n_tokens;
+  s.blocks = hit.blocks;
+  s.keys = hit.keys;
+  if (hit.n_tokens > 0) {
+    EXPECT_EQ(s.state[0], state_tag(s.tokens, hit.n_tokens / kBs)) << "restored the wrong state";
+  }
+  for (int64_t i = static_cast<int64_t>(s.blocks.size()); i * kBs < n; ++i) {
+    const int32_t b = cache.block_acquire();
+    if (b < 0) return false;
+    s.blocks.push_back(b);
+    if ((i + 1) * kBs > n) break;  // partial tail block: never indexed
+    const int32_t c = checkpoints ? cache.checkpoint_acquire() : -1;
+    if (c >= 0) {
+      std::memset(cache.checkpoint_data(c), 0, sizeof(float) * kStateFloats);
+      cache.checkpoint_data(c)[0] = state_tag(s.tokens, i + 1);
+    }
+    const uint64_t parent = i == 0 ? s.salt : s.keys.back();
+    const auto toks = std::span(s.tokens).subspan(static_cast<size_t>(i * kBs), kBs);
+    const uint64_t key = PrefixCache::block_key(parent, toks);
+    cache.block_commit(b, i, parent, key, toks, c);
+    s.keys.push_back(key);
+    cache.check_invariants();
+  }
+  return true;
+}
+
+void seq_release(PrefixCache& cache, FakeSeq& s) {
+  for (int32_t b : s.blocks) cache.block_release(b);
+  s.blocks.clear();
+  cache.check_invariants();
+}
+
+std::vector<int32_t> tokens_make(std::initializer_list<std::pair<int32_t, int64_t>> runs) {
+  std::vector<int32_t> t;
+  for (auto [base, n] : runs)
+    for (int64_t i = 0; i < n; ++i) t.push_back(base + static_cast<int32_t>(i));
+  return t;
+}
+
+TEST(PrefixCache, HashChainDependsOnParentAndTokens) {
+  const std::vector<int32_t> a = {1, 2, 3, 4}, b = {1, 2, 3, 5};
+  EXPECT_NE(PrefixCache::block_key(1, a), PrefixCache::block_key(2, a));
+  EXPECT_NE(PrefixCache::block_key(1, a), PrefixCache::block_key(1, b));
+  EXPECT_EQ(PrefixCache::block_key(1, a), PrefixCache::block_key(1, a));
+  EXPECT_NE(PrefixCache::salt_key(""), PrefixCache::salt_key("x"));
+}
+
+TEST(PrefixCache, HitIsLongestRunEndingAtCheckpointAndLeavesOneToken) {
+  PrefixCache cache(config_make(1 << 20));
+  FakeSeq a;
+  a.tokens = tokens_make({{10, 12}});  // exactly 3 blocks
+  ASSERT_TRUE(seq_run(cache, a));
+  EXPECT_EQ(a.cached, 0);
+  seq_release(cache, a);
+
+  FakeSeq b;
+  b.tokens = a.tokens;  // identical: the cap keeps the last token to recompute → 2 blocks
+  ASSERT_TRUE(seq_run(cache, b));
+  EXPECT_EQ(b.cached, 8);
+  seq_release(cache, b);
+
+  FakeSeq c;
+  c.tokens = tokens_make({{10, 12}, {100, 3}});
+  ASSERT_TRUE(seq_run(cache, c));
+  EXPECT_EQ(c.cached, 12);
+  seq_release(cache, c);
+
+  FakeSeq d;  // diverges inside block 1
+  d.tokens = tokens_make({{10, 6}, {200, 10}});
+  ASSERT_TRUE(seq_run(cache, d));
+  EXPECT_EQ(d.cached, 4);
+  seq_release(cache, d);
+  EXPECT_EQ(cache.stats().blocks_referenced, 0);
+}
+
+TEST(PrefixCache, NoCheckpointNoHit) {
+  // KV blocks alone are never a hit (the seed's bug): the state must come from the same prefix.
+  PrefixCache cache(config_make(1 << 20));
+  FakeSeq a;
+  a.tokens = tokens_make({{10, 16}});
+  ASSERT_TRUE(seq_run(cache, a, /*checkpoints=*/false));
+  seq_release(cache, a);
+  EXPECT_EQ(cache.stats().blocks_indexed, 4);
+  FakeSeq b;
+  b.tokens = tokens_make({{10, 16}, {50, 2}});
+  ASSERT_TRUE(seq_run(cache, b));
+  EXPECT_EQ(b.cached, 0);
+  seq_release(cache, b);
+  // b's run attached its checkpoints to a's indexed blocks: now a third request hits.
+  FakeSeq c;
+  c.tokens = tokens_make({{10, 16}, {60, 1}});
+  ASSERT_TRUE(seq_run(cache, c));
+  EXPECT_EQ(c.cached, 16);
+  seq_release(cache, c);
+}
+
+TEST(PrefixCache, SaltIsolates) {
+  PrefixCache cache(config_make(1 << 20));
+  FakeSeq a;
+  a.tokens = tokens_make({{10, 9}});
+  a.salt = PrefixCache::salt_key("alice");
+  ASSERT_TRUE(seq_run(cache, a));
+  seq_release(cache, a);
+  FakeSeq b = a;
+  b.salt = PrefixCache::salt_key("bob");
+  ASSERT_TRUE(seq_run(cache, b));
+  EXPECT_EQ(b.cached, 0);
+  seq_release(cache, b);
+  FakeSeq c = a;
+  ASSERT_TRUE(seq_run(cache, c));
+  EXPECT_EQ(c.cached, 8);
+  seq_release(cache, c);
+}
+
+TEST(PrefixCache, TokensVerifiedOnKeyCollision) {
+  PrefixCache cache(config_make(1 << 20));
+  const std::vector<int32_t> t1 = {1, 2, 3, 4}, t2 = {9, 9, 9, 9};
+  const uint64_t forged = 12345;  // both blocks claim the same key
+  const int32_t b1 = cache.block_acquire();
+  cache.block_commit(b1, 0, 0, forged, t1, cache.checkpoint_acquire());
+  const int32_t b2 = cache.block_acquire();
+  cache.block_commit(b2, 0, 0, forged, t2, cache.checkpoint_acquire());
+  EXPECT_EQ(cache.stats().collisions, 1);
+  cache.check_invariants();
+  // A lookup that computes the forged key from other tokens must not reuse b1: emulate by
+  // checking lookup over t2 finds nothing (its real key is not indexed) and the index keeps b1.
+  std::vector<int32_t> q = t2;
+  q.push_back(0);
+  EXPECT_EQ(cache.lookup(q, 0, 4).n_tokens, 0);
+  cache.block_release(b1);
+  cache.block_release(b2);
+  EXPECT_EQ(cache.stats().blocks_indexed, 1);
+  cache.check_invariants();
+}
+
+TEST(PrefixCache, LookupRejectsTokenMismatchUnderEqualKey) {
+  // Index a block under the key that t_query would hash to, but with other tokens.
+  PrefixCache cache(config_make(1 << 20));
+  const std::vector<int32_t> stored = {5, 6, 7, 8}, query = {1, 2, 3, 4, 0};
+  const uint64_t key = PrefixCache::block_key(0, std::span(query.data(), 4));
+  const int32_t b = cache.block_acquire();
+  cache.block_commit(b, 0, 0, key, stored, cache.checkpoint_acquire());
+  cache.block_release(b);
+  EXPECT_EQ(cache.lookup(query, 0, 4).n_tokens, 0);
+  const std::vector<int32_t> honest = {5, 6, 7, 8, 0};
+  EXPECT_EQ(cache.lookup(honest, 0, 4).n_tokens, 0) << "stored under a key its tokens do not hash to";
+}
+
+TEST(PrefixCache, EvictionKeepsCheckpointPrefixAndBudget) {
+  // Budget for ~10 blocks + a few checkpoints: a stream of requests forces evictions.
+  const int64_t budget = 10 * 64 + 4 * 192;
+  PrefixCache cache(config_make(budget));
+  std::mt19937 rng(1);
+  int64_t hits = 0;
+  for (int r = 0; r < 300; ++r) {
+    FakeSeq s;
+    const int32_t doc = static_cast<int32_t>(rng() % 4) * 1000;
+    s.tokens = tokens_make({{doc, 1 + static_cast<int64_t>(rng() % 20)}, {doc + 500, static_cast<int64_t>(rng() % 6)}});
+    if (seq_run(cache, s)) hits += s.cached > 0;
+    EXPECT_LE(cache.stats().bytes_resident, budget);
+    seq_release(cache, s);
+  }
+  const CacheStats st = cache.stats();
+  EXPECT_GT(st.evicted_blocks, 0);
+  EXPECT_GT(st.evicted_checkpoints, 0);
+  EXPECT_GT(hits, 0);
+  EXPECT_EQ(st.blocks_referenced, 0);
+  cache.check_invariants();
+}
+
+TEST(PrefixCache, EvictsUselessLeavesBeforeCheckpoints) {
+  const int64_t budget = 6 * 64 + 1 * 192;
+  PrefixCache cache(config_make(budget));
+  FakeSeq a;
+  a.tokens = tokens_make({{10, 8}, {0, 1}});  // 2 full blocks + tail
+  ASSERT_TRUE(seq_run(cache, a, false));     // indexed, no checkpoint: useless once released
+  seq_release(cache, a);
+  FakeSeq b;
+  b.tokens = tokens_make({{500, 4}, {0, 1}});
+  ASSERT_TRUE(seq_run(cache, b, true));  // 1 block with checkpoint
+  seq_release(cache, b);
+  // Needs 5 blocks: the 2 useless ones must go, b's checkpointed block must stay.
+  FakeSeq c;
+  c.tokens = tokens_make({{900, 17}});
+  const PrefixHit none = cache.lookup(c.tokens, 0, 16);
+  cache.hit_apply(none, c.state);
+  for (int i = 0; i < 3; ++i) c.blocks.push_back(cache.block_acquire());
+  EXPECT_EQ(cache.stats().evicted_blocks, 0);
+  c.blocks.push_back(cache.block_acquire());
+  EXPECT_EQ(cache.stats().evicted_blocks, 1);
+  EXPECT_EQ(cache.stats().evicted_checkpoints, 0);
+  FakeSeq b2 = b;
+  EXPECT_EQ(cache.lookup(b2.tokens, 0, 4).n_tokens, 4);
+  seq_release(cache, c);
+}
+
+TEST(PrefixCache, AcquireFailsWhenAllReferenced) {
+  PrefixCache cache(config_make(3 * 64));
+  std::vector<int32_t> held;
+  for (int i = 0; i < 3; ++i) held.push_back(cache.block_acquire());
+  EXPECT_EQ(cache.block_acquire(), -1);
+  EXPECT_EQ(cache.checkpoint_acquire(), -1);
+  EXPECT_EQ(cache.blocks_obtainable(), 0);
+  for (int32_t b : held) cache.block_release(b);
+  EXPECT_EQ(cache.blocks_obtainable(), 3);
+  EXPECT_EQ(cache.stats().bytes_resident, 0);
+}
+
+TEST(PrefixCache, RandomRequestsAndCancellationsLeaveNothingReferenced) {
+  const int64_t budget = 40 * 64 + 10 * 192;
+  PrefixCache cache(config_make(budget));
+  std::mt19937 rng(7);
+  std::vector<FakeSeq> live;
+  for (int r = 0; r < 200; ++r) {
+    FakeSeq s;
+    const int32_t doc = static_cast<int32_t>(rng() % 3) * 1000;
+    s.tokens = tokens_make({{doc, 1 + static_cast<int64_t>(rng() % 24)}, {doc + 7 * r, static_cast<int64_t>(rng() % 5)}});
+    s.salt = PrefixCache::salt_key(rng() % 5 == 0 ? "other" : "");
+    if (!seq_run(cache, s)) {
+      seq_release(cache, s);  // refused for memory: give back what it got
+    } else {
+      live.push_back(std::move(s));
+    }
+    // Cancel or finish a random live request (cancellation and completion release alike).
+    while (live.size() > 3 || (!live.empty() && rng() % 3 == 0)) {
+      const size_t k = rng() % live.size();
+      seq_release(cache, live[k]);
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    EXPECT_LE(cache.stats().bytes_resident, budget);
+  }
+  for (auto& s : live) seq_release(cache, s);
+  const CacheStats st = cache.stats();
+  EXPECT_EQ(st.blocks_referenced, 0);
+  EXPECT_GT(st.hits, 0);
+  EXPECT_EQ(st.blocks_resident, st.blocks_indexed) << "a private block leaked";
+  cache.check_invariants();
+}
+
+}  // namespace
+}  // namespace invar

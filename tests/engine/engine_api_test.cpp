@@ -1,0 +1,135 @@
+// The Engine API on a reference model: validation, stop tokens, cancellation, prompt logprobs,
+// seeded sampling, and a random load with cancellations that must leave no block referenced.
+#include <thread>
+
+#include "core/error.h"
+#include "invariance_harness.h"
+
+namespace invar::testing_engine {
+namespace {
+
+const Model& tiny() { return model_get("qwen3next-tiny"); }
+
+TEST(EngineApi, RejectsBadRequestsWithAMessage) {
+  EngineConfig cfg = config_base();
+  cfg.n_ctx = 64;
+  Engine e(tiny(), nullptr, cfg);
+  auto expect_error = [&](GenerationRequest r, const std::string& needle) {
+    try {
+      e.submit(std::move(r), nullptr);
+      ADD_FAILURE() << "accepted; expected: " << needle;
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find(needle), std::string::npos) << err.what();
+    }
+  };
+  expect_error(request_make({}, 4, false), "empty");
+  expect_error(request_make({1, 100000}, 4, false), "outside the vocabulary");
+  expect_error(request_make(std::vector<int32_t>(60, 5), 10, false), "context limit");
+  GenerationRequest r = request_make({1, 2}, 4, false);
+  r.stop_strings = {"x"};
+  expect_error(r, "tokenizer");
+  r = request_make({1, 2}, 4, false);
+  r.top_logprobs = 21;
+  expect_error(r, "top_logprobs");
+  r = request_make({1, 2}, 4, false);
+  r.sampling.top_p = 0.0f;
+  expect_error(r, "top_p");
+}
+
+TEST(EngineApi, StopTokenMaxTokensAndZeroMaxTokens) {
+  std::mt19937 rng(1);
+  const auto p = tokens_random(rng, 30, tiny().hparams().n_vocab);
+  const auto free_run = run_sequential(tiny(), config_base(), {request_make(p, 6, false)})[0];
+  ASSERT_EQ(free_run.generated.size(), 6u);
+  EXPECT_EQ(free_run.finish, FinishReason::length);
+  GenerationRequest r = request_make(p, 6, false);
+  r.stop_tokens = {free_run.generated[2]};
+  const auto stopped = run_sequential(tiny(), config_base(), {r})[0];
+  EXPECT_EQ(stopped.finish, FinishReason::stop);
+  // Stops at the first occurrence of the stop token.
+  size_t first = 0;
+  while (free_run.generated[first] != free_run.generated[2]) ++first;
+  EXPECT_EQ(stopped.generated.size(), first + 1);
+  const auto none = run_sequential(tiny(), config_base(), {request_make(p, 0, false)})[0];
+  EXPECT_EQ(none.finish, FinishReason::length);
+  EXPECT_TRUE(none.generated.empty());
+}
+
+TEST(EngineApi, PromptLogprobsComputeEveryPosition) {
+  std::mt19937 rng(2);
+  const auto p = tokens_random(rng, 40, tiny().hparams().n_vocab);
+  Engine e(tiny(), nullptr, config_base());
+  Collector col;
+  e.submit(request_make(p, 1, false), col.sink(0));
+  col.wait(1);
+  std::vector<int64_t> positions;
+  std::mutex mu;
+  GenerationRequest r = request_make(p, 1, false);
+  r.prompt_logprobs = 2;
+  e.submit(r, [&, sink = col.sink(1)](RequestEvent&& ev) mutable {
+    if (ev.kind == EventKind::prompt_logprobs) {
+      std::lock_guard lk(mu);
+      positions.push_back(ev.position);
+      EXPECT_EQ(ev.top.size(), 2u);
+      EXPECT_LE(ev.logprob, 0.0f);
+    }
+    sink(std::move(ev));
+  });
+  col.wait(2);
+  EXPECT_EQ(col.take(1).cached_tokens, 0) << "prompt logprobs must not skip positions";
+  ASSERT_EQ(positions.size(), p.size() - 1);
+  for (size_t i = 0; i < positions.size(); ++i) EXPECT_EQ(positions[i], static_cast<int64_t>(i + 1));
+}
+
+TEST(EngineApi, SeededSamplingIsReproducible) {
+  std::mt19937 rng(3);
+  const auto p = tokens_random(rng, 20, tiny().hparams().n_vocab);
+  GenerationRequest r = request_make(p, 12, false);
+  r.sampling.temperature = 1.5f;
+  r.sampling.seed = 77;
+  const auto one = run_sequential(tiny(), config_base(), {r, r});
+  EXPECT_EQ(one[0].generated, one[1].generated);
+  r.sampling.seed = 78;
+  const auto other = run_sequential(tiny(), config_base(), {r})[0];
+  EXPECT_NE(one[0].generated, other.generated);
+}
+
+TEST(EngineApi, RandomLoadWithCancellationsLeaksNothing) {
+  const Model& m = tiny();
+  EngineConfig cfg = config_base();
+  cfg.max_batch_tokens = 48;
+  cfg.max_running = 8;
+  auto slot = [](int64_t floats) { return (floats + 15) / 16 * 16 * 4; };
+  cfg.cache_bytes = 40 * slot(m.kv_block_floats(16)) + 8 * slot(m.state_floats());
+  Engine e(m, nullptr, cfg);
+  Collector col;
+  std::mt19937 rng(4);
+  const auto doc = tokens_random(rng, 40, m.hparams().n_vocab);
+  std::vector<RequestId> ids;
+  for (size_t i = 0; i < 200; ++i) {
+    const auto tail = tokens_random(rng, 1 + static_cast<int64_t>(rng() % 60), m.hparams().n_vocab);
+    GenerationRequest r = request_make(rng() % 2 ? concat(doc, tail) : tail, 1 + rng() % 20, false);
+    ids.push_back(e.submit(r, col.sink(i)));
+    if (rng() % 4 == 0) e.cancel(ids[rng() % ids.size()]);
+    if (rng() % 8 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  col.wait(200);
+  int cancelled = 0, hits = 0;
+  for (size_t i = 0; i < 200; ++i) {
+    const Outcome o = col.take(i);
+    EXPECT_NE(o.finish, FinishReason::error) << o.error;
+    cancelled += o.finish == FinishReason::cancelled;
+    hits += o.cached_tokens > 0;
+  }
+  e.drain(5);
+  const EngineMetrics met = e.metrics();
+  EXPECT_GT(cancelled, 0);
+  EXPECT_GT(hits, 0);
+  EXPECT_EQ(met.referenced_blocks, 0u);
+  EXPECT_EQ(met.requests_running + met.requests_waiting, 0u);
+  EXPECT_LE(met.resident_bytes, static_cast<uint64_t>(cfg.cache_bytes));
+  EXPECT_EQ(met.requests_total, 200u);
+}
+
+}  // namespace
+}  // namespace invar::testing_engine

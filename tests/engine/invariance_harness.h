@@ -1,0 +1,169 @@
+// Shared by the invariance tests: load a reference model once, run request sets through a fresh
+// Engine, and compare request B's logits bit for bit at every position both runs computed.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "model/model.h"
+
+namespace invar::testing_engine {
+
+inline const Model& model_get(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Model>> models;
+  auto& m = models[name];
+  if (!m) m = Model::load(std::string(INVAR_SHARED_DIR) + "/models/" + name + ".gguf");
+  return *m;
+}
+
+struct Outcome {
+  std::map<int64_t, std::vector<float>> logits;  // position → [V]
+  std::vector<int32_t> generated;
+  int64_t cached_tokens = -1;
+  int64_t prompt_tokens = 0;
+  FinishReason finish = FinishReason::none;
+  std::string error;
+  bool done = false;
+};
+
+// Collects events of many requests; wait() blocks until all have finished.
+class Collector {
+ public:
+  EventSink sink(size_t slot) {
+    {
+      std::lock_guard lk(mu_);
+      if (outcomes_.size() <= slot) outcomes_.resize(slot + 1);
+    }
+    return [this, slot](RequestEvent&& ev) {
+      std::lock_guard lk(mu_);
+      Outcome& o = outcomes_[slot];
+      for (auto& [pos, row] : ev.logits) o.logits[pos] = std::move(row);
+      if (ev.kind == EventKind::token) o.generated.push_back(ev.token);
+      if (ev.kind == EventKind::finished) {
+        o.cached_tokens = ev.cached_tokens;
+        o.prompt_tokens = ev.prompt_tokens;
+        o.finish = ev.finish;
+        o.error = ev.error;
+        o.done = true;
+        cv_.notify_all();
+      }
+    };
+  }
+  void wait(size_t n) {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] {
+      if (outcomes_.size() < n) return false;
+      for (size_t i = 0; i < n; ++i)
+        if (!outcomes_[i].done) return false;
+      return true;
+    });
+  }
+  Outcome take(size_t slot) {
+    std::lock_guard lk(mu_);
+    return outcomes_[slot];
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Outcome> outcomes_;
+};
+
+inline GenerationRequest request_make(std::vector<int32_t> prompt, int64_t max_tokens,
+                                      bool capture) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.capture_logits = capture;
+  return r;
+}
+
+// Runs the requests one after another (each waits for the previous): the cache-warming order.
+inline std::vector<Outcome> run_sequential(const Model& m, const EngineConfig& cfg,
+                                           const std::vector<GenerationRequest>& reqs,
+                                           EngineMetrics* metrics = nullptr) {
+  Engine engine(m, nullptr, cfg);
+  Collector col;
+  std::vector<Outcome> out;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    engine.submit(reqs[i], col.sink(i));
+    col.wait(i + 1);
+    out.push_back(col.take(i));
+  }
+  if (metrics) *metrics = engine.metrics();
+  return out;
+}
+
+// Submits all requests at once (they share engine steps), returns them in order.
+inline std::vector<Outcome> run_together(const Model& m, const EngineConfig& cfg,
+                                         const std::vector<GenerationRequest>& reqs) {
+  Engine engine(m, nullptr, cfg);
+  Collector col;
+  for (size_t i = 0; i < reqs.size(); ++i) col.sink(i);
+  for (size_t i = 0; i < reqs.size(); ++i) engine.submit(reqs[i], col.sink(i));
+  col.wait(reqs.size());
+  std::vector<Outcome> out;
+  for (size_t i = 0; i < reqs.size(); ++i) out.push_back(col.take(i));
+  return out;
+}
+
+// The contract, checked: identical generated tokens and identical logits bits at every
+// position both computed, which must include the last prompt position and every generated one.
+inline void expect_same_bits(const Outcome& ref, const Outcome& got, int64_t prompt_len,
+                             const std::string& what) {
+  ASSERT_TRUE(ref.done && got.done) << what;
+  ASSERT_EQ(ref.finish, got.finish) << what << ": " << got.error;
+  EXPECT_EQ(ref.generated, got.generated) << what;
+  const int64_t last = prompt_len + static_cast<int64_t>(got.generated.size()) - 2;
+  int64_t compared = 0;
+  for (int64_t p = prompt_len - 1; p <= last; ++p) {
+    ASSERT_TRUE(ref.logits.count(p) && got.logits.count(p)) << what << ": no logits at " << p;
+  }
+  for (const auto& [p, row] : got.logits) {
+    const auto it = ref.logits.find(p);
+    if (it == ref.logits.end()) continue;
+    ASSERT_EQ(row.size(), it->second.size());
+    if (std::memcmp(row.data(), it->second.data(), row.size() * sizeof(float)) != 0) {
+      size_t j = 0;
+      while (j < row.size() && std::memcmp(&row[j], &it->second[j], sizeof(float)) == 0) ++j;
+      FAIL() << what << ": logits differ at position " << p << ", token " << j << ": "
+             << it->second[j] << " vs " << row[j];
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, last - (prompt_len - 1) + 1) << what;
+}
+
+inline std::vector<int32_t> tokens_random(std::mt19937& rng, int64_t n, int64_t n_vocab) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  // Below the special ids (the last three of the reference vocabulary).
+  for (auto& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab - 3));
+  return t;
+}
+
+inline std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+inline EngineConfig config_base() {
+  EngineConfig c;
+  c.block_size = 16;
+  c.cache_bytes = 64ll << 20;
+  c.max_batch_tokens = 4096;
+  c.threads = 1;
+  return c;
+}
+
+inline std::vector<std::string> reference_models() { return {"qwen3next-tiny", "qwen35-tiny"}; }
+
+}  // namespace invar::testing_engine

@@ -1,0 +1,78 @@
+// The sampler (rule N6): greedy ties, a counter-based RNG, top-k / top-p limits, logprob order.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/sampler.h"
+
+namespace invar {
+namespace {
+
+TEST(Sampler, GreedyTiesGoToTheSmallerId) {
+  SamplerScratch s;
+  const std::vector<float> logits = {1.0f, 3.0f, 3.0f, 2.0f};
+  EXPECT_EQ(sample_token(logits.data(), 4, SamplingParams{}, 0, s), 1);
+}
+
+TEST(Sampler, RngIsAFunctionOfSeedAndPosition) {
+  EXPECT_EQ(sample_bits(1, 5), sample_bits(1, 5));
+  EXPECT_NE(sample_bits(1, 5), sample_bits(1, 6));
+  EXPECT_NE(sample_bits(1, 5), sample_bits(2, 5));
+  for (int64_t p = 0; p < 1000; ++p) {
+    const double u = sample_uniform(3, p);
+    ASSERT_TRUE(u >= 0.0 && u < 1.0);
+  }
+}
+
+TEST(Sampler, TemperatureFollowsTheDistribution) {
+  SamplerScratch s;
+  const std::vector<float> logits = {0.0f, std::log(3.0f)};  // p = 0.25, 0.75
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 9;
+  int ones = 0;
+  const int n = 4000;
+  for (int64_t pos = 0; pos < n; ++pos) ones += sample_token(logits.data(), 2, p, pos, s);
+  EXPECT_NEAR(static_cast<double>(ones) / n, 0.75, 0.03);
+  // Same (seed, position): same token, whatever happened in between.
+  const int32_t t = sample_token(logits.data(), 2, p, 17, s);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(sample_token(logits.data(), 2, p, 17, s), t);
+}
+
+TEST(Sampler, TopKAndTopPLimitTheCandidates) {
+  SamplerScratch s;
+  const std::vector<float> logits = {0.5f, 2.0f, 1.9f, 0.1f, 1.0f};
+  SamplingParams p;
+  p.temperature = 5.0f;  // nearly flat: without limits every id appears
+  std::vector<int> seen(5, 0);
+  for (int64_t pos = 0; pos < 500; ++pos) ++seen[static_cast<size_t>(sample_token(logits.data(), 5, p, pos, s))];
+  for (int c : seen) EXPECT_GT(c, 0);
+  p.top_k = 2;
+  for (int64_t pos = 0; pos < 200; ++pos) {
+    const int32_t t = sample_token(logits.data(), 5, p, pos, s);
+    EXPECT_TRUE(t == 1 || t == 2) << t;
+  }
+  p.top_k = 0;
+  p.top_p = 0.05f;  // only the best candidate reaches it
+  for (int64_t pos = 0; pos < 200; ++pos) EXPECT_EQ(sample_token(logits.data(), 5, p, pos, s), 1);
+}
+
+TEST(Sampler, LogprobsOrderedByValueThenId) {
+  SamplerScratch s;
+  const std::vector<float> logits = {1.0f, 2.0f, 2.0f, 0.0f};
+  float lp = 0;
+  std::vector<TokenLogprob> top;
+  logprobs_top(logits.data(), 4, 3, 3, s, &lp, &top);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].id, 1);
+  EXPECT_EQ(top[1].id, 2);
+  EXPECT_EQ(top[2].id, 0);
+  EXPECT_EQ(top[0].logprob, top[1].logprob);
+  double sum = 0;
+  for (float x : logits) sum += std::exp(static_cast<double>(x));
+  EXPECT_NEAR(lp, -std::log(sum), 1e-5);
+}
+
+}  // namespace
+}  // namespace invar

@@ -1,0 +1,226 @@
+// The matrix product keeps its canonical order (DESIGN N1/N2/C7): the SIMD paths equal the scalar
+// reference bit for bit, a row's bits do not depend on the batch it is in or on the thread count,
+// and the reference is close to a float64 dot product.
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include "core/thread_pool.h"
+#include "matmul_test_util.h"
+
+namespace invar::test {
+namespace {
+
+// K where the type allows any K (not a multiple of 16, and above the 256-step K-block), else the
+// Q8_0 sizes (one block; more than one K-block, ending on a partial one).
+std::vector<int64_t> test_ks(DType t) {
+  if (t == DType::Q8_0) return {32, 288};
+  return {1, 37, 300};
+}
+
+TEST(Matmul, FastEqualsReferenceBitExact) {
+  SimdRestore restore;
+  ThreadPool pool(1);
+  for (DType t : kAllTypes) {
+    for (int64_t k : test_ks(t)) {
+      for (int64_t n : {int64_t(1), int64_t(21), int64_t(70)}) {  // 70 = 4 panels + 6
+        OwnedMatrix w = random_matrix(t, k, n, uint32_t(k * 1000 + n));
+        matrix_prepare(w.m);
+        // Rows: every direct-path count, tile multiples and tile remainders of both ISAs.
+        for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 13, 19}) {
+          const auto x = random_activations(m * k, uint32_t(m));
+          std::vector<float> ref(size_t(m * n));
+          matmul_ref(w.m, x.data(), m, ref.data());
+          for (SimdLevel level : available_levels()) {
+            simd_set(level);
+            std::vector<float> y(size_t(m * n), std::numeric_limits<float>::quiet_NaN());
+            matmul(w.m, x.data(), m, y.data(), pool);
+            EXPECT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "")
+                << case_name(t, level) << " K=" << k << " N=" << n << " M=" << m;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A row computed alone (M=1, the decode path) has the same bits as inside batches of 2..512 rows
+// (the many-rows tiles), at every level; the levels agree with each other too.
+TEST(Matmul, RowBitsIndependentOfBatch) {
+  SimdRestore restore;
+  ThreadPool pool(1);
+  const int64_t n = 70, max_m = 512;
+  for (DType t : kAllTypes) {
+    const int64_t k = t == DType::Q8_0 ? 288 : 300;
+    OwnedMatrix w = random_matrix(t, k, n, 7);
+    matrix_prepare(w.m);
+    const auto x = random_activations(max_m * k, 11);
+    std::vector<float> alone(size_t(max_m * n));
+    {
+      simd_set(SimdLevel::scalar);
+      for (int64_t r = 0; r < max_m; ++r) matmul(w.m, &x[r * k], 1, &alone[r * n], pool);
+    }
+    for (SimdLevel level : available_levels()) {
+      simd_set(level);
+      for (int64_t m : {1, 2, 4, 5, 9, 64, 100, 512}) {
+        // Batches placed at different offsets so every row sits at several tile positions.
+        for (int64_t first : {int64_t(0), int64_t(3)}) {
+          if (first + m > max_m) continue;
+          std::vector<float> y(size_t(m * n));
+          matmul(w.m, &x[first * k], m, y.data(), pool);
+          EXPECT_EQ(bits_diff(y.data(), &alone[first * n], m * n, n), "")
+              << case_name(t, level) << " M=" << m << " first row " << first;
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, ThreadCountDoesNotChangeBits) {
+  SimdRestore restore;
+  ThreadPool one(1), two(2);
+  // N = 300: 19 panels in units of 4, so both threads get outputs (checked below), the split
+  // falling inside a tile group and the last panel partial.
+  const int64_t n = 300, m = 37;
+  std::atomic<bool> second_thread_worked{false};
+  two.parallel_for(
+      (n + 15) / 16,
+      [&](int64_t b, int64_t e, int t) {
+        if (t == 1 && b < e) second_thread_worked = true;
+      },
+      4);
+  ASSERT_TRUE(second_thread_worked);
+  for (DType t : kAllTypes) {
+    const int64_t k = t == DType::Q8_0 ? 64 : 45;
+    OwnedMatrix w = random_matrix(t, k, n, 3);
+    matrix_prepare(w.m);
+    for (SimdLevel level : available_levels()) {
+      simd_set(level);
+      for (int64_t rows : {int64_t(1), m}) {
+        const auto x = random_activations(rows * k, 5);
+        std::vector<float> y1(size_t(rows * n)), y2(size_t(rows * n));
+        matmul(w.m, x.data(), rows, y1.data(), one);
+        matmul(w.m, x.data(), rows, y2.data(), two);
+        EXPECT_EQ(bits_diff(y2.data(), y1.data(), rows * n, n), "")
+            << case_name(t, level) << " M=" << rows;
+      }
+    }
+  }
+}
+
+// Each output within the float rounding bound of a float64 dot product of the same weights:
+// |y - exact| <= γ_K · Σ|w·x|, γ_K = K·u / (1 - K·u), u = 2^-24 (sequential FMA chain).
+TEST(Matmul, ReferenceCloseToFloat64) {
+  for (DType t : kAllTypes) {
+    const int64_t k = t == DType::Q8_0 ? 1024 : 1000, n = 9, m = 3;
+    OwnedMatrix w = random_matrix(t, k, n, 21);
+    const auto x = random_activations(m * k, 22);
+    std::vector<float> y(size_t(m * n)), row(size_t(k));
+    matmul_ref(w.m, x.data(), m, y.data());
+    const double u = std::ldexp(1.0, -24), gamma = k * u / (1 - k * u);
+    for (int64_t j = 0; j < n; ++j) {
+      w.m.row_to_f32(j, row.data());
+      for (int64_t r = 0; r < m; ++r) {
+        double exact = 0, mag = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          exact += double(row[i]) * double(x[r * k + i]);
+          mag += std::fabs(double(row[i]) * double(x[r * k + i]));
+        }
+        EXPECT_LE(std::fabs(double(y[r * n + j]) - exact), gamma * mag)
+            << dtype_name(t) << " m=" << r << " n=" << j;
+        EXPECT_GT(mag, 0.0);
+      }
+    }
+  }
+}
+
+// Q8_0 is dequantise-then-F32: the same bits as the F32 path on the dequantised weights.
+TEST(Matmul, Q8EqualsF32OfDequantisedWeights) {
+  SimdRestore restore;
+  ThreadPool pool(1);
+  const int64_t k = 96, n = 40, m = 11;
+  OwnedMatrix q = random_matrix(DType::Q8_0, k, n, 8);
+  std::vector<float> deq(size_t(k * n));
+  for (int64_t j = 0; j < n; ++j) q.m.row_to_f32(j, &deq[j * k]);
+  Matrix f(DType::F32, k, n, deq.data());
+  matrix_prepare(q.m);
+  matrix_prepare(f);
+  const auto x = random_activations(m * k, 9);
+  for (SimdLevel level : available_levels()) {
+    simd_set(level);
+    std::vector<float> yq(size_t(m * n)), yf(size_t(m * n));
+    matmul(q.m, x.data(), m, yq.data(), pool);
+    matmul(f, x.data(), m, yf.data(), pool);
+    EXPECT_EQ(bits_diff(yq.data(), yf.data(), m * n, n), "") << simd_name(level);
+  }
+}
+
+// Outputs are written exactly once each and nothing past y[M][N] (partial last panel, thread
+// split); an unprepared matrix runs the scalar chain with the same bits.
+TEST(Matmul, WritesOnlyItsOutputsAndWorksUnprepared) {
+  SimdRestore restore;
+  ThreadPool two(2);
+  const int64_t k = 50, n = 83, m = 10, guard = 64;
+  OwnedMatrix w = random_matrix(DType::F32, k, n, 4);
+  const auto x = random_activations(m * k, 6);
+  std::vector<float> unprepared(size_t(m * n)), ref(size_t(m * n));
+  matmul_ref(w.m, x.data(), m, ref.data());
+  matmul(w.m, x.data(), m, unprepared.data(), two);
+  EXPECT_EQ(bits_diff(unprepared.data(), ref.data(), m * n, n), "");
+  matrix_prepare(w.m);
+  for (SimdLevel level : available_levels()) {
+    simd_set(level);
+    for (int64_t rows : {int64_t(1), m}) {
+      std::vector<float> y(size_t(rows * n + guard), -7.0f);
+      matmul(w.m, x.data(), rows, y.data(), two);
+      EXPECT_EQ(bits_diff(y.data(), ref.data(), rows * n, n), "") << simd_name(level);
+      for (int64_t i = rows * n; i < rows * n + guard; ++i) {
+        ASSERT_EQ(y[i], -7.0f) << simd_name(level) << " wrote past y at " << i;
+      }
+    }
+  }
+}
+
+TEST(Matmul, RowToF32DecodesEveryType) {
+  const float vals[] = {1.5f, -0.25f, 0.0f, 3.0f};
+  std::vector<float> out(4);
+  {
+    Matrix m(DType::F32, 2, 2, vals);
+    m.row_to_f32(1, out.data());
+    EXPECT_EQ(out[0], 0.0f);
+    EXPECT_EQ(out[1], 3.0f);
+  }
+  {
+    const uint16_t h[] = {f32_to_f16(1.5f), f32_to_f16(-0.25f), f32_to_f16(65504.0f),
+                          f32_to_f16(3.0f)};
+    Matrix m(DType::F16, 2, 2, h);
+    m.row_to_f32(0, out.data());
+    EXPECT_EQ(out[0], 1.5f);
+    EXPECT_EQ(out[1], -0.25f);
+    m.row_to_f32(1, out.data());
+    EXPECT_EQ(out[0], 65504.0f);
+  }
+  {
+    const uint16_t b[] = {f32_to_bf16(1.5f), f32_to_bf16(-0.25f), f32_to_bf16(-3.0f),
+                          f32_to_bf16(256.0f)};
+    Matrix m(DType::BF16, 2, 2, b);
+    m.row_to_f32(1, out.data());
+    EXPECT_EQ(out[0], -3.0f);
+    EXPECT_EQ(out[1], 256.0f);
+  }
+  {
+    std::vector<uint8_t> blocks(2 * kQ8BlockBytes);
+    for (int r = 0; r < 2; ++r) {
+      const uint16_t d = f32_to_f16(r == 0 ? 0.5f : 0.125f);
+      std::memcpy(&blocks[r * kQ8BlockBytes], &d, 2);
+      for (int j = 0; j < 32; ++j) blocks[r * kQ8BlockBytes + 2 + j] = uint8_t(int8_t(j - 16));
+    }
+    Matrix m(DType::Q8_0, 32, 2, blocks.data());
+    std::vector<float> row(32);
+    m.row_to_f32(1, row.data());
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(row[j], 0.125f * float(j - 16)) << j;
+  }
+}
+
+}  // namespace
+}  // namespace invar::test

@@ -1,0 +1,250 @@
+// The contract at the model level (DESIGN §1): the logits of a sequence have the same raw bits
+// whether it is computed in one call, token by token, in chunks of 7 or 64, with 1 or 2
+// threads, with every SIMD level, alone or batched with other sequences, and whether
+// recurrent-state checkpoints are taken mid-chunk. Each test also checks that the varied
+// condition really happened (the SIMD level is active, the pool has 2 threads, the batch has
+// several sequences, the checkpoint fell inside a chunk).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/simd.h"
+#include "kernels/select.h"
+#include "model_harness.h"
+
+namespace invar::test {
+namespace {
+
+const Model& model() {
+  static std::unique_ptr<Model> m = Model::load(test_model_path(INVAR_TEST_MODEL));
+  return *m;
+}
+
+// A 150-token sequence (crosses 9 blocks of 16) that mixes vocabulary ids.
+std::vector<int32_t> sequence(int64_t n, uint32_t seed) {
+  const int64_t V = model().hparams().n_vocab;
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  uint32_t x = seed;
+  for (auto& id : t) {
+    x = x * 1664525u + 1013904223u;
+    id = int32_t((x >> 8) % uint32_t(V));
+  }
+  return t;
+}
+
+struct Baseline {
+  std::vector<int32_t> tokens;
+  std::vector<float> logits;  // [T][V] one call, 1 thread, best SIMD level
+  std::vector<float> state;   // after the last token
+};
+
+const Baseline& baseline() {
+  static const Baseline b = [] {
+    Baseline r;
+    r.tokens = sequence(150, 7);
+    ThreadPool pool(1);
+    SeqState st(model(), 150);
+    r.logits = run_chunked(model(), st, r.tokens, 0, pool);
+    r.state = st.state;
+    return r;
+  }();
+  return b;
+}
+
+int64_t V() { return model().hparams().n_vocab; }
+
+void expect_same_as_baseline(int64_t chunk, ThreadPool& pool, const std::string& what) {
+  const Baseline& b = baseline();
+  SeqState st(model(), int64_t(b.tokens.size()));
+  std::vector<float> lg = run_chunked(model(), st, b.tokens, chunk, pool);
+  EXPECT_EQ(bits_diff(lg, b.logits, V()), "") << what << ": logits";
+  EXPECT_EQ(bits_diff(st.state, b.state), "") << what << ": final recurrent state";
+}
+
+TEST(Invariance, BaselineIsSane) {
+  const Baseline& b = baseline();
+  for (float x : b.logits) ASSERT_TRUE(std::isfinite(x));
+  // Different positions give different logits (the test would be vacuous otherwise).
+  EXPECT_NE(bits_diff({b.logits.begin(), b.logits.begin() + V()},
+                      {b.logits.begin() + V(), b.logits.begin() + 2 * V()}),
+            "");
+  // A sequence with one different token earlier gives different later logits: the history
+  // (KV and recurrent state) really feeds the result.
+  std::vector<int32_t> t2 = b.tokens;
+  t2[10] = (t2[10] + 1) % int32_t(V());
+  ThreadPool pool(1);
+  SeqState st(model(), 150);
+  std::vector<float> lg = run_chunked(model(), st, t2, 0, pool);
+  EXPECT_NE(bits_diff({lg.end() - V(), lg.end()}, {b.logits.end() - V(), b.logits.end()}), "");
+}
+
+TEST(Invariance, TokenByToken) {
+  ThreadPool pool(1);
+  expect_same_as_baseline(1, pool, "chunk 1");
+}
+
+TEST(Invariance, Chunks7And64) {
+  ThreadPool pool(1);
+  expect_same_as_baseline(7, pool, "chunk 7");
+  expect_same_as_baseline(64, pool, "chunk 64");
+}
+
+TEST(Invariance, TwoThreads) {
+  ThreadPool pool(2);
+  ASSERT_EQ(pool.size(), 2);
+  expect_same_as_baseline(0, pool, "2 threads, one call");
+  expect_same_as_baseline(7, pool, "2 threads, chunk 7");
+}
+
+TEST(Invariance, SimdLevels) {
+  const SimdLevel best = simd_detect();
+  ThreadPool pool(1);
+  for (SimdLevel lvl : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512}) {
+    if (int(lvl) > int(best)) {
+      std::printf("skipping simd %s: not supported by this CPU\n",
+                  std::string(simd_name(lvl)).c_str());
+      continue;
+    }
+    simd_set(lvl);
+    ASSERT_EQ(simd_active(), lvl);
+    expect_same_as_baseline(0, pool, "simd " + std::string(simd_name(lvl)));
+    expect_same_as_baseline(64, pool, "simd " + std::string(simd_name(lvl)) + ", chunk 64");
+  }
+  simd_set(best);
+}
+
+// Three sequences share every forward call, each in its own phase and chunk size; the batch's
+// last-only logits of one of them use the gathered output product.
+TEST(Invariance, BatchedWithOthers) {
+  const Baseline& b = baseline();
+  const Model& m = model();
+  ThreadPool pool(2);
+  std::vector<std::vector<int32_t>> toks = {b.tokens, sequence(60, 11), sequence(33, 5)};
+  std::vector<int64_t> chunks = {13, 5, 1};
+  std::vector<std::vector<float>> alone;
+  for (size_t i = 0; i < toks.size(); ++i) {
+    ThreadPool p1(1);
+    SeqState st(m, int64_t(toks[i].size()));
+    alone.push_back(run_chunked(m, st, toks[i], 0, p1));
+  }
+  std::vector<SeqState> states;
+  for (auto& t : toks) states.emplace_back(m, int64_t(t.size()));
+  std::vector<std::vector<float>> got(toks.size());
+  for (size_t i = 0; i < toks.size(); ++i) got[i].assign(toks[i].size() * size_t(V()), 0.0f);
+  std::vector<int64_t> done(toks.size(), 0);
+  int64_t max_batch = 0;
+  for (;;) {
+    std::vector<SeqChunk> batch;
+    for (size_t i = 0; i < toks.size(); ++i) {
+      const int64_t n = int64_t(toks[i].size());
+      if (done[i] >= n) continue;
+      SeqChunk c;
+      c.tokens = toks[i].data() + done[i];
+      c.n_tokens = std::min(chunks[i], n - done[i]);
+      c.pos0 = done[i];
+      c.state = states[i].state.data();
+      c.kv_blocks = states[i].blocks.data();
+      c.block_size = states[i].block_size;
+      // Sequence 2 asks for its last logits only (as decode does).
+      c.all_logits = i != 2;
+      c.logits = got[i].data() + (c.all_logits ? c.pos0 : c.pos0 + c.n_tokens - 1) * V();
+      done[i] += c.n_tokens;
+      batch.push_back(c);
+    }
+    if (batch.empty()) break;
+    max_batch = std::max<int64_t>(max_batch, int64_t(batch.size()));
+    m.forward(batch, pool);
+  }
+  ASSERT_EQ(max_batch, 3);
+  EXPECT_EQ(bits_diff(got[0], alone[0], V()), "") << "sequence 0 batched";
+  EXPECT_EQ(bits_diff(got[1], alone[1], V()), "") << "sequence 1 batched";
+  // Sequence 2 ran token by token with last-only logits: every row was written.
+  EXPECT_EQ(bits_diff(got[2], alone[2], V()), "") << "sequence 2 batched, last-only logits";
+}
+
+// Rule N5: checkpoints requested mid-chunk equal the state after a chunk ending exactly there,
+// and taking them does not change the logits.
+TEST(Invariance, CheckpointsMidChunk) {
+  const Baseline& b = baseline();
+  const Model& m = model();
+  ThreadPool pool(1);
+  const int64_t n = int64_t(b.tokens.size());
+  const int64_t S = m.state_floats();
+  ASSERT_GT(S, 0);
+  const std::vector<int64_t> cps = {16, 48, 32, 64, 150, 150};  // unsorted, repeated, at the end
+  std::vector<std::vector<float>> dst(cps.size(), std::vector<float>(static_cast<size_t>(S), std::nanf("")));
+  std::vector<float*> dst_ptr;
+  for (auto& d : dst) dst_ptr.push_back(d.data());
+
+  // Two chunks [0, 40) and [40, 150): checkpoints 16, 32 fall inside the first, 48, 64 inside
+  // the second, 150 at its end.
+  SeqState st(m, n);
+  std::vector<float> lg(static_cast<size_t>(n * V()));
+  int64_t n_mid = 0;
+  for (auto [a, e] : {std::pair<int64_t, int64_t>{0, 40}, {40, n}}) {
+    std::vector<int64_t> pos;
+    std::vector<float*> ptr;
+    for (size_t i = 0; i < cps.size(); ++i)
+      if (cps[i] > a && cps[i] <= e) {
+        pos.push_back(cps[i]);
+        ptr.push_back(dst_ptr[i]);
+        n_mid += cps[i] < e;
+      }
+    SeqChunk c;
+    c.tokens = b.tokens.data() + a;
+    c.n_tokens = e - a;
+    c.pos0 = a;
+    c.state = st.state.data();
+    c.kv_blocks = st.blocks.data();
+    c.block_size = st.block_size;
+    c.checkpoint_pos = pos.data();
+    c.checkpoint_dst = ptr.data();
+    c.n_checkpoints = int64_t(pos.size());
+    c.all_logits = true;
+    c.logits = lg.data() + a * V();
+    m.forward({&c, 1}, pool);
+  }
+  ASSERT_EQ(n_mid, 4) << "checkpoints strictly inside a chunk";
+  EXPECT_EQ(bits_diff(lg, b.logits, V()), "") << "logits with checkpoints";
+  for (size_t i = 0; i < cps.size(); ++i) {
+    SeqState ref(m, cps[i]);
+    std::vector<int32_t> prefix(b.tokens.begin(), b.tokens.begin() + cps[i]);
+    run_chunked(m, ref, prefix, 0, pool);
+    EXPECT_EQ(bits_diff(dst[i], ref.state), "") << "checkpoint at " << cps[i];
+  }
+  // Mid-chunk checkpoints really differ from each other (the state moved between them).
+  EXPECT_NE(bits_diff(dst[0], dst[2]), "");
+}
+
+// Resuming from a checkpoint + the KV of the prefix gives the same logits as never stopping
+// (what the prefix cache does on a hit).
+TEST(Invariance, ResumeFromCheckpoint) {
+  const Baseline& b = baseline();
+  const Model& m = model();
+  ThreadPool pool(1);
+  const int64_t n = int64_t(b.tokens.size()), cut = 48;
+  SeqState st(m, n);
+  std::vector<float> ck(static_cast<size_t>(m.state_floats()));
+  float* ck_ptr = ck.data();
+  SeqChunk c;
+  c.tokens = b.tokens.data();
+  c.n_tokens = 70;
+  c.state = st.state.data();
+  c.kv_blocks = st.blocks.data();
+  c.block_size = st.block_size;
+  c.checkpoint_pos = &cut;
+  c.checkpoint_dst = &ck_ptr;
+  c.n_checkpoints = 1;
+  std::vector<float> last(static_cast<size_t>(V()));
+  c.logits = last.data();
+  m.forward({&c, 1}, pool);
+  // Restart at 48 from the checkpoint; positions 48..69 of the KV are recomputed.
+  st.state = ck;
+  std::vector<int32_t> rest(b.tokens.begin() + cut, b.tokens.end());
+  std::vector<float> lg = run_chunked(m, st, rest, 9, pool, cut);
+  std::vector<float> want(b.logits.begin() + cut * V(), b.logits.end());
+  EXPECT_EQ(bits_diff(lg, want, V()), "") << "resumed at " << cut;
+}
+
+}  // namespace
+}  // namespace invar::test

@@ -1,0 +1,43 @@
+// Helpers of the model tests: a sequence's own state + KV blocks, running it through
+// Model::forward in chunks, raw-bit comparison with a readable first-mismatch message, and a
+// small random qwen35moe GGUF (fused gate_up) for the architecture no reference file covers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/model.h"
+
+namespace invar::test {
+
+// One sequence's recurrent state and paged KV, sized for `capacity` positions.
+struct SeqState {
+  SeqState(const Model& m, int64_t capacity, int64_t block_size = 16);
+  std::vector<float> state;       // [state_floats]
+  std::vector<float> kv;          // [n_blocks][kv_block_floats]
+  std::vector<float*> blocks;     // [n_blocks]
+  int64_t block_size;
+};
+
+// Runs tokens[0..n) through forward in chunks of `chunk` (0: one call), all logits kept:
+// returns [n][V]. st continues from its current contents (positions start at pos0).
+std::vector<float> run_chunked(const Model& m, SeqState& st, const std::vector<int32_t>& tokens,
+                               int64_t chunk, ThreadPool& pool, int64_t pos0 = 0);
+
+// Empty string if a and b have the same bits; otherwise a message naming the count of
+// differing floats and the first few (index, row, column, both values as %.9g and hex).
+std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b,
+                      int64_t row_len = 0);
+
+// Writes a random-weight qwen35moe GGUF (fused ffn_gate_up_exps, 4 layers of which 2 are
+// attention, Hv/Hk = 2, vocabulary copied from `vocab_from`) to `path`. Deterministic.
+void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from);
+
+// The model a test binary runs on: INVAR_TEST_MODEL names a reference model in
+// shared/models, or "qwen35moe-generated" for write_tiny_qwen35moe into the binary dir.
+std::string test_model_path(const std::string& name);
+
+}  // namespace invar::test

@@ -1,0 +1,181 @@
+// A scripted Backend for the server's tests: a byte-level vocabulary (ids 0..255 are the bytes,
+// 256 is end-of-sequence) and an "engine" thread that emits one token per request per step.
+// Tokens follow `script` when set (cycled), else a hash of (prompt, position); logprobs and the
+// candidates are functions of the token, so every run of a request gives the same values.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/error.h"
+#include "server/backend.h"
+
+namespace invar::server::testing {
+
+class FakeBackend : public Backend {
+ public:
+  static constexpr int32_t kEos = 256;
+
+  FakeBackend() : worker_([this] { run(); }) {}
+  ~FakeBackend() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+
+  // Knobs (set before requests arrive).
+  std::vector<int32_t> script;          // generated ids, cycled; empty: hash of prompt
+  std::chrono::microseconds token_delay{200};
+  int64_t ctx = 256;
+  std::atomic<bool> hold{false};        // while true, no request makes progress
+
+  // Observations.
+  std::atomic<int64_t> cancels{0}, submits{0};
+  std::vector<GenerationRequest> submitted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return log_;
+  }
+  int64_t active() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return int64_t(reqs_.size());
+  }
+
+  std::string model_id() const override { return "fake-model"; }
+  std::string system_fingerprint() const override { return "fp_fake"; }
+  int64_t n_ctx() const override { return ctx; }
+  int64_t n_vocab() const override { return 257; }
+  std::vector<int32_t> encode(std::string_view text) const override {
+    std::vector<int32_t> ids;
+    for (unsigned char c : text) ids.push_back(c);
+    return ids;
+  }
+  std::string chat_render(const std::vector<ChatMessage>& ms) const override {
+    std::string out;
+    for (auto& m : ms) out += "<" + m.role + ">" + m.content + "\n";
+    return out + "<assistant>";
+  }
+  std::string token_bytes(int32_t id) const override {
+    return id < 256 ? std::string(1, char(id)) : std::string();
+  }
+  std::vector<int32_t> end_of_sequence_ids() const override { return {kEos}; }
+
+  RequestId submit(GenerationRequest req, EventSink sink) override {
+    if (int64_t(req.prompt.size()) + req.max_tokens > ctx) throw Error("over the context");
+    std::lock_guard<std::mutex> lock(mu_);
+    RequestId id = ++next_;
+    log_.push_back(req);
+    reqs_[id] = {std::move(req), std::move(sink), 0, false};
+    submits++;
+    cv_.notify_all();
+    return id;
+  }
+  void cancel(RequestId id) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = reqs_.find(id);
+    if (it != reqs_.end()) it->second.cancelled = true;
+    cancels++;
+  }
+  EngineMetrics metrics() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    EngineMetrics m;
+    m.requests_running = reqs_.size();
+    m.referenced_blocks = reqs_.size();  // one block per live request
+    m.requests_total = next_;
+    return m;
+  }
+  void drain(double) override {
+    for (int i = 0; i < 2000; ++i) {
+      if (active() == 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  static int32_t token_at(const std::vector<int32_t>& prompt, int64_t pos) {
+    uint64_t h = 1469598103934665603ull;
+    for (int32_t t : prompt) h = (h ^ uint32_t(t)) * 1099511628211ull;
+    h = (h ^ uint64_t(pos)) * 1099511628211ull;
+    return int32_t('a' + (h >> 33) % 26);
+  }
+  static float logprob_of(int32_t id) { return -float(id % 13) / 7.0f; }
+
+ private:
+  struct Req {
+    GenerationRequest g;
+    EventSink sink;
+    int64_t generated = 0;
+    bool cancelled = false;
+  };
+
+  void finish(Req& r, FinishReason f) {
+    RequestEvent ev;
+    ev.kind = EventKind::finished;
+    ev.finish = f;
+    ev.prompt_tokens = int64_t(r.g.prompt.size());
+    ev.completion_tokens = r.generated;
+    ev.cached_tokens = r.g.cache_salt == "cached" ? 3 : 0;
+    r.sink(std::move(ev));
+  }
+
+  // One step: one token for each live request.
+  void step(Req& r, bool* done) {
+    if (r.cancelled) return finish(r, FinishReason::cancelled), void(*done = true);
+    if (r.generated == 0 && r.g.prompt_logprobs >= 0) {
+      for (size_t i = 1; i < r.g.prompt.size(); ++i) {
+        RequestEvent ev;
+        ev.kind = EventKind::prompt_logprobs;
+        ev.token = r.g.prompt[i];
+        ev.logprob = logprob_of(ev.token);
+        ev.position = int64_t(i);
+        r.sink(std::move(ev));
+      }
+    }
+    int64_t pos = int64_t(r.g.prompt.size()) + r.generated;
+    RequestEvent ev;
+    ev.kind = EventKind::token;
+    ev.token = script.empty() ? token_at(r.g.prompt, pos) : script[r.generated % script.size()];
+    ev.logprob = logprob_of(ev.token);
+    for (int64_t k = 0; k < r.g.top_logprobs; ++k)
+      ev.top.push_back({int32_t('a' + k), logprob_of(int32_t('a' + k))});
+    ev.position = pos;
+    r.generated++;
+    bool stop = std::find(r.g.stop_tokens.begin(), r.g.stop_tokens.end(), ev.token) !=
+                r.g.stop_tokens.end();
+    r.sink(std::move(ev));
+    if (stop) return finish(r, FinishReason::stop), void(*done = true);
+    if (r.generated >= r.g.max_tokens) return finish(r, FinishReason::length), void(*done = true);
+  }
+
+  void run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!quit_) {
+      if (reqs_.empty() || hold) {
+        cv_.wait_for(lock, std::chrono::milliseconds(2));
+        continue;
+      }
+      for (auto it = reqs_.begin(); it != reqs_.end();) {
+        bool done = false;
+        step(it->second, &done);
+        it = done ? reqs_.erase(it) : std::next(it);
+      }
+      lock.unlock();
+      std::this_thread::sleep_for(token_delay);
+      lock.lock();
+    }
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<RequestId, Req> reqs_;
+  std::vector<GenerationRequest> log_;
+  RequestId next_ = 0;
+  bool quit_ = false;
+  std::thread worker_;
+};
+
+}  // namespace invar::server::testing
