@@ -2,8 +2,22 @@
 //
 // Canonical order (rule N1): each output y[m][n] = Σ_k W[n][k]·x[m][k] accumulates over k in a
 // fixed order that depends on K only, never on M, on the tiling in M or N, on the thread count
-// or on the vector width. Vectorise across outputs, not across k. Q8_0 (rule N7): the integer
-// dot product of each 32-block is exact; the block results are accumulated in block order.
+// or on the vector width. Vectorise across outputs, not across k. Concretely, every output is one
+// sequential FMA chain
+//     acc = +0;  for k = 0 .. K-1:  acc = fma(w[n][k], x[m][k], acc);  y[m][n] = acc
+// with w[n][k] the exact F32 value of the weight (F16/BF16 widen exactly). The scalar reference
+// runs this chain per output; the AVX2 and AVX-512 paths run 8 or 16 such chains side by side,
+// one per lane, so they give the same bits for any M, tile shape or thread split.
+//
+// Q8_0 (rule N7): dequantise-on-the-fly. The weight of quant q in a block with F16 scale d is the
+// F32 product d·q, which is exact (≤ 11 + 8 significant bits), and enters the same F32 chain: the
+// result is bit-identical to the F32 product with the dequantised weights. Activations are not
+// quantised (unlike llama.cpp's Q8_0×Q8_0 integer dot), which would add an error that F32 weights
+// do not have; the price is F32 FMA throughput instead of int8 dot-product throughput.
+//
+// Memory: matrix_prepare() keeps a packed copy the size of the weights in their own type (F16 stays
+// F16, Q8_0 stays Q8_0), rows padded to a multiple of 16; the mmap'd original is then only read
+// by row_to_f32. Without matrix_prepare() matmul() runs the scalar chain (same bits, slow).
 #pragma once
 
 #include <cstdint>
@@ -38,7 +52,8 @@ class Matrix {
 // Builds the packed layout if the fast path wants one (call once at load time).
 void matrix_prepare(Matrix& w);
 
-// y[M][N] = x[M][K] · Wᵀ. Dispatches on simd_active(); splits N (outputs) across the pool.
+// y[M][N] = x[M][K] · Wᵀ (rows contiguous, strides K and N). Dispatches on simd_active(); splits
+// N (outputs) across the pool in groups of 64, so every output is computed by one thread.
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool);
 // The scalar reference of the same canonical order (bit-identical to matmul()).
 void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y);

@@ -251,8 +251,6 @@ void GgufFile::parse() {
   // name length (8) + n_dims (4) + one dim (8) + type (4) + offset (8).
   if (n_kv > c.remaining() / 13)
     fail(16, "metadata kv count " + std::to_string(n_kv) + " does not fit in the file");
-  if (n_tensors > c.remaining() / 32)
-    fail(8, "tensor count " + std::to_string(n_tensors) + " does not fit in the file");
 
   kvs_.reserve(size_t(n_kv));
   std::unordered_set<std::string> keys;
@@ -274,6 +272,9 @@ void GgufFile::parse() {
     alignment_ = a->u64;
   }
 
+  if (n_tensors > c.remaining() / 32)
+    fail(8, "tensor count " + std::to_string(n_tensors) + " does not fit in the " + std::to_string(c.remaining()) +
+                " bytes after the metadata");
   tensors_.reserve(size_t(n_tensors));
   std::unordered_set<std::string> names;
   for (uint64_t i = 0; i < n_tensors; ++i) {

@@ -7,13 +7,14 @@
 namespace invar::probe {
 
 Endpoint endpoint_parse(const std::string& url) {
-  if (url.rfind("https://", 0) == 0)
-    throw Error("--url " + url + ": https is not supported; use http (a local tunnel if needed)");
-  if (url.rfind("http://", 0) != 0) throw Error("--url " + url + ": expected http://host:port");
-  size_t slash = url.find('/', 7);
+  size_t scheme = 0;
+  if (url.rfind("http://", 0) == 0) scheme = 7;
+  if (url.rfind("https://", 0) == 0) scheme = 8;
+  if (scheme == 0) throw Error("--url " + url + ": expected http://host:port or https://host");
+  size_t slash = url.find('/', scheme);
   Endpoint ep;
   ep.host_port = url.substr(0, slash);
-  if (ep.host_port.size() <= 7) throw Error("--url " + url + ": no host");
+  if (ep.host_port.size() <= scheme) throw Error("--url " + url + ": no host");
   std::string path = slash == std::string::npos ? "" : url.substr(slash);
   while (!path.empty() && path.back() == '/') path.pop_back();
   if (path.size() >= 3 && path.compare(path.size() - 3, 3, "/v1") == 0) path.resize(path.size() - 3);

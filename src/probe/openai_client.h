@@ -1,5 +1,4 @@
 // A minimal OpenAI-compatible HTTP client: one non-streaming completion with top-k logprobs.
-// Plain http only (cpp-httplib without TLS keeps the server's copy of the header identical).
 #pragma once
 
 #include <memory>
@@ -10,11 +9,11 @@
 namespace invar::probe {
 
 struct Endpoint {
-  std::string host_port;  // "http://host:port" as cpp-httplib's client takes it
+  std::string host_port;  // "http[s]://host[:port]" as cpp-httplib's client takes it
   std::string base_path;  // "" or a prefix such as "/proxy"; "/v1/..." is appended
 };
 
-// "http://host:port[/prefix][/v1]" -> Endpoint. Throws invar::Error for anything else.
+// "http[s]://host[:port][/prefix][/v1]" -> Endpoint. Throws invar::Error for anything else.
 Endpoint endpoint_parse(const std::string& url);
 
 struct CompletionRequest {

@@ -107,7 +107,11 @@ void parse_prompt(const json& body, ApiRequest& r) {
 
 std::string message_content(const json& m, const std::string& name) {
   auto it = m.find("content");
-  if (it == m.end() || it->is_null()) return "";
+  if (it == m.end()) throw bad_request(name + ".content", "'" + name + ".content' is required");
+  if (it->is_null()) {
+    if (m.value("role", "") == "assistant") return "";
+    throw bad_request(name + ".content", "'" + name + ".content' must not be null");
+  }
   if (it->is_string()) return it->get<std::string>();
   if (!it->is_array()) wrong_type(name + ".content", "a string or an array of text parts", *it);
   // Text parts joined by newlines, as vLLM renders them for text-only chat templates.

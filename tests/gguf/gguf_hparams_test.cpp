@@ -85,7 +85,7 @@ TEST_F(HparamsTest, InconsistentKeys) {
   EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_u32("qwen3next.rope.dimension_count", 10); }),
             "model: rope.dimension_count 10 must be even and <= head dim 8");
   EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_u32("qwen3next.block_count", 1000000); }),
-            "model: key 'qwen3next.block_count' = 1000000 exceeds the 83 tensors in the file");
+            "model: key 'qwen3next.block_count' = 1000000 exceeds the 71 tensors in the file");
   EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_u32("qwen3next.embedding_length", 0); }),
             "model: key 'qwen3next.embedding_length' = 0 is out of range (1 to 16777216)");
   EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_string("qwen3next.context_length", "x"); }),

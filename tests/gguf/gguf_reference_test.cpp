@@ -1,6 +1,7 @@
 // The reference GGUFs read back with the hyper-parameters of the configs they were made from.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -52,7 +53,9 @@ void expect_matches_config(const std::string& name, Arch arch) {
     EXPECT_EQ(hp.n_ff_shexp, c.at("Fs").get<int64_t>());
     EXPECT_EQ(hp.fused_gate_up_exps, c.at("fused_gate_up").get<bool>());
   }
-  if (c.contains("F")) EXPECT_EQ(hp.n_ff, c.at("F").get<int64_t>());
+  if (c.contains("F")) {
+    EXPECT_EQ(hp.n_ff, c.at("F").get<int64_t>());
+  }
   if (c.contains("sections")) {
     const auto s = c.at("sections").get<std::vector<int32_t>>();
     for (size_t i = 0; i < 4; ++i) EXPECT_EQ(hp.rope_sections[i], i < s.size() ? s[i] : 0);

@@ -29,11 +29,11 @@ TEST(Matmul, FastEqualsReferenceBitExact) {
         // Rows: every direct-path count, tile multiples and tile remainders of both ISAs.
         for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 13, 19}) {
           const auto x = random_activations(m * k, uint32_t(m));
-          std::vector<float> ref(size_t(m * n));
+          std::vector<float> ref(static_cast<size_t>(m * n));
           matmul_ref(w.m, x.data(), m, ref.data());
           for (SimdLevel level : available_levels()) {
             simd_set(level);
-            std::vector<float> y(size_t(m * n), std::numeric_limits<float>::quiet_NaN());
+            std::vector<float> y(static_cast<size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
             matmul(w.m, x.data(), m, y.data(), pool);
             EXPECT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "")
                 << case_name(t, level) << " K=" << k << " N=" << n << " M=" << m;
@@ -55,7 +55,7 @@ TEST(Matmul, RowBitsIndependentOfBatch) {
     OwnedMatrix w = random_matrix(t, k, n, 7);
     matrix_prepare(w.m);
     const auto x = random_activations(max_m * k, 11);
-    std::vector<float> alone(size_t(max_m * n));
+    std::vector<float> alone(static_cast<size_t>(max_m * n));
     {
       simd_set(SimdLevel::scalar);
       for (int64_t r = 0; r < max_m; ++r) matmul(w.m, &x[r * k], 1, &alone[r * n], pool);
@@ -66,7 +66,7 @@ TEST(Matmul, RowBitsIndependentOfBatch) {
         // Batches placed at different offsets so every row sits at several tile positions.
         for (int64_t first : {int64_t(0), int64_t(3)}) {
           if (first + m > max_m) continue;
-          std::vector<float> y(size_t(m * n));
+          std::vector<float> y(static_cast<size_t>(m * n));
           matmul(w.m, &x[first * k], m, y.data(), pool);
           EXPECT_EQ(bits_diff(y.data(), &alone[first * n], m * n, n), "")
               << case_name(t, level) << " M=" << m << " first row " << first;
@@ -98,7 +98,7 @@ TEST(Matmul, ThreadCountDoesNotChangeBits) {
       simd_set(level);
       for (int64_t rows : {int64_t(1), m}) {
         const auto x = random_activations(rows * k, 5);
-        std::vector<float> y1(size_t(rows * n)), y2(size_t(rows * n));
+        std::vector<float> y1(static_cast<size_t>(rows * n)), y2(static_cast<size_t>(rows * n));
         matmul(w.m, x.data(), rows, y1.data(), one);
         matmul(w.m, x.data(), rows, y2.data(), two);
         EXPECT_EQ(bits_diff(y2.data(), y1.data(), rows * n, n), "")
@@ -115,7 +115,7 @@ TEST(Matmul, ReferenceCloseToFloat64) {
     const int64_t k = t == DType::Q8_0 ? 1024 : 1000, n = 9, m = 3;
     OwnedMatrix w = random_matrix(t, k, n, 21);
     const auto x = random_activations(m * k, 22);
-    std::vector<float> y(size_t(m * n)), row(size_t(k));
+    std::vector<float> y(static_cast<size_t>(m * n)), row(static_cast<size_t>(k));
     matmul_ref(w.m, x.data(), m, y.data());
     const double u = std::ldexp(1.0, -24), gamma = k * u / (1 - k * u);
     for (int64_t j = 0; j < n; ++j) {
@@ -140,7 +140,7 @@ TEST(Matmul, Q8EqualsF32OfDequantisedWeights) {
   ThreadPool pool(1);
   const int64_t k = 96, n = 40, m = 11;
   OwnedMatrix q = random_matrix(DType::Q8_0, k, n, 8);
-  std::vector<float> deq(size_t(k * n));
+  std::vector<float> deq(static_cast<size_t>(k * n));
   for (int64_t j = 0; j < n; ++j) q.m.row_to_f32(j, &deq[j * k]);
   Matrix f(DType::F32, k, n, deq.data());
   matrix_prepare(q.m);
@@ -148,7 +148,7 @@ TEST(Matmul, Q8EqualsF32OfDequantisedWeights) {
   const auto x = random_activations(m * k, 9);
   for (SimdLevel level : available_levels()) {
     simd_set(level);
-    std::vector<float> yq(size_t(m * n)), yf(size_t(m * n));
+    std::vector<float> yq(static_cast<size_t>(m * n)), yf(static_cast<size_t>(m * n));
     matmul(q.m, x.data(), m, yq.data(), pool);
     matmul(f, x.data(), m, yf.data(), pool);
     EXPECT_EQ(bits_diff(yq.data(), yf.data(), m * n, n), "") << simd_name(level);
@@ -163,7 +163,7 @@ TEST(Matmul, WritesOnlyItsOutputsAndWorksUnprepared) {
   const int64_t k = 50, n = 83, m = 10, guard = 64;
   OwnedMatrix w = random_matrix(DType::F32, k, n, 4);
   const auto x = random_activations(m * k, 6);
-  std::vector<float> unprepared(size_t(m * n)), ref(size_t(m * n));
+  std::vector<float> unprepared(static_cast<size_t>(m * n)), ref(static_cast<size_t>(m * n));
   matmul_ref(w.m, x.data(), m, ref.data());
   matmul(w.m, x.data(), m, unprepared.data(), two);
   EXPECT_EQ(bits_diff(unprepared.data(), ref.data(), m * n, n), "");
@@ -171,7 +171,7 @@ TEST(Matmul, WritesOnlyItsOutputsAndWorksUnprepared) {
   for (SimdLevel level : available_levels()) {
     simd_set(level);
     for (int64_t rows : {int64_t(1), m}) {
-      std::vector<float> y(size_t(rows * n + guard), -7.0f);
+      std::vector<float> y(static_cast<size_t>(rows * n + guard), -7.0f);
       matmul(w.m, x.data(), rows, y.data(), two);
       EXPECT_EQ(bits_diff(y.data(), ref.data(), rows * n, n), "") << simd_name(level);
       for (int64_t i = rows * n; i < rows * n + guard; ++i) {

@@ -30,7 +30,7 @@ inline float uniform(std::mt19937& rng, float lo, float hi) {
 inline OwnedMatrix random_matrix(DType type, int64_t k, int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   OwnedMatrix o;
-  o.bytes.resize(size_t(n * dtype_row_bytes(type, k)));
+  o.bytes.resize(static_cast<size_t>(n * dtype_row_bytes(type, k)));
   auto value = [&]() {
     const int pick = int(rng() % 16);
     if (pick == 0) return 0.0f;
@@ -71,7 +71,7 @@ inline OwnedMatrix random_matrix(DType type, int64_t k, int64_t n, uint32_t seed
 
 inline std::vector<float> random_activations(int64_t count, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::vector<float> x(size_t(count));
+  std::vector<float> x(static_cast<size_t>(count));
   for (auto& v : x) v = uniform(rng, -2.0f, 2.0f);
   return x;
 }

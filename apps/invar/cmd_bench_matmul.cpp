@@ -1,0 +1,420 @@
+// `invar bench matmul`: the matrix product (kernels/matmul.h) per weight type, SIMD level and
+// thread count, side by side with OpenBLAS cblas_sgemm / cblas_sgemv on the same shapes, next to
+// this machine's measured FMA peak and DRAM read bandwidth. Samples of the variants are
+// interleaved (rep 1 of each, rep 2 of each, ...) so drifting machine load hits all alike.
+//
+// OpenBLAS is loaded with dlopen at bench time only, after OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE
+// are removed from the environment (they pin its AVX2 kernel; see shared/machine.md), so the
+// comparison is against its best kernel for this CPU, and no other command pays for its threads.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593 in AVX-512 intrinsics
+#endif
+
+#include <dlfcn.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_registry.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/simd.h"
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+
+namespace invar::app {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// ---- OpenBLAS, loaded on demand ------------------------------------------------------------
+
+constexpr int kCblasRowMajor = 101, kCblasNoTrans = 111, kCblasTrans = 112;
+
+struct OpenBlas {
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
+                         int, float, float*, int);
+  using Sgemv = void (*)(int, int, int, int, float, const float*, int, const float*, int, float,
+                         float*, int);
+  Sgemm sgemm = nullptr;
+  Sgemv sgemv = nullptr;
+  void (*set_threads)(int) = nullptr;
+  char* (*corename)() = nullptr;
+  char* (*config)() = nullptr;
+  std::string why_missing;
+
+  bool ok() const { return sgemm && sgemv && set_threads; }
+};
+
+OpenBlas openblas_load(bool keep_env) {
+  OpenBlas b;
+  if (!keep_env) {
+    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv("OPENBLAS_L2_SIZE");
+  }
+  void* h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+  if (!h) h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    b.why_missing = std::string("dlopen libopenblas failed: ") + dlerror();
+    return b;
+  }
+  b.sgemm = reinterpret_cast<OpenBlas::Sgemm>(dlsym(h, "cblas_sgemm"));
+  b.sgemv = reinterpret_cast<OpenBlas::Sgemv>(dlsym(h, "cblas_sgemv"));
+  b.set_threads = reinterpret_cast<void (*)(int)>(dlsym(h, "openblas_set_num_threads"));
+  b.corename = reinterpret_cast<char* (*)()>(dlsym(h, "openblas_get_corename"));
+  b.config = reinterpret_cast<char* (*)()>(dlsym(h, "openblas_get_config"));
+  if (!b.ok()) b.why_missing = "libopenblas lacks cblas_sgemm/cblas_sgemv/openblas_set_num_threads";
+  return b;
+}
+
+// ---- machine limits --------------------------------------------------------------------------
+
+// Register-only FMA chains: 12 independent accumulators per thread (enough to cover the latency
+// on two pipes); returns a value so the loop is not removed.
+__attribute__((target("avx512f,fma"))) float fma_loop_avx512(int64_t iters) {
+  __m512 a[12];
+  for (int j = 0; j < 12; ++j) a[j] = _mm512_set1_ps(float(j));
+  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+    for (int j = 0; j < 12; ++j) a[j] = _mm512_fmadd_ps(a[j], m, c);
+  }
+  float s = 0;
+  float t[16];
+  for (int j = 0; j < 12; ++j) {
+    _mm512_storeu_ps(t, a[j]);
+    for (float v : t) s += v;
+  }
+  return s;
+}
+
+__attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
+  __m256 a[12];
+  for (int j = 0; j < 12; ++j) a[j] = _mm256_set1_ps(float(j));
+  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+    for (int j = 0; j < 12; ++j) a[j] = _mm256_fmadd_ps(a[j], m, c);
+  }
+  float s = 0;
+  float t[8];
+  for (int j = 0; j < 12; ++j) {
+    _mm256_storeu_ps(t, a[j]);
+    for (float v : t) s += v;
+  }
+  return s;
+}
+
+// Peak GFLOP/s with `threads` threads each running the FMA loop (best of 3).
+double fma_peak(SimdLevel level, ThreadPool& pool) {
+  const int64_t iters = 4'000'000;
+  const int lanes = level == SimdLevel::avx512 ? 16 : 8;
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<float> sink(size_t(pool.size()));
+    const auto t0 = Clock::now();
+    pool.parallel_for(pool.size(), [&](int64_t b, int64_t, int t) {
+      sink[size_t(t)] = level == SimdLevel::avx512 ? fma_loop_avx512(iters) : fma_loop_avx2(iters);
+    });
+    const double s = seconds_since(t0);
+    best = std::max(best, double(pool.size()) * iters * 12 * lanes * 2 / s / 1e9);
+    if (sink[0] == 12345.0f) std::printf(" ");
+  }
+  return best;
+}
+
+__attribute__((target("avx2"))) float sum_bytes(const float* p, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + 24));
+  }
+  float t[8];
+  _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+
+// DRAM read bandwidth in GB/s: threads sum disjoint halves of a buffer far larger than the
+// caches (median of 5).
+double read_bandwidth(const std::vector<float>& buf, ThreadPool& pool) {
+  std::vector<double> gbs;
+  for (int rep = 0; rep < 5; ++rep) {
+    std::vector<float> sink(size_t(pool.size()));
+    const auto t0 = Clock::now();
+    pool.parallel_for(
+        int64_t(buf.size()),
+        [&](int64_t b, int64_t e, int t) { sink[size_t(t)] = sum_bytes(buf.data() + b, e - b); },
+        1 << 16);
+    gbs.push_back(double(buf.size()) * 4 / seconds_since(t0) / 1e9);
+  }
+  std::sort(gbs.begin(), gbs.end());
+  return gbs[gbs.size() / 2];
+}
+
+// ---- the product -----------------------------------------------------------------------------
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// Raw file-layout bytes of a random {K, N} matrix of `type`.
+std::vector<uint8_t> random_weights(DType type, int64_t k, int64_t n, std::mt19937& rng) {
+  std::vector<uint8_t> bytes(size_t(n * dtype_row_bytes(type, k)));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  if (type == DType::Q8_0) {
+    for (size_t b = 0; b < bytes.size(); b += kQ8BlockBytes) {
+      const uint16_t d = f32_to_f16(0.01f * (1.0f + u(rng)));
+      std::memcpy(&bytes[b], &d, 2);
+      for (int j = 0; j < 32; ++j) bytes[b + 2 + size_t(j)] = uint8_t(rng());
+    }
+    return bytes;
+  }
+  for (int64_t i = 0; i < k * n; ++i) {
+    const float v = u(rng);
+    if (type == DType::F32) {
+      std::memcpy(&bytes[size_t(i) * 4], &v, 4);
+    } else {
+      const uint16_t h = type == DType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+      std::memcpy(&bytes[size_t(i) * 2], &h, 2);
+    }
+  }
+  return bytes;
+}
+
+struct Stats {
+  double min = 0, median = 0, max = 0;
+};
+
+Stats stats_of(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  return {v.front(), v[v.size() / 2], v.back()};
+}
+
+// A variant is one column of the table: it runs `calls` products and returns nothing.
+struct Variant {
+  std::string name;
+  std::function<void()> call;  // one product (rotating over weight copies where there are several)
+  std::vector<double> rates;   // per sample: GFLOP/s
+};
+
+// Interleaved samples: per rep, one timed sample of each variant; a sample repeats the call until
+// it lasts >= min_sample_s, so short products are timed over many calls.
+void run_interleaved(std::vector<Variant>& vs, double flops, int reps, double min_sample_s) {
+  std::vector<int> calls(vs.size(), 1);
+  for (size_t i = 0; i < vs.size(); ++i) {  // warm-up and calibration
+    const auto t0 = Clock::now();
+    vs[i].call();
+    const double s = std::max(seconds_since(t0), 1e-6);
+    calls[i] = std::max(1, int(std::ceil(min_sample_s / s)));
+  }
+  for (int r = 0; r < reps; ++r) {
+    for (size_t i = 0; i < vs.size(); ++i) {
+      const auto t0 = Clock::now();
+      for (int c = 0; c < calls[i]; ++c) vs[i].call();
+      vs[i].rates.push_back(flops * calls[i] / seconds_since(t0) / 1e9);
+    }
+  }
+}
+
+std::string fmt_stats(const Stats& s, double scale = 1.0) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%6.1f %6.1f %6.1f", s.min * scale, s.median * scale,
+                s.max * scale);
+  return buf;
+}
+
+struct Options {
+  std::vector<int> threads{1, 2};
+  std::vector<std::string> dtypes{"f32", "f16", "bf16", "q8_0"};
+  int reps = 7;
+  double min_sample_ms = 20;
+  int64_t cold_mib = 320;  // M=1: weights rotate over copies totalling this much (> the LLC)
+  bool keep_openblas_env = false;
+  bool quick = false;
+};
+
+int run_bench(const Options& opt) {
+  const OpenBlas blas = openblas_load(opt.keep_openblas_env);
+  std::vector<SimdLevel> levels;
+  for (SimdLevel l : {SimdLevel::avx2, SimdLevel::avx512}) {
+    if (int(l) <= int(simd_detect())) levels.push_back(l);
+  }
+  if (levels.empty()) throw Error("bench matmul needs at least AVX2 (this CPU has none)");
+  const SimdLevel saved_level = simd_active();
+
+  std::printf("invar bench matmul: y[M][N] = x[M][K] · Wᵀ, activations F32; GFLOP/s min/median/max "
+              "over %d interleaved samples\n", opt.reps);
+  if (blas.ok()) {
+    std::printf("OpenBLAS kernel: %s (%s)%s\n", blas.corename ? blas.corename() : "?",
+                blas.config ? blas.config() : "?",
+                opt.keep_openblas_env ? ", OPENBLAS_CORETYPE kept from the environment"
+                                      : ", OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset");
+  } else {
+    std::printf("OpenBLAS: not compared (%s)\n", blas.why_missing.c_str());
+  }
+
+  // Machine limits per thread count.
+  std::vector<float> bw_buf(size_t(opt.quick ? 64 : 256) << 18, 1.0f);  // 64 / 256 MiB
+  std::printf("\n%-8s %-22s %-22s %-18s\n", "threads", "FMA peak avx2 GFLOP/s",
+              "FMA peak avx512 GFLOP/s", "DRAM read GB/s");
+  std::map<int, double> bandwidth;
+  for (int t : opt.threads) {
+    ThreadPool pool(t);
+    const double peak2 = fma_peak(SimdLevel::avx2, pool);
+    const double peak512 =
+        simd_detect() == SimdLevel::avx512 ? fma_peak(SimdLevel::avx512, pool) : 0.0;
+    bandwidth[t] = read_bandwidth(bw_buf, pool);
+    std::printf("%-8d %-22.0f %-22.0f %-18.1f\n", t, peak2, peak512, bandwidth[t]);
+  }
+  bw_buf = {};
+
+  std::vector<Shape> shapes{{1, 4096, 1024}, {64, 4096, 1024}, {512, 4096, 1024},
+                            {1024, 1024, 1024}};
+  if (opt.quick) shapes = {{1, 4096, 1024}, {64, 4096, 1024}};
+  std::mt19937 rng(42);
+  std::printf("\n%-16s %-5s %-3s | %-20s | %-20s | %-20s | %-6s | %s\n", "M×N×K", "type", "thr",
+              "invar avx2", "invar avx512", "OpenBLAS (F32)", "best/OB", "M=1: GB/s median (DRAM)");
+
+  for (const Shape& s : shapes) {
+    const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> x(size_t(s.m * s.k)), y(size_t(s.m * s.n)), y_ob(size_t(s.m * s.n));
+    for (auto& v : x) v = u(rng);
+    for (const std::string& tname : opt.dtypes) {
+      const auto type = dtype_parse(tname);
+      if (!type) throw Error("unknown --dtypes entry '" + tname + "'");
+      const std::vector<uint8_t> raw = random_weights(*type, s.k, s.n, rng);
+      const int64_t packed_bytes = int64_t(raw.size());
+      // Decode reads weights from DRAM: rotate over enough copies to defeat the caches.
+      const int64_t copies =
+          s.m == 1 ? std::max<int64_t>(1, (opt.cold_mib << 20) / packed_bytes) : 1;
+      std::vector<Matrix> ws;
+      for (int64_t c = 0; c < copies; ++c) {
+        ws.emplace_back(*type, s.k, s.n, raw.data());
+        matrix_prepare(ws.back());
+      }
+      // OpenBLAS multiplies the same weights, dequantised to F32 (compared on F32 rows only).
+      std::vector<std::vector<float>> wf;
+      if (*type == DType::F32 && blas.ok()) {
+        for (int64_t c = 0; c < copies; ++c) {
+          wf.emplace_back(size_t(s.n * s.k));
+          for (int64_t j = 0; j < s.n; ++j) ws[0].row_to_f32(j, &wf.back()[size_t(j * s.k)]);
+        }
+      }
+      for (int t : opt.threads) {
+        ThreadPool pool(t);
+        if (blas.ok()) blas.set_threads(t);
+        std::vector<Variant> vs;
+        size_t rot = 0;
+        for (SimdLevel level : levels) {
+          vs.push_back({std::string(simd_name(level)), [&, level] {
+                          simd_set(level);
+                          matmul(ws[rot++ % ws.size()], x.data(), s.m, y.data(), pool);
+                        }, {}});
+        }
+        if (!wf.empty()) {
+          vs.push_back({"openblas", [&] {
+                          const float* w = wf[rot++ % wf.size()].data();
+                          if (s.m == 1) {
+                            blas.sgemv(kCblasRowMajor, kCblasNoTrans, int(s.n), int(s.k), 1.0f, w,
+                                       int(s.k), x.data(), 1, 0.0f, y_ob.data(), 1);
+                          } else {
+                            blas.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasTrans, int(s.m),
+                                       int(s.n), int(s.k), 1.0f, x.data(), int(s.k), w, int(s.k),
+                                       0.0f, y_ob.data(), int(s.n));
+                          }
+                        }, {}});
+        }
+        run_interleaved(vs, flops, opt.reps, opt.min_sample_ms / 1e3);
+        simd_set(saved_level);
+
+        std::string cols[3] = {"-", "-", "-"};
+        double best = 0, ob = 0;  // medians: best invar level, OpenBLAS
+        for (auto& v : vs) {
+          const Stats st = stats_of(v.rates);
+          const int col = v.name == "avx2" ? 0 : v.name == "avx512" ? 1 : 2;
+          cols[col] = fmt_stats(st);
+          if (col == 2) {
+            ob = st.median;
+          } else {
+            best = std::max(best, st.median);
+          }
+        }
+        char shape_s[48], ratio[16] = "-", gbs[96] = "";
+        std::snprintf(shape_s, sizeof shape_s, "%lld×%lld×%lld", (long long)s.m, (long long)s.n,
+                      (long long)s.k);
+        if (ob > 0) std::snprintf(ratio, sizeof ratio, "%.2f", best / ob);
+        if (s.m == 1) {
+          // Weight bytes streamed per second: bytes per product × products per second.
+          const double invar_gbs = double(packed_bytes) * best / flops;
+          const double ob_gbs = double(s.n * s.k * 4) * ob / flops;
+          if (ob > 0) {
+            std::snprintf(gbs, sizeof gbs, "invar %.1f, OpenBLAS %.1f (DRAM %.1f)", invar_gbs,
+                          ob_gbs, bandwidth[t]);
+          } else {
+            std::snprintf(gbs, sizeof gbs, "invar %.1f (DRAM %.1f)", invar_gbs, bandwidth[t]);
+          }
+        }
+        std::printf("%-16s %-5s %-3d | %-20s | %-20s | %-20s | %-7s | %s\n", shape_s,
+                    tname.c_str(), t, cols[0].c_str(), cols[1].c_str(), cols[2].c_str(), ratio,
+                    gbs);
+        // The ISAs must agree to the bit (a cheap reminder that this is the same product).
+        if (levels.size() == 2) {
+          std::vector<float> a(y.size()), b(y.size());
+          simd_set(SimdLevel::avx2);
+          matmul(ws[0], x.data(), s.m, a.data(), pool);
+          simd_set(SimdLevel::avx512);
+          matmul(ws[0], x.data(), s.m, b.data(), pool);
+          simd_set(saved_level);
+          if (std::memcmp(a.data(), b.data(), a.size() * 4) != 0) {
+            std::printf("  !! avx2 and avx512 results differ: a bug in the canonical order\n");
+          }
+        }
+      }
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\nPeaks and bandwidth are measured above; best/OB = best invar median / OpenBLAS "
+              "median (F32 rows). M=1 GB/s counts the packed weight bytes per product.\n");
+  return 0;
+}
+
+BenchKind bench_matmul("matmul", [](CLI::App& bench) -> Command::Run {
+  auto opt = std::make_shared<Options>();
+  auto* sub = bench.add_subcommand("matmul", "Matrix product vs OpenBLAS sgemm, FMA peak, bandwidth");
+  sub->add_option("--threads", opt->threads, "thread counts to run (default 1 2)")->delimiter(',');
+  sub->add_option("--dtypes", opt->dtypes, "weight types (default f32 f16 bf16 q8_0)")->delimiter(',');
+  sub->add_option("--reps", opt->reps, "interleaved samples per variant (default 7)");
+  sub->add_option("--sample-ms", opt->min_sample_ms, "minimum duration of one sample (default 20)");
+  sub->add_option("--cold-mib", opt->cold_mib,
+                  "M=1: rotate over weight copies totalling this many MiB (default 320)");
+  sub->add_flag("--keep-openblas-env", opt->keep_openblas_env,
+                "keep OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (default: unset them for the best kernel)");
+  sub->add_flag("--quick", opt->quick, "two shapes, smaller buffers (a smoke run)");
+  return [opt] {
+    for (int t : opt->threads) {
+      if (t < 1) throw Error("--threads entries must be >= 1 (got " + std::to_string(t) + ")");
+    }
+    if (opt->reps < 1) throw Error("--reps must be at least 1");
+    return run_bench(*opt);
+  };
+});
+
+}  // namespace
+}  // namespace invar::app
