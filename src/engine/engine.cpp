@@ -127,8 +127,12 @@ struct Engine::Impl {
     ev.cached_tokens = std::max<int64_t>(s->cached_tokens, 0);
     ev.completion_tokens = s->n_generated;
     sched.remove(s);
-    emit(s, std::move(ev));
+    // Metrics are published before the caller hears of the end, so a caller that reads them
+    // after its last event sees this request's blocks released.
+    EventSink sink = std::move(s->sink);
     live.erase(s->id);  // frees s
+    publish();
+    if (sink) sink(std::move(ev));
   }
 
   void loop() {

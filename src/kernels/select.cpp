@@ -1,5 +1,7 @@
 #include "kernels/select.h"
 
+#include <utility>
+
 #include "core/detmath.h"
 #include "core/error.h"
 #include "core/simd.h"
@@ -39,6 +41,20 @@ bool ranks_before(float va, int32_t ia, float vb, int32_t ib) {
   return ia < ib;
 }
 
+// Heap on (vals, ids)[0, n) whose root is the element ranked last.
+void sift_down(float* vals, int32_t* ids, int64_t i, int64_t n) {
+  for (;;) {
+    const int64_t l = 2 * i + 1, r = l + 1;
+    int64_t worst = i;
+    if (l < n && ranks_before(vals[worst], ids[worst], vals[l], ids[l])) worst = l;
+    if (r < n && ranks_before(vals[worst], ids[worst], vals[r], ids[r])) worst = r;
+    if (worst == i) return;
+    std::swap(vals[i], vals[worst]);
+    std::swap(ids[i], ids[worst]);
+    i = worst;
+  }
+}
+
 }  // namespace
 
 // y must not alias x: the exponentials are staged in y while x is still needed.
@@ -64,23 +80,45 @@ void softmax(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = y[i] / sum;
 }
 
-// One pass keeping the best k in ids/vals (sorted): O(N) for the usual k ≪ N, no allocation.
+// The order (value desc, id asc, NaN last) is a strict total order on (value, id), so the result
+// is unique whatever the algorithm. Small k (logprobs, routing): one pass keeping a sorted list.
+// Large k (sampling candidates, up to the vocabulary): a bounded heap, O(N log k). No allocation.
 void top_k(const float* x, int64_t n, int64_t k, int32_t* ids, float* vals) {
   INVAR_CHECK(k >= 0 && k <= n, "top_k: k out of range");
   if (k == 0) return;
-  int64_t count = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    const int32_t id = int32_t(i);
-    if (count == k && !ranks_before(v, id, vals[k - 1], ids[k - 1])) continue;
-    int64_t j = count < k ? count++ : k - 1;
-    while (j > 0 && ranks_before(v, id, vals[j - 1], ids[j - 1])) {
-      vals[j] = vals[j - 1];
-      ids[j] = ids[j - 1];
-      --j;
+  if (k <= 32) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x[i];
+      const int32_t id = int32_t(i);
+      if (count == k && !ranks_before(v, id, vals[k - 1], ids[k - 1])) continue;
+      int64_t j = count < k ? count++ : k - 1;
+      while (j > 0 && ranks_before(v, id, vals[j - 1], ids[j - 1])) {
+        vals[j] = vals[j - 1];
+        ids[j] = ids[j - 1];
+        --j;
+      }
+      vals[j] = v;
+      ids[j] = id;
     }
-    vals[j] = v;
-    ids[j] = id;
+    return;
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    vals[i] = x[i];
+    ids[i] = int32_t(i);
+  }
+  for (int64_t i = k / 2 - 1; i >= 0; --i) sift_down(vals, ids, i, k);
+  for (int64_t i = k; i < n; ++i) {
+    if (!ranks_before(x[i], int32_t(i), vals[0], ids[0])) continue;
+    vals[0] = x[i];
+    ids[0] = int32_t(i);
+    sift_down(vals, ids, 0, k);
+  }
+  // Move the last-ranked to the back repeatedly: best first.
+  for (int64_t end = k - 1; end > 0; --end) {
+    std::swap(vals[0], vals[end]);
+    std::swap(ids[0], ids[end]);
+    sift_down(vals, ids, 0, end);
   }
 }
 

@@ -30,8 +30,15 @@ TEST_P(BatchInvariance, AloneVersusCrowds) {
     // B in the middle of the arrivals: others are prefilling and decoding around it.
     reqs.insert(reqs.begin() + n_others / 2, request_make(b, 6, true));
     const auto out = run_together(m, cfg, reqs);
-    expect_same_bits(alone, out[static_cast<size_t>(n_others / 2)], static_cast<int64_t>(b.size()),
+    const Outcome& ob = out[static_cast<size_t>(n_others / 2)];
+    expect_same_bits(alone, ob, static_cast<int64_t>(b.size()),
                      "with " + std::to_string(n_others) + " others");
+    // The condition really happened: some other request was reporting while B was.
+    int overlapping = 0;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (i != static_cast<size_t>(n_others / 2))
+        overlapping += out[i].first_event < ob.last_event && ob.first_event < out[i].last_event;
+    EXPECT_GT(overlapping, 0) << "B never shared the engine with another request";
     for (const auto& o : out) EXPECT_TRUE(o.finish == FinishReason::length) << o.error;
   }
 }

@@ -33,6 +33,7 @@ struct Outcome {
   FinishReason finish = FinishReason::none;
   std::string error;
   bool done = false;
+  int64_t first_event = -1, last_event = -1;  // engine-wide event order (overlap = in flight together)
 };
 
 // Collects events of many requests; wait() blocks until all have finished.
@@ -46,6 +47,8 @@ class Collector {
     return [this, slot](RequestEvent&& ev) {
       std::lock_guard lk(mu_);
       Outcome& o = outcomes_[slot];
+      if (o.first_event < 0) o.first_event = n_events_;
+      o.last_event = n_events_++;
       for (auto& [pos, row] : ev.logits) o.logits[pos] = std::move(row);
       if (ev.kind == EventKind::token) o.generated.push_back(ev.token);
       if (ev.kind == EventKind::finished) {
@@ -76,6 +79,7 @@ class Collector {
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<Outcome> outcomes_;
+  int64_t n_events_ = 0;
 };
 
 inline GenerationRequest request_make(std::vector<int32_t> prompt, int64_t max_tokens,

@@ -165,8 +165,9 @@ TEST(Conv, ReferenceCloseToFloat64) {
       }
     EXPECT_LE(test::max_abs_diff(y, e), 5e-6) << "C=" << cc.c;
     // The final state holds the last Kc−1 inputs.
-    if (cc.kc > 1 && cc.t >= cc.kc - 1)
+    if (cc.kc > 1 && cc.t >= cc.kc - 1) {
       EXPECT_EQ(st[0], x[size_t((cc.t - (cc.kc - 1)) * cc.c)]);
+    }
   }
 }
 

@@ -84,12 +84,13 @@ TEST(ProbeDigest, CandidateSetChangeAndChosenFlip) {
   b.tokens[1].top[3] = {" e", 50, -3.5};  // " d" left the list, " e" came in
   b.tokens[2].chosen = {" b", 20, -0.75};  // the chosen token flips at 2: compare no further
   b.tokens[2].top[0].logprob = -0.9;
+  b.tokens[2].top[1].logprob = -0.75;
   b.tokens[3].top[1].logprob = -9;  // after the flip: must not count
   RunComparison c = runs_compare(a, b);
   EXPECT_EQ(c.first_divergent, 1);
   EXPECT_EQ(c.candidate_set_changes, 1);
   ASSERT_EQ(c.dlogprob.size(), 3u);  // positions 0, 1, 2
-  // At 2 the shared candidate " b" moved from -1.25 to -0.75.
+  // At 2 the shared candidate " b" moved from -1.25 to -0.75 (and " a" by 0.4).
   EXPECT_DOUBLE_EQ(c.max_abs_dlogprob, 0.5);
 }
 

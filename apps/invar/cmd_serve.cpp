@@ -1,0 +1,144 @@
+// `invar serve`: the OpenAI-compatible HTTP server (src/server) over one model. It listens
+// before the model is loaded (/health says "loading"), and on SIGINT/SIGTERM drains in-flight
+// requests (bounded by --drain-timeout) and exits 0.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "command.h"
+#include "core/error.h"
+#include "core/simd.h"
+#include "model/gguf.h"
+#include "model/make_model.h"
+#include "server/http_server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace invar::app {
+namespace {
+
+constexpr const char* kDefaultModel = "models/default.gguf";
+
+struct ServeOptions {
+  std::string model;
+  server::ServerConfig server;
+  EngineConfig engine;
+  bool no_prefix_cache = false;
+  std::string simd;
+  double drain_timeout_s = 30;
+};
+
+// The default model, written on first use: make-model's defaults with the Qwen3 vocabulary.
+void default_model_create(const std::string& path) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::fprintf(stderr, "invar serve: creating the default model %s (first use)\n", path.c_str());
+  MakeModelConfig c;
+  c.type = DType::BF16;
+  Vocab v = vocab_from_tokenizer_json(std::string(INVAR_SOURCE_DIR) + "/data/qwen3/tokenizer.json");
+  GgufWriter w;
+  make_model(c, int64_t(v.tokens.size()), w);
+  vocab_to_gguf(v, w);
+  std::string tmp = path + ".partial";
+  w.write(tmp);
+  std::filesystem::rename(tmp, path);
+}
+
+int run_serve(ServeOptions& o) {
+  if (!o.simd.empty()) {
+    auto level = simd_parse(o.simd);
+    if (!level) throw Error("--simd must be off, avx2 or avx512, not '" + o.simd + "'");
+    simd_set(*level);
+  }
+  o.engine.prefix_cache = !o.no_prefix_cache;
+  o.engine.max_queue = o.server.queue_limit;
+  if (o.server.queue_limit < 1) throw Error("--queue-limit must be at least 1");
+  bool default_model = o.model.empty();
+  std::string path = default_model ? kDefaultModel : o.model;
+  if (!default_model && !std::filesystem::exists(path)) throw Error("no model file at " + path);
+  o.server.model_aliases = {path, std::filesystem::path(path).filename().string()};
+
+  // SIGINT/SIGTERM are taken by sigwait below: block them before any thread starts so that
+  // every thread inherits the mask.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  EngineConfig ecfg = o.engine;
+  server::HttpServer srv(o.server, [path, default_model, ecfg] {
+    if (default_model && !std::filesystem::exists(path)) default_model_create(path);
+    return server::engine_backend_load(path, ecfg);
+  });
+  int port = srv.bind();
+  srv.start();
+  std::fprintf(stderr, "invar serve: listening on http://%s:%d (loading %s)\n",
+               o.server.host.c_str(), port, path.c_str());
+
+  // A loader failure ends the process; otherwise wait for a signal.
+  std::thread loaded([&srv, port] {
+    std::string err;
+    if (srv.wait_loaded(&err)) {
+      std::fprintf(stderr, "invar serve: ready on port %d\n", port);
+    } else {
+      std::fprintf(stderr, "invar serve: loading failed: %s\n", err.c_str());
+      kill(getpid(), SIGTERM);
+    }
+  });
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  std::string err;
+  if (srv.state() == "failed") {
+    loaded.join();
+    srv.wait_loaded(&err);
+    srv.shutdown(0);
+    throw Error("cannot load " + path + ": " + err);
+  }
+  std::fprintf(stderr, "invar serve: %s: draining (up to %.0f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+               o.drain_timeout_s);
+  srv.shutdown(o.drain_timeout_s);  // waits for a load in progress
+  loaded.join();
+  std::fprintf(stderr, "invar serve: stopped\n");
+  return 0;
+}
+
+Command serve_command("serve", [](CLI::App& root) -> Command::Run {
+  auto o = std::make_shared<ServeOptions>();
+  auto* s = root.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/completions, "
+                                         "/v1/chat/completions, /v1/models, /health, /metrics)");
+  s->add_option("--model", o->model, std::string("GGUF model (default: ") + kDefaultModel +
+                                         ", created on first use)");
+  s->add_option("--host", o->server.host, "address to bind (loopback unless told otherwise)")
+      ->capture_default_str();
+  s->add_option("--port", o->server.port, "port (0: any free port, printed on stderr)")
+      ->capture_default_str();
+  s->add_option("--api-key", o->server.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  s->add_option("--max-body-bytes", o->server.max_body_bytes, "larger request bodies get 413")
+      ->capture_default_str();
+  s->add_option("--queue-limit", o->server.queue_limit,
+                "requests in flight (running + waiting) before 429")
+      ->capture_default_str();
+  s->add_option("--drain-timeout", o->drain_timeout_s,
+                "seconds SIGINT/SIGTERM wait for in-flight requests before cancelling them")
+      ->capture_default_str();
+  EngineConfig& e = o->engine;
+  s->add_option("--block-size", e.block_size, "tokens per KV block / prefix-cache unit")->capture_default_str();
+  s->add_option("--checkpoint-every", e.checkpoint_every, "recurrent-state checkpoint every N blocks")
+      ->capture_default_str();
+  s->add_option("--cache-bytes", e.cache_bytes, "byte budget of cached KV blocks + checkpoints")
+      ->capture_default_str();
+  s->add_flag("--no-prefix-cache", o->no_prefix_cache, "turn prefix-cache lookups and inserts off");
+  s->add_option("--max-batch-tokens", e.max_batch_tokens, "tokens per engine step")->capture_default_str();
+  s->add_option("--threads", e.threads, "compute threads (0: all cores)")->capture_default_str();
+  s->add_option("--ctx", e.n_ctx, "context limit per request (0: the model's)")->capture_default_str();
+  s->add_option("--simd", o->simd, "off | avx2 | avx512 (default: the best the CPU has)");
+  return [o]() { return run_serve(*o); };
+});
+
+}  // namespace
+}  // namespace invar::app
