@@ -376,7 +376,7 @@ RequestId Engine::submit(GenerationRequest req, EventSink sink) {
   const int64_t queued =
       static_cast<int64_t>(impl_->snapshot.requests_waiting + impl_->inbox.size());
   if (queued >= impl_->cfg.max_queue)
-    throw Error("overloaded: " + std::to_string(queued) + " requests are already waiting");
+    throw Error("overloaded: the queue is full (" + std::to_string(queued) + " requests waiting)");
   s->id = impl_->next_id++;
   const RequestId id = s->id;
   impl_->inbox.push_back(std::move(s));

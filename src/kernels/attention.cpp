@@ -66,17 +66,23 @@ void attention(const AttentionShape& s, const KvView& kv, const float* q, float*
                ThreadPool& pool) {
   check_shape(s, kv);
   const SimdLevel level = simd_active();
-  const size_t need = size_t(s.pos0 + s.n_tokens);
-  pool.parallel_for(s.n_tokens * s.h, [&](int64_t i0, int64_t i1, int) {
-    // Per-thread score buffer, grown to the longest context seen and then reused.
+  const int64_t ctx = s.pos0 + s.n_tokens;
+  if (level == SimdLevel::scalar) {
+    pool.parallel_for(s.n_tokens * s.h, [&](int64_t i0, int64_t i1, int) {
+      // Per-thread score buffer, grown to the longest context seen and then reused.
+      thread_local std::vector<float> scores;
+      if (scores.size() < size_t(ctx)) scores.resize(size_t(ctx));
+      attention_pairs_ref(s, kv, q, o, i0, i1, scores.data());
+    });
+    return;
+  }
+  pool.parallel_for(attention_unit_count(s), [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<float> scores;
-    if (scores.size() < need) scores.resize(need);
-    switch (level) {
-      case SimdLevel::avx512:
-        return kern_avx512::attention_pairs(s, kv, q, o, i0, i1, scores.data());
-      case SimdLevel::avx2: return kern_avx2::attention_pairs(s, kv, q, o, i0, i1, scores.data());
-      default: return attention_pairs_ref(s, kv, q, o, i0, i1, scores.data());
-    }
+    if (scores.size() < size_t(kAttnHeadTile * ctx)) scores.resize(size_t(kAttnHeadTile * ctx));
+    if (level == SimdLevel::avx512)
+      kern_avx512::attention_units(s, kv, q, o, u0, u1, scores.data());
+    else
+      kern_avx2::attention_units(s, kv, q, o, u0, u1, scores.data());
   });
 }
 

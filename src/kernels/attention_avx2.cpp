@@ -1,5 +1,8 @@
-// AVX2 attention: the steps of attention.cpp with the dot products, exponentials and the
-// V accumulation 8 lanes wide.
+// AVX2 attention: the operation sequence of attention.cpp for each query head, with the K and V
+// row loads shared by a tile of query heads of the same KV group (kernels_isa.h). The canonical
+// dot keeps lanes 0..7 and 8..15 in two registers per head.
+#include <algorithm>
+
 #include "kernels/kernels_isa.h"
 #include "kernels/reduce_simd.h"
 
@@ -7,35 +10,98 @@ namespace invar::kern_avx2 {
 
 using namespace simd256;
 
-void attention_pairs(const AttentionShape& s, const KvView& kv, const float* q, float* o,
-                     int64_t i0, int64_t i1, float* scores) {
+namespace {
+
+constexpr int64_t kTile = kAttnHeadTile;
+constexpr int64_t kVChunks = 2;  // 16 output lanes per pass over V: kTile·2 accumulators
+
+inline const float* kv_row(const float* const* blocks, const KvView& kv, int64_t p, int64_t off) {
+  return blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + off;
+}
+
+}  // namespace
+
+void attention_units(const AttentionShape& s, const KvView& kv, const float* q, float* o,
+                     int64_t u0, int64_t u1, float* scores) {
   const int64_t group = s.h / s.hkv;
+  const int64_t tiles = attention_tiles_per_group(s);
   const int64_t dd = s.d;
-  for (int64_t i = i0; i < i1; ++i) {
-    const int64_t t = i / s.h, h = i % s.h;
-    const int64_t g = h / group;
+  for (int64_t u = u0; u < u1; ++u) {
+    const int64_t t = u / (s.hkv * tiles);
+    const int64_t g = (u / tiles) % s.hkv;
+    const int64_t h0 = g * group + (u % tiles) * kTile;
+    const int64_t nh = std::min(kTile, g * group + group - h0);
     const int64_t n = s.pos0 + t + 1;
-    const float* qv = q + i * dd;
-    float* ov = o + i * dd;
+    // Heads past nh reuse head 0's query; their results are never stored.
+    const float* qh[kTile];
+    for (int64_t j = 0; j < kTile; ++j) qh[j] = q + (t * s.h + h0 + (j < nh ? j : 0)) * dd;
+
+    // score[j][p] = canonical dot(q_j, K[p]) · scale
     for (int64_t p = 0; p < n; ++p) {
-      const float* kr = kv.k_blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + g * dd;
-      scores[p] = dot16(qv, kr, dd) * s.scale;
+      const float* kr = kv_row(kv.k_blocks, kv, p, g * dd);
+      __m256 acc[kTile][2];
+      #pragma GCC unroll 16
+      for (int64_t j = 0; j < kTile; ++j) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
+      int64_t c = 0;
+      for (; c + 16 <= dd; c += 16) {
+        const __m256 k0 = _mm256_loadu_ps(kr + c), k1 = _mm256_loadu_ps(kr + c + 8);
+        #pragma GCC unroll 16
+        for (int64_t j = 0; j < kTile; ++j) {
+          acc[j][0] = _mm256_add_ps(acc[j][0], _mm256_mul_ps(_mm256_loadu_ps(qh[j] + c), k0));
+          acc[j][1] = _mm256_add_ps(acc[j][1], _mm256_mul_ps(_mm256_loadu_ps(qh[j] + c + 8), k1));
+        }
+      }
+      if (c < dd) {
+        const int64_t r = dd - c;
+        const __m256 k0 = load_tail(kr + c, r), k1 = load_tail(kr + c + 8, r - 8);
+        #pragma GCC unroll 16
+        for (int64_t j = 0; j < kTile; ++j) {
+          acc[j][0] = _mm256_add_ps(acc[j][0], _mm256_mul_ps(load_tail(qh[j] + c, r), k0));
+          acc[j][1] = _mm256_add_ps(acc[j][1], _mm256_mul_ps(load_tail(qh[j] + c + 8, r - 8), k1));
+        }
+      }
+      #pragma GCC unroll 16
+      for (int64_t j = 0; j < kTile; ++j) scores[j * n + p] = tree16(acc[j][0], acc[j][1]) * s.scale;
     }
-    float mx = -__builtin_inff();
-    for (int64_t p = 0; p < n; ++p)
-      if (scores[p] > mx) mx = scores[p];
-    const float sum = exp_sub_sum(scores, n, mx, scores);
-    for (int64_t d = 0; d < dd; d += 8) store_tail(ov + d, dd - d, _mm256_setzero_ps());
-    for (int64_t p = 0; p < n; ++p) {
-      const float* vr = kv.v_blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + g * dd;
-      const __m256 e = _mm256_set1_ps(scores[p]);
-      for (int64_t d = 0; d < dd; d += 8)
-        store_tail(ov + d, dd - d,
-                   _mm256_fmadd_ps(e, load_tail(vr + d, dd - d), load_tail(ov + d, dd - d)));
+    float sum[kTile];
+    for (int64_t j = 0; j < nh; ++j) {
+      float* sc = scores + j * n;
+      float mx = -__builtin_inff();
+      for (int64_t p = 0; p < n; ++p)
+        if (sc[p] > mx) mx = sc[p];
+      sum[j] = exp_sub_sum(sc, n, mx, sc);
     }
-    const __m256 sv = _mm256_set1_ps(sum);
-    for (int64_t d = 0; d < dd; d += 8)
-      store_tail(ov + d, dd - d, _mm256_div_ps(load_tail(ov + d, dd - d), sv));
+    // o_j[d] = (fma chain over p of e_j[p]·V[p][d]) / sum_j, 16 lanes of d per pass over V.
+    for (int64_t c0 = 0; c0 < dd; c0 += 8 * kVChunks) {
+      __m256 acc[kTile][kVChunks];
+      int64_t rem[kVChunks];
+      #pragma GCC unroll 16
+      for (int64_t c = 0; c < kVChunks; ++c) {
+        rem[c] = dd - c0 - 8 * c;
+        #pragma GCC unroll 16
+        for (int64_t j = 0; j < kTile; ++j) acc[j][c] = _mm256_setzero_ps();
+      }
+      const bool full = rem[kVChunks - 1] >= 8;
+      for (int64_t p = 0; p < n; ++p) {
+        const float* vr = kv_row(kv.v_blocks, kv, p, g * dd + c0);
+        __m256 vc[kVChunks];
+        #pragma GCC unroll 16
+        for (int64_t c = 0; c < kVChunks; ++c)
+          vc[c] = full ? _mm256_loadu_ps(vr + 8 * c) : load_tail(vr + 8 * c, rem[c]);
+        #pragma GCC unroll 16
+        for (int64_t j = 0; j < kTile; ++j) {
+          const __m256 e = _mm256_set1_ps(scores[j * n + p]);
+          #pragma GCC unroll 16
+          for (int64_t c = 0; c < kVChunks; ++c) acc[j][c] = _mm256_fmadd_ps(e, vc[c], acc[j][c]);
+        }
+      }
+      for (int64_t j = 0; j < nh; ++j) {
+        float* ov = o + (t * s.h + h0 + j) * dd + c0;
+        const __m256 sv = _mm256_set1_ps(sum[j]);
+        #pragma GCC unroll 16
+        for (int64_t c = 0; c < kVChunks; ++c) store_tail(ov + 8 * c, rem[c], _mm256_div_ps(acc[j][c], sv));
+      }
+    }
   }
 }
 

@@ -1,5 +1,7 @@
-// AVX-512 attention: the steps of attention.cpp with the dot products, exponentials and the
-// V accumulation 16 lanes wide.
+// AVX-512 attention: the operation sequence of attention.cpp for each query head, with the K and
+// V row loads shared by a tile of query heads of the same KV group (kernels_isa.h).
+#include <algorithm>
+
 #include "kernels/kernels_isa.h"
 #include "kernels/reduce_simd.h"
 
@@ -7,39 +9,85 @@ namespace invar::kern_avx512 {
 
 using namespace simd512;
 
-void attention_pairs(const AttentionShape& s, const KvView& kv, const float* q, float* o,
-                     int64_t i0, int64_t i1, float* scores) {
+namespace {
+
+constexpr int64_t kTile = kAttnHeadTile;
+constexpr int64_t kVChunks = 4;  // 64 output lanes per pass over V: kTile·4 accumulators
+
+inline const float* kv_row(const float* const* blocks, const KvView& kv, int64_t p, int64_t off) {
+  return blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + off;
+}
+
+}  // namespace
+
+void attention_units(const AttentionShape& s, const KvView& kv, const float* q, float* o,
+                     int64_t u0, int64_t u1, float* scores) {
   const int64_t group = s.h / s.hkv;
+  const int64_t tiles = attention_tiles_per_group(s);
   const int64_t dd = s.d;
-  for (int64_t i = i0; i < i1; ++i) {
-    const int64_t t = i / s.h, h = i % s.h;
-    const int64_t g = h / group;
+  for (int64_t u = u0; u < u1; ++u) {
+    const int64_t t = u / (s.hkv * tiles);
+    const int64_t g = (u / tiles) % s.hkv;
+    const int64_t h0 = g * group + (u % tiles) * kTile;
+    const int64_t nh = std::min(kTile, g * group + group - h0);
     const int64_t n = s.pos0 + t + 1;
-    const float* qv = q + i * dd;
-    float* ov = o + i * dd;
+    // Heads past nh reuse head 0's query; their results are never stored.
+    const float* qh[kTile];
+    for (int64_t j = 0; j < kTile; ++j) qh[j] = q + (t * s.h + h0 + (j < nh ? j : 0)) * dd;
+
+    // score[j][p] = canonical dot(q_j, K[p]) · scale
     for (int64_t p = 0; p < n; ++p) {
-      const float* kr = kv.k_blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + g * dd;
-      scores[p] = dot16(qv, kr, dd) * s.scale;
-    }
-    float mx = -__builtin_inff();
-    for (int64_t p = 0; p < n; ++p)
-      if (scores[p] > mx) mx = scores[p];
-    const float sum = exp_sub_sum(scores, n, mx, scores);
-    for (int64_t d = 0; d < dd; d += 16) _mm512_mask_storeu_ps(ov + d, tail_mask(dd - d), _mm512_setzero_ps());
-    for (int64_t p = 0; p < n; ++p) {
-      const float* vr = kv.v_blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + g * dd;
-      const __m512 e = _mm512_set1_ps(scores[p]);
-      for (int64_t d = 0; d < dd; d += 16) {
-        const __mmask16 m = tail_mask(dd - d);
-        _mm512_mask_storeu_ps(ov + d, m,
-                              _mm512_fmadd_ps(e, _mm512_maskz_loadu_ps(m, vr + d),
-                                              _mm512_maskz_loadu_ps(m, ov + d)));
+      const float* kr = kv_row(kv.k_blocks, kv, p, g * dd);
+      __m512 acc[kTile];
+      #pragma GCC unroll 16
+      for (int64_t j = 0; j < kTile; ++j) acc[j] = _mm512_setzero_ps();
+      for (int64_t c = 0; c < dd; c += 16) {
+        const __mmask16 m = tail_mask(dd - c);
+        const __m512 kc = _mm512_maskz_loadu_ps(m, kr + c);
+        #pragma GCC unroll 16
+        for (int64_t j = 0; j < kTile; ++j)
+          acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(_mm512_maskz_loadu_ps(m, qh[j] + c), kc));
       }
+      #pragma GCC unroll 16
+      for (int64_t j = 0; j < kTile; ++j) scores[j * n + p] = tree16(acc[j]) * s.scale;
     }
-    const __m512 sv = _mm512_set1_ps(sum);
-    for (int64_t d = 0; d < dd; d += 16) {
-      const __mmask16 m = tail_mask(dd - d);
-      _mm512_mask_storeu_ps(ov + d, m, _mm512_div_ps(_mm512_maskz_loadu_ps(m, ov + d), sv));
+    float sum[kTile];
+    for (int64_t j = 0; j < nh; ++j) {
+      float* sc = scores + j * n;
+      float mx = -__builtin_inff();
+      for (int64_t p = 0; p < n; ++p)
+        if (sc[p] > mx) mx = sc[p];
+      sum[j] = exp_sub_sum(sc, n, mx, sc);
+    }
+    // o_j[d] = (fma chain over p of e_j[p]·V[p][d]) / sum_j, 64 lanes of d per pass over V.
+    for (int64_t c0 = 0; c0 < dd; c0 += 16 * kVChunks) {
+      __m512 acc[kTile][kVChunks];
+      __mmask16 m[kVChunks];
+      #pragma GCC unroll 16
+      for (int64_t c = 0; c < kVChunks; ++c) {
+        m[c] = c0 + 16 * c < dd ? tail_mask(dd - c0 - 16 * c) : __mmask16(0);
+        #pragma GCC unroll 16
+        for (int64_t j = 0; j < kTile; ++j) acc[j][c] = _mm512_setzero_ps();
+      }
+      for (int64_t p = 0; p < n; ++p) {
+        const float* vr = kv_row(kv.v_blocks, kv, p, g * dd + c0);
+        __m512 vc[kVChunks];
+        #pragma GCC unroll 16
+        for (int64_t c = 0; c < kVChunks; ++c) vc[c] = _mm512_maskz_loadu_ps(m[c], vr + 16 * c);
+        #pragma GCC unroll 16
+        for (int64_t j = 0; j < kTile; ++j) {
+          const __m512 e = _mm512_set1_ps(scores[j * n + p]);
+          #pragma GCC unroll 16
+          for (int64_t c = 0; c < kVChunks; ++c) acc[j][c] = _mm512_fmadd_ps(e, vc[c], acc[j][c]);
+        }
+      }
+      for (int64_t j = 0; j < nh; ++j) {
+        float* ov = o + (t * s.h + h0 + j) * dd + c0;
+        const __m512 sv = _mm512_set1_ps(sum[j]);
+        #pragma GCC unroll 16
+        for (int64_t c = 0; c < kVChunks; ++c)
+          _mm512_mask_storeu_ps(ov + 16 * c, m[c], _mm512_div_ps(acc[j][c], sv));
+      }
     }
   }
 }

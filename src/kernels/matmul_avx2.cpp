@@ -29,6 +29,7 @@ struct V256x2 {
   static constexpr int kTileRows = 6;
   static constexpr int kTilePanels = 1;
   static constexpr int64_t kKBlock = 256;
+  static constexpr int64_t kMBlock = 252;  // whole tiles of 6 rows
   static constexpr int kDirectRows = 4;
   template <int R>
   static constexpr int direct_panels() {

@@ -25,6 +25,8 @@ struct V512 {
   static constexpr int kTilePanels = 2;
   // 2 panels × 256 k × 64 B = 32 KiB of weights per group: stays in the 48 KiB L1.
   static constexpr int64_t kKBlock = 256;
+  // 256 rows × 256 k of activations = 256 KiB: stay in the 1 MiB L2 across the panel groups.
+  static constexpr int64_t kMBlock = 256;
   static constexpr int kDirectRows = 4;
   template <int R>
   static constexpr int direct_panels() {

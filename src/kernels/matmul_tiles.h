@@ -10,14 +10,13 @@
 // shape, on the vector width or on the thread split.
 //
 // V provides: zero, load, load_n, store, store_n, bcast, fma, mul, from_f16, from_bf16, from_i8,
-// and the tuning constants kTileRows/kTilePanels (register tile of the many-rows path), kKBlock,
-// kDirectRows (up to this many rows the weights are streamed once, see rows_direct) and
-// direct_panels<R>().
+// and the tuning constants kTileRows/kTilePanels (register tile of the many-rows path), kKBlock
+// and kMBlock (its cache blocks), kDirectRows (up to this many rows the weights are streamed once,
+// see rows_direct) and direct_panels<R>().
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "kernels/matmul_packed.h"
@@ -80,17 +79,21 @@ INVAR_TILE_INLINE void tile_store(const V (&acc)[R][P], float* y, int64_t ldy, i
   }
 }
 
-// acc[r][p] = fma(wv[p], x[r][k], acc[r][p]) for the whole tile: one step of R×P chains.
+// acc[r][p] = fma(wv[p], x_r, acc[r][p]) for the whole tile, x_r = xk[r·xs]: one step of R×P
+// chains.
 template <class V, int R, int P>
-INVAR_TILE_INLINE void tile_step(V (&acc)[R][P], const V (&wv)[P], const float* x, int64_t ldx,
-                                 int64_t k) {
+INVAR_TILE_INLINE void tile_step(V (&acc)[R][P], const V (&wv)[P], const float* xk, int64_t xs) {
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
-    const V xb = V::bcast(x[r * ldx + k]);
+    const V xb = V::bcast(xk[r * xs]);
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p) acc[r][p] = V::fma(wv[p], xb, acc[r][p]);
   }
 }
+
+// How far ahead of its use each weight stream is prefetched: one core's DRAM bandwidth needs more
+// misses in flight than the hardware prefetcher keeps for a few streams.
+constexpr int64_t kPrefetchBytes = 1024;
 
 // Few rows (decode, small batches): R rows × P panels over the whole K straight from the packed
 // weights, converting each weight vector in registers; the weights are read once per call.
@@ -112,6 +115,9 @@ void rows_direct(const MatmulPacked& w, int64_t p0, const float* x, int64_t ldx,
       const int8_t* q[P];
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
+        for (int64_t o = 0; o < kQ8PanelBlockBytes; o += 64) {
+          __builtin_prefetch(pan[p] + (b + kPrefetchBytes / kQ8PanelBlockBytes) * kQ8PanelBlockBytes + o);
+        }
         d[p] = q8_scales<V>(pan[p], b);
         q[p] = q8_quants(pan[p], b);
       }
@@ -120,15 +126,20 @@ void rows_direct(const MatmulPacked& w, int64_t p0, const float* x, int64_t ldx,
         V wv[P];
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) wv[p] = V::mul(V::from_i8(q[p] + kk * kPanel), d[p]);
-        tile_step<V, R, P>(acc, wv, xb, ldx, kk);
+        tile_step<V, R, P>(acc, wv, xb + kk, ldx);
       }
     }
   } else {
+    constexpr int64_t step_bytes = T == DType::F32 ? 4 * kPanel : 2 * kPanel;
     for (int64_t k = 0; k < w.k; ++k) {
+      if (T == DType::F32 || k % 2 == 0) {
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) __builtin_prefetch(pan[p] + k * step_bytes + kPrefetchBytes);
+      }
       V wv[P];
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) wv[p] = weights_at<V, T>(pan[p], k);
-      tile_step<V, R, P>(acc, wv, x, ldx, k);
+      tile_step<V, R, P>(acc, wv, x + k, ldx);
     }
   }
   tile_store<V, R, P>(acc, y, ldy, n_valid);
@@ -154,7 +165,8 @@ void direct_run(const MatmulPacked& w, const float* x, int64_t rows, float* y, i
 }
 
 // Many rows: one register tile of R rows × P panels over kc steps of F32 weights w (panel i at
-// w + i·ws, [kc][16]). `accumulate` continues the chains parked in y by the previous K-block.
+// w + i·ws, [kc][16]) and activations x[r·ldx + k]. `accumulate` continues the chains parked in
+// y by the previous K-block.
 template <class V, int R, int P>
 void tile_f32(const float* w, int64_t ws, int64_t kc, const float* x, int64_t ldx, float* y,
               int64_t ldy, int64_t n_valid, bool accumulate) {
@@ -172,7 +184,7 @@ void tile_f32(const float* w, int64_t ws, int64_t kc, const float* x, int64_t ld
     V wv[P];
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p) wv[p] = V::load(w + p * ws + k * kPanel);
-    tile_step<V, R, P>(acc, wv, x, ldx, k);
+    tile_step<V, R, P>(acc, wv, x + k, ldx);
   }
   tile_store<V, R, P>(acc, y, ldy, n_valid);
 }
@@ -182,8 +194,9 @@ template <class V, int R, int P>
 void tile_run(int64_t rows, int64_t np, const float* w, int64_t ws, int64_t kc, const float* x,
               int64_t ldx, float* y, int64_t ldy, int64_t n_valid, bool accumulate) {
   if constexpr (R > 1) {
-    if (rows < R) return tile_run<V, R - 1, P>(rows, np, w, ws, kc, x, ldx, y, ldy, n_valid,
-                                               accumulate);
+    if (rows < R) {
+      return tile_run<V, R - 1, P>(rows, np, w, ws, kc, x, ldx, y, ldy, n_valid, accumulate);
+    }
   }
   if (np == P) {
     tile_f32<V, R, P>(w, ws, kc, x, ldx, y, ldy, n_valid, accumulate);
@@ -215,38 +228,43 @@ void panel_to_f32(const MatmulPacked& w, int64_t p, int64_t k0, int64_t kc, floa
   }
 }
 
-// Many rows: for each K-block, each group of P panels (widened to F32 once, kept in L1), each
-// M-tile of R rows. The block of x [rows][kc] stays in L2 across the groups.
+// Many rows: for each K-block and each block of rows (its activations stay in L2), each group of
+// P panels (widened to F32 once, kept in L1), each M-tile of R rows. (Packing the activations of a
+// tile contiguously measured no faster: the broadcasts are few next to the FMAs.)
 template <class V, DType T>
 void tiles_run(const MatmulPacked& w, const float* x, int64_t rows, float* y, int64_t p0,
                int64_t p1) {
   constexpr int R = V::kTileRows, P = V::kTilePanels;
-  constexpr int64_t kb = V::kKBlock;
+  constexpr int64_t kb = V::kKBlock, mb = V::kMBlock;
   static_assert(kb % kQ8Block == 0, "K-blocks must not cut a Q8_0 block");
-  static thread_local std::vector<float> scratch;  // [P][kb][16], grown once per thread
-  if (T != DType::F32 && scratch.size() < size_t(P * kb * kPanel)) {
-    scratch.resize(size_t(P * kb * kPanel));
-  }
+  static_assert(mb % R == 0, "row blocks hold whole tiles");
+  // Widened weights [P][kb][16], per thread, grown once.
+  static thread_local std::vector<float> wbuf;
+  if (T != DType::F32 && wbuf.size() < size_t(P * kb * kPanel)) wbuf.resize(size_t(P * kb * kPanel));
   for (int64_t k0 = 0; k0 < w.k; k0 += kb) {
     const int64_t kc = std::min(kb, w.k - k0);
-    for (int64_t g = p0; g < p1; g += P) {
-      const int64_t np = std::min<int64_t>(P, p1 - g);
-      const int64_t n_valid = std::min<int64_t>(np * kPanel, w.n - g * kPanel);
-      const float* wf;
-      int64_t ws;
-      if constexpr (T == DType::F32) {
-        wf = reinterpret_cast<const float*>(w.panel(g)) + k0 * kPanel;
-        ws = w.panel_bytes / int64_t(sizeof(float));
-      } else {
-        for (int64_t i = 0; i < np; ++i) {
-          panel_to_f32<V, T>(w, g + i, k0, kc, scratch.data() + i * kc * kPanel);
+    for (int64_t m0 = 0; m0 < rows; m0 += mb) {
+      const int64_t mc = std::min(mb, rows - m0);
+      for (int64_t g = p0; g < p1; g += P) {
+        const int64_t np = std::min<int64_t>(P, p1 - g);
+        const int64_t n_valid = std::min<int64_t>(np * kPanel, w.n - g * kPanel);
+        const float* wf;
+        int64_t ws;
+        if constexpr (T == DType::F32) {
+          wf = reinterpret_cast<const float*>(w.panel(g)) + k0 * kPanel;
+          ws = w.panel_bytes / int64_t(sizeof(float));
+        } else {
+          for (int64_t i = 0; i < np; ++i) {
+            panel_to_f32<V, T>(w, g + i, k0, kc, wbuf.data() + i * kc * kPanel);
+          }
+          wf = wbuf.data();
+          ws = kc * kPanel;
         }
-        wf = scratch.data();
-        ws = kc * kPanel;
-      }
-      for (int64_t m0 = 0; m0 < rows; m0 += R) {
-        tile_run<V, R, P>(std::min<int64_t>(R, rows - m0), np, wf, ws, kc, x + m0 * w.k + k0,
-                          w.k, y + m0 * w.n + g * kPanel, w.n, n_valid, k0 > 0);
+        for (int64_t t0 = 0; t0 < mc; t0 += R) {
+          tile_run<V, R, P>(std::min<int64_t>(R, mc - t0), np, wf, ws, kc,
+                            x + (m0 + t0) * w.k + k0, w.k, y + (m0 + t0) * w.n + g * kPanel, w.n,
+                            n_valid, k0 > 0);
+        }
       }
     }
   }

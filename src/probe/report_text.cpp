@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 
 #include "probe/report.h"
@@ -51,11 +52,13 @@ std::string report_text(const Report& r) {
          std::to_string(a.cells.back().delta) + " tokens; " +
          (flips.empty() ? "no cell flips B" : "B flips at " + flips) + "\n";
   }
-  std::string fps;
+  std::vector<std::string> fps;
   for (const auto& a : r.arms)
     for (const auto& f : a.fingerprints)
-      if (fps.find(f.empty() ? "(none)" : f) == std::string::npos) fps += (fps.empty() ? "" : ", ") + (f.empty() ? "(none)" : f);
-  s += "\nsystem_fingerprint: " + fps + "\n";
+      if (std::find(fps.begin(), fps.end(), f) == fps.end()) fps.push_back(f);
+  s += "\nsystem_fingerprint:";
+  for (const auto& f : fps) s += " " + (f.empty() ? std::string("(none)") : f);
+  s += "\n";
   if (r.disagreeing_groups.empty()) {
     s += "across arms: every arm measuring the same task saw the same digests\n";
   } else {

@@ -9,8 +9,7 @@ namespace invar {
 MergeTable::MergeTable(size_t n_merges) {
   size_t cap = 16;
   while (cap < 2 * n_merges) cap <<= 1;
-  keys_.assign(cap, 0);
-  vals_.resize(cap);
+  slots_.assign(cap, Slot{0, {0, 0}});
   mask_ = cap - 1;
 }
 
@@ -24,13 +23,13 @@ static inline uint64_t mix(uint64_t k) {
 }
 
 void MergeTable::add(int32_t left, int32_t right, uint32_t rank, int32_t result) {
-  INVAR_CHECK(2 * (n_ + 1) <= keys_.size(), "merge table over capacity");
+  INVAR_CHECK(2 * (n_ + 1) <= slots_.size(), "merge table over capacity");
   const uint64_t k = key(left, right) + 1;
   for (uint64_t i = mix(k) & mask_;; i = (i + 1) & mask_) {
-    if (keys_[i] == k) return;
-    if (keys_[i] == 0) {
-      keys_[i] = k;
-      vals_[i] = {rank, result};
+    Slot& s = slots_[i];
+    if (s.key == k) return;
+    if (s.key == 0) {
+      s = {k, {rank, result}};
       ++n_;
       return;
     }
@@ -40,8 +39,9 @@ void MergeTable::add(int32_t left, int32_t right, uint32_t rank, int32_t result)
 const MergeTable::Merge* MergeTable::find(int32_t left, int32_t right) const {
   const uint64_t k = key(left, right) + 1;
   for (uint64_t i = mix(k) & mask_;; i = (i + 1) & mask_) {
-    if (keys_[i] == k) return &vals_[i];
-    if (keys_[i] == 0) return nullptr;
+    const Slot& s = slots_[i];
+    if (s.key == k) return &s.merge;
+    if (s.key == 0) return nullptr;
   }
 }
 
@@ -52,23 +52,27 @@ inline bool cand_after(const BpeScratch::Cand& a, const BpeScratch::Cand& b) {
   return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
 }
 
-// Short words (most of them): find the best pair by a linear scan each round.
-void merge_small(const MergeTable& m, std::vector<int32_t>& sym) {
-  while (sym.size() > 1) {
-    uint32_t best_rank = UINT32_MAX;
+// Short words (most of them): a linear scan for the best pair each round over cached pair
+// ranks; a merge only changes the two pairs beside it.
+void merge_small(const MergeTable& m, std::vector<int32_t>& sym,
+                 std::vector<MergeTable::Merge>& pair) {
+  constexpr MergeTable::Merge kNone{UINT32_MAX, -1};
+  auto lookup = [&](size_t i) {
+    const MergeTable::Merge* mg = m.find(sym[i], sym[i + 1]);
+    return mg ? *mg : kNone;
+  };
+  pair.resize(sym.size() - 1);
+  for (size_t i = 0; i + 1 < sym.size(); ++i) pair[i] = lookup(i);
+  while (!pair.empty()) {
     size_t best = 0;
-    int32_t best_result = -1;
-    for (size_t i = 0; i + 1 < sym.size(); ++i) {
-      const MergeTable::Merge* mg = m.find(sym[i], sym[i + 1]);
-      if (mg && mg->rank < best_rank) {
-        best_rank = mg->rank;
-        best = i;
-        best_result = mg->result;
-      }
-    }
-    if (best_result < 0) return;
-    sym[best] = best_result;
+    for (size_t i = 1; i < pair.size(); ++i)
+      if (pair[i].rank < pair[best].rank) best = i;
+    if (pair[best].rank == UINT32_MAX) return;
+    sym[best] = pair[best].result;
     sym.erase(sym.begin() + static_cast<ptrdiff_t>(best) + 1);
+    pair.erase(pair.begin() + static_cast<ptrdiff_t>(best));
+    if (best > 0) pair[best - 1] = lookup(best - 1);
+    if (best < pair.size()) pair[best] = lookup(best);
   }
 }
 
@@ -126,7 +130,7 @@ void bpe_merge(const MergeTable& merges, const int32_t* ids, size_t n, BpeScratc
   // the quadratic term is small.
   constexpr size_t kSmallWord = 16;
   if (n <= kSmallWord) {
-    merge_small(merges, s.sym);
+    merge_small(merges, s.sym, s.pair);
     out.insert(out.end(), s.sym.begin(), s.sym.end());
     return;
   }

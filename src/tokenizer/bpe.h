@@ -24,9 +24,13 @@ class MergeTable {
   static uint64_t key(int32_t l, int32_t r) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r);
   }
-  // Open addressing, linear probing; capacity a power of two at least twice the merges.
-  std::vector<uint64_t> keys_;  // [cap] key + 1; 0 = empty
-  std::vector<Merge> vals_;     // [cap]
+  // Open addressing, linear probing; capacity a power of two at least twice the merges. Key and
+  // value share a 16-byte slot so a lookup touches one cache line.
+  struct Slot {
+    uint64_t key;  // key + 1; 0 = empty
+    Merge merge;
+  };
+  std::vector<Slot> slots_;  // [cap]
   uint64_t mask_ = 0;
   size_t n_ = 0;
 };
@@ -39,6 +43,7 @@ struct BpeScratch {
     int32_t left, right;
   };
   std::vector<int32_t> sym, prev, next;
+  std::vector<MergeTable::Merge> pair;  // [n-1] merge of (sym[i], sym[i+1]); rank UINT32_MAX if none
   std::vector<Cand> heap;
 };
 

@@ -1,12 +1,143 @@
-// `invar make-model` and `invar inspect` through the binary.
+// `invar make-model` and `invar inspect` through the binary: deterministic files for every
+// architecture, the real Qwen3 vocabulary, and the reference hparams printed by inspect.
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <gtest/gtest.h>
 
 #include "gguf_test_util.h"
+#include "model/hparams.h"
 
 namespace invar {
 namespace {
 
-TEST(GgufCli, Placeholder) { SUCCEED(); }
+const std::string kInvar = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
+const std::string kShared = INVAR_SHARED_DIR;
+
+struct Result {
+  int status;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  Result r{-1, ""};
+  std::FILE* p = ::popen((kInvar + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+const char* kSmall =
+    " --embd 32 --layers 4 --interval 2 --heads 2 --heads-kv 1 --head-dim 16 --rot 8 --ff 64 --experts 4"
+    " --experts-used 2 --ff-exp 32 --ff-shexp 32 --state 16 --groups 2 --v-heads 4 --conv 3 --ctx 2048 --rope-base 50000";
+
+TEST(GgufCli, MakeModelIsDeterministicForEveryArch) {
+  const std::string vocab = " --vocab " + kShared + "/models/qwen3next-tiny.gguf";
+  for (const char* arch : {"qwen3next", "qwen35", "qwen35moe"}) {
+    const std::string a = test::temp_path("a.gguf"), b = test::temp_path("b.gguf");
+    const std::string common = std::string(" --arch ") + arch + kSmall + vocab + " --type q8_0";
+    Result r = run("make-model" + common + " --seed 11 --out " + a);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_TRUE(has(r.out, "wrote " + a)) << r.out;
+    ASSERT_EQ(run("make-model" + common + " --seed 11 --out " + b).status, 0);
+    EXPECT_EQ(test::sha256_file(a), test::sha256_file(b)) << arch;
+    ASSERT_EQ(run("make-model" + common + " --seed 12 --out " + b).status, 0);
+    EXPECT_NE(test::sha256_file(a), test::sha256_file(b)) << arch;
+
+    auto f = GgufFile::open(a);
+    const Hparams hp = hparams_from_gguf(*f);
+    EXPECT_EQ(arch_name(hp.arch), arch);
+    EXPECT_EQ(hp.n_embd, 32);
+    EXPECT_EQ(hp.n_layer, 4);
+    EXPECT_EQ(hp.head_dim, 16);
+    EXPECT_EQ(hp.n_rot, 8);
+    EXPECT_EQ(hp.ssm_d_conv, 3);
+    EXPECT_EQ(hp.n_ctx_train, 2048);
+    EXPECT_EQ(hp.rope_freq_base, 50000.0);
+    EXPECT_EQ(hp.n_vocab, 401);
+    EXPECT_EQ(f->find_tensor("token_embd.weight")->type, DType::Q8_0);
+    EXPECT_EQ(f->get_string("tokenizer.ggml.pre"), "qwen2");
+    std::remove(a.c_str());
+    std::remove(b.c_str());
+  }
+}
+
+TEST(GgufCli, MakeModelFlagsReachTheFile) {
+  const std::string p = test::temp_path("flags.gguf");
+  Result r = run("make-model --arch qwen35moe" + std::string(kSmall) + " --vocab " + kShared +
+                 "/models/qwen35-tiny.gguf --tied --fused-gate-up --sections 2 1 1 --type bf16 --out " + p);
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto f = GgufFile::open(p);
+  const Hparams hp = hparams_from_gguf(*f);
+  EXPECT_TRUE(hp.tied_embeddings);
+  EXPECT_TRUE(hp.fused_gate_up_exps);
+  EXPECT_EQ(hp.rope_sections, (std::array<int32_t, 4>{2, 1, 1, 0}));
+  EXPECT_EQ(hp.n_expert, 4);
+  EXPECT_EQ(f->find_tensor("blk.0.attn_qkv.weight")->type, DType::BF16);
+  EXPECT_EQ(f->find_tensor("blk.0.ssm_a")->type, DType::F32);
+  std::remove(p.c_str());
+}
+
+TEST(GgufCli, MakeModelWithTheQwen3Vocabulary) {
+  const std::string p = test::temp_path("qwen3vocab.gguf");
+  Result r = run("make-model --embd 16 --layers 2 --interval 2 --heads 1 --heads-kv 1 --head-dim 8 --rot 4 --experts 2"
+                 " --experts-used 1 --ff-exp 8 --ff-shexp 8 --state 4 --groups 1 --v-heads 1 --tied --type bf16 --out " +
+                 p);
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto f = GgufFile::open(p);
+  const Hparams hp = hparams_from_gguf(*f);
+  EXPECT_EQ(hp.n_vocab, 151669);
+  const std::vector<std::string> tokens = f->get_string_array("tokenizer.ggml.tokens");
+  EXPECT_EQ(tokens[151643], "<|endoftext|>");
+  EXPECT_GT(f->get_string_array("tokenizer.ggml.merges").size(), 100000u);
+  std::remove(p.c_str());
+}
+
+TEST(GgufCli, MakeModelRejectsBadFlags) {
+  Result r = run("make-model --arch llama --out " + test::temp_path("x.gguf"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.out, "--arch must be qwen3next, qwen35 or qwen35moe, not 'llama'")) << r.out;
+  r = run("make-model --heads 3 --heads-kv 2 --vocab " + kShared + "/models/qwen35-tiny.gguf --out " +
+          test::temp_path("x.gguf"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.out, "--heads must be a multiple of --heads-kv")) << r.out;
+  r = run("make-model --type q4_K --out " + test::temp_path("x.gguf"));
+  EXPECT_TRUE(has(r.out, "--type must be f32, f16, bf16 or q8_0")) << r.out;
+}
+
+TEST(GgufCli, InspectPrintsTheReferenceHparams) {
+  Result r = run("inspect " + kShared + "/models/qwen3next-tiny.gguf");
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* s : {"architecture: qwen3next", "n_embd = 64", "n_layer = 4", "n_head = 4", "n_head_kv = 2",
+                        "head_dim = 32", "n_rot = 8", "rope_freq_base = 1e+07", "n_expert = 4", "n_expert_used = 2",
+                        "n_ff_exp = 32", "n_ff_shexp = 48", "ssm_d_state = 16", "ssm_dt_rank = 4", "layers = RRRA",
+                        "tied_embeddings = false", "GGUF v3", "73 tensors", "blk.3.attn_q.weight", "{64, 256}",
+                        "tokenizer.ggml.tokens", "[string × 401]"})
+    EXPECT_TRUE(has(r.out, s)) << s << "\n" << r.out;
+  r = run("inspect --no-tensors " + kShared + "/models/qwen35-tiny.gguf");
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* s : {"architecture: qwen35", "n_embd = 96", "n_ff = 160", "rope_sections = [2, 1, 1, 0]",
+                        "ssm_dt_rank = 6", "layers = RRARRA", "tied_embeddings = true", "totals: 80 tensors"})
+    EXPECT_TRUE(has(r.out, s)) << s << "\n" << r.out;
+  EXPECT_FALSE(has(r.out, "blk.0.attn_qkv.weight"));
+}
+
+TEST(GgufCli, InspectReportsBrokenFiles) {
+  const std::string p = test::temp_path("broken.gguf");
+  std::FILE* f = std::fopen(p.c_str(), "wb");
+  std::fwrite("GGUF\x03\0\0\0", 1, 8, f);
+  std::fclose(f);
+  Result r = run("inspect " + p);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.out, "gguf: offset 8: tensor count")) << r.out;
+  std::remove(p.c_str());
+}
 
 }  // namespace
 }  // namespace invar

@@ -32,8 +32,8 @@ std::vector<float> run_chunked(const Model& m, SeqState& st, const std::vector<i
 std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b,
                       int64_t row_len = 0);
 
-// Writes a random-weight qwen35moe GGUF (fused ffn_gate_up_exps, 4 layers of which 2 are
-// attention, Hv/Hk = 2, vocabulary copied from `vocab_from`) to `path`. Deterministic.
+// Writes a random-weight qwen35moe GGUF with make_model (fused ffn_gate_up_exps, 4 layers of
+// which 2 are attention, Hv/Hk = 2, vocabulary copied from `vocab_from`) to `path`.
 void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from);
 
 // The model a test binary runs on: INVAR_TEST_MODEL names a reference model in

@@ -34,6 +34,7 @@ const Model& model() {
 struct Mismatches {
   int64_t count = 0;
   double worst = 0;
+  std::string worst_at;
   std::string first;
   void add(const std::string& where, double got, double want) {
     double d = std::fabs(got - want);
@@ -45,7 +46,10 @@ struct Mismatches {
         first += buf;
       }
     }
-    if (d > worst || std::isnan(d)) worst = d;
+    if (d > worst || std::isnan(d)) {
+      worst = d;
+      worst_at = where;
+    }
   }
 };
 
@@ -105,8 +109,9 @@ void check_sequence(const std::string& name) {
   EXPECT_TRUE(wrong_tokens.empty()) << name << ": greedy continuation differs" << wrong_tokens;
   EXPECT_EQ(gm.count, 0) << name << ": " << gm.count << " greedy-step logprobs off by more than "
                          << kTol << " (worst " << gm.worst << ")" << gm.first;
-  std::printf("%s/%s: worst |d| prompt logits %.3g, greedy logprobs %.3g\n", INVAR_TEST_MODEL,
-              name.c_str(), lm.worst, gm.worst);
+  std::printf("%s/%s: worst |d| prompt logits %.3g (%s), greedy logprobs %.3g (%s)\n",
+              INVAR_TEST_MODEL, name.c_str(), lm.worst, lm.worst_at.c_str(), gm.worst,
+              gm.worst_at.c_str());
 }
 
 TEST(Reference, Len1) { check_sequence("len1"); }

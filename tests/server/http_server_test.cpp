@@ -121,7 +121,9 @@ TEST(HttpServer, StreamEqualsWholeBothShapes) {
         EXPECT_EQ(st.logprob_entries[i], e);
       }
     }
-    if (chat) EXPECT_EQ(st.chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    if (chat) {
+      EXPECT_EQ(st.chunks[0]["choices"][0]["delta"]["role"], "assistant");
+    }
   }
 }
 

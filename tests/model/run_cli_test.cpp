@@ -1,0 +1,85 @@
+// `invar run` end to end: the digest is the same whatever --threads, --simd and --chunk say,
+// --json is one valid object carrying the same digest, and bad input is a clear error.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/simd.h"
+
+namespace {
+
+const std::string kInvar = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
+const std::string kModel = std::string(INVAR_SHARED_DIR) + "/models/qwen35-tiny.gguf";
+
+struct Result {
+  int status;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  std::string cmd = kInvar + " run " + kModel + " " + args + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, ""};
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+std::string digest_line(const std::string& out) {
+  auto pos = out.rfind("digest ");
+  return pos == std::string::npos ? "" : out.substr(pos + 7, 64);
+}
+
+TEST(RunCli, DigestIndependentOfThreadsSimdChunk) {
+  const std::string base = "--prompt 'The quick brown fox jumps over the lazy dog' -n 12";
+  Result a = run(base);
+  ASSERT_EQ(a.status, 0) << a.out;
+  const std::string d = digest_line(a.out);
+  ASSERT_EQ(d.size(), 64u) << a.out;
+  std::vector<std::string> variants = {"--threads 2", "--chunk 3", "--chunk 1 --threads 2",
+                                       "--simd off"};
+  if (invar::simd_detect() >= invar::SimdLevel::avx2) variants.push_back("--simd avx2");
+  if (invar::simd_detect() >= invar::SimdLevel::avx512) variants.push_back("--simd avx512");
+  for (const std::string& v : variants) {
+    Result r = run(base + " " + v);
+    ASSERT_EQ(r.status, 0) << v << "\n" << r.out;
+    EXPECT_EQ(digest_line(r.out), d) << v;
+  }
+  // A different prompt gives a different digest (the digest depends on the run).
+  Result other = run("--prompt 'The quick brown fox jumps over the lazy cat' -n 12");
+  EXPECT_NE(digest_line(other.out), d);
+}
+
+TEST(RunCli, JsonObject) {
+  Result t = run("--tokens 399,88,86,105 -n 5 --top-logprobs 3 --prompt-logprobs 2 --json");
+  ASSERT_EQ(t.status, 0) << t.out;
+  nlohmann::json j = nlohmann::json::parse(t.out);
+  EXPECT_EQ(j["prompt_tokens"], nlohmann::json({399, 88, 86, 105}));
+  ASSERT_EQ(j["prompt_logprobs"].size(), 3u);
+  EXPECT_EQ(j["prompt_logprobs"][0][0]["id"], 88);  // the prompt token first, then the top 2
+  EXPECT_EQ(j["prompt_logprobs"][0].size(), 3u);
+  ASSERT_EQ(j["tokens"].size(), 5u);
+  for (const auto& tok : j["tokens"]) {
+    ASSERT_EQ(tok["top_logprobs"].size(), 3u);
+    EXPECT_EQ(tok["id"], tok["top_logprobs"][0]["id"]);  // greedy
+    EXPECT_LE(tok["logprob"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(j["digest"].get<std::string>().size(), 64u);
+  Result plain = run("--tokens 399,88,86,105 -n 5");
+  EXPECT_EQ(digest_line(plain.out), j["digest"].get<std::string>());
+}
+
+TEST(RunCli, BadInputIsAnError) {
+  EXPECT_EQ(run("--tokens 5,99999 -n 1").status, 2);
+  EXPECT_EQ(run("--tokens 5,x -n 1").status, 2);
+  EXPECT_EQ(run("-n 1").status, 2);  // neither --prompt nor --tokens
+  EXPECT_EQ(run("--prompt hi --simd neon").status, 2);
+}
+
+}  // namespace
