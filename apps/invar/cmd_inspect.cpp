@@ -27,12 +27,30 @@ std::string shape_str(const std::vector<int64_t>& ne) {
   return s + "}";
 }
 
+// Control characters shown as escapes, so a hostile string cannot drive the terminal.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (ch < 0x20 || ch == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", ch);
+      out += buf;
+    } else {
+      out += char(ch);
+    }
+  }
+  return out;
+}
+
 std::string value_str(const GgufValue& v, bool full) {
   constexpr size_t kShown = 8;
   switch (v.type) {
     case GgufType::STRING: {
-      if (!full && v.str.size() > 80) return "\"" + v.str.substr(0, 77) + "...\" (" + std::to_string(v.str.size()) + " bytes)";
-      return "\"" + v.str + "\"";
+      if (!full && v.str.size() > 80)
+        return "\"" + printable(v.str.substr(0, 77)) + "...\" (" + std::to_string(v.str.size()) + " bytes)";
+      return "\"" + printable(v.str) + "\"";
     }
     case GgufType::FLOAT32:
     case GgufType::FLOAT64: {
@@ -48,7 +66,7 @@ std::string value_str(const GgufValue& v, bool full) {
       const size_t n = full ? size_t(v.arr_len) : std::min<size_t>(size_t(v.arr_len), kShown);
       std::string items;
       for (size_t i = 0; i < n; ++i) {
-        if (i < v.arr_str.size()) items += (i ? ", \"" : "\"") + v.arr_str[i] + "\"";
+        if (i < v.arr_str.size()) items += (i ? ", \"" : "\"") + printable(v.arr_str[i]) + "\"";
         else if (i < v.arr_int.size()) items += (i ? ", " : "") + std::to_string(v.arr_int[i]);
         else if (i < v.arr_float.size()) items += (i ? ", " : "") + std::to_string(v.arr_float[i]);
       }

@@ -78,7 +78,8 @@ void attention(const AttentionShape& s, const KvView& kv, const float* q, float*
   }
   pool.parallel_for(attention_unit_count(s), [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<float> scores;
-    if (scores.size() < size_t(kAttnHeadTile * ctx)) scores.resize(size_t(kAttnHeadTile * ctx));
+    const size_t need = size_t(kAttnHeadTile * (ctx + s.d));
+    if (scores.size() < need) scores.resize(need);
     if (level == SimdLevel::avx512)
       kern_avx512::attention_units(s, kv, q, o, u0, u1, scores.data());
     else

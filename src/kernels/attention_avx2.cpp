@@ -13,7 +13,7 @@ using namespace simd256;
 namespace {
 
 constexpr int64_t kTile = kAttnHeadTile;
-constexpr int64_t kVChunks = 2;  // 16 output lanes per pass over V: kTile·2 accumulators
+constexpr int64_t kPBlock = 32;  // V rows per block (32 KiB at D = 256)
 
 inline const float* kv_row(const float* const* blocks, const KvView& kv, int64_t p, int64_t off) {
   return blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + off;
@@ -63,6 +63,7 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
       #pragma GCC unroll 16
       for (int64_t j = 0; j < kTile; ++j) scores[j * n + p] = tree16(acc[j][0], acc[j][1]) * s.scale;
     }
+    float* accbuf = scores + kTile * n;  // [kTile][D]
     float sum[kTile];
     for (int64_t j = 0; j < nh; ++j) {
       float* sc = scores + j * n;
@@ -71,36 +72,33 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
         if (sc[p] > mx) mx = sc[p];
       sum[j] = exp_sub_sum(sc, n, mx, sc);
     }
-    // o_j[d] = (fma chain over p of e_j[p]·V[p][d]) / sum_j, 16 lanes of d per pass over V.
-    for (int64_t c0 = 0; c0 < dd; c0 += 8 * kVChunks) {
-      __m256 acc[kTile][kVChunks];
-      int64_t rem[kVChunks];
-      #pragma GCC unroll 16
-      for (int64_t c = 0; c < kVChunks; ++c) {
-        rem[c] = dd - c0 - 8 * c;
-        #pragma GCC unroll 16
-        for (int64_t j = 0; j < kTile; ++j) acc[j][c] = _mm256_setzero_ps();
-      }
-      const bool full = rem[kVChunks - 1] >= 8;
-      for (int64_t p = 0; p < n; ++p) {
-        const float* vr = kv_row(kv.v_blocks, kv, p, g * dd + c0);
-        __m256 vc[kVChunks];
-        #pragma GCC unroll 16
-        for (int64_t c = 0; c < kVChunks; ++c)
-          vc[c] = full ? _mm256_loadu_ps(vr + 8 * c) : load_tail(vr + 8 * c, rem[c]);
-        #pragma GCC unroll 16
-        for (int64_t j = 0; j < kTile; ++j) {
-          const __m256 e = _mm256_set1_ps(scores[j * n + p]);
-          #pragma GCC unroll 16
-          for (int64_t c = 0; c < kVChunks; ++c) acc[j][c] = _mm256_fmadd_ps(e, vc[c], acc[j][c]);
+    // o_j[d] = (fma chain over p of e_j[p]·V[p][d]) / sum_j. Positions go in blocks of kPBlock
+    // rows (L1-resident) and 8 lanes of d per pass; the accumulators are parked in `accbuf`
+    // between blocks, which leaves each lane's chain over p unchanged.
+    for (int64_t pb = 0; pb < n; pb += kPBlock) {
+      const int64_t pe = std::min(n, pb + kPBlock);
+      for (int64_t c0 = 0; c0 < dd; c0 += 8) {
+        const int64_t rem = dd - c0;
+        __m256 acc[kTile];
+#pragma GCC unroll 16
+        for (int64_t j = 0; j < kTile; ++j)
+          acc[j] = pb == 0 ? _mm256_setzero_ps() : load_tail(accbuf + j * dd + c0, rem);
+        for (int64_t p = pb; p < pe; ++p) {
+          const float* vr = kv_row(kv.v_blocks, kv, p, g * dd + c0);
+          const __m256 vc = rem >= 8 ? _mm256_loadu_ps(vr) : load_tail(vr, rem);
+#pragma GCC unroll 16
+          for (int64_t j = 0; j < kTile; ++j)
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(scores[j * n + p]), vc, acc[j]);
         }
+#pragma GCC unroll 16
+        for (int64_t j = 0; j < kTile; ++j) store_tail(accbuf + j * dd + c0, rem, acc[j]);
       }
-      for (int64_t j = 0; j < nh; ++j) {
-        float* ov = o + (t * s.h + h0 + j) * dd + c0;
-        const __m256 sv = _mm256_set1_ps(sum[j]);
-        #pragma GCC unroll 16
-        for (int64_t c = 0; c < kVChunks; ++c) store_tail(ov + 8 * c, rem[c], _mm256_div_ps(acc[j][c], sv));
-      }
+    }
+    for (int64_t j = 0; j < nh; ++j) {
+      float* ov = o + (t * s.h + h0 + j) * dd;
+      const __m256 sv = _mm256_set1_ps(sum[j]);
+      for (int64_t c = 0; c < dd; c += 8)
+        store_tail(ov + c, dd - c, _mm256_div_ps(load_tail(accbuf + j * dd + c, dd - c), sv));
     }
   }
 }

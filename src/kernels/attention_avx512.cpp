@@ -12,7 +12,8 @@ using namespace simd512;
 namespace {
 
 constexpr int64_t kTile = kAttnHeadTile;
-constexpr int64_t kVChunks = 4;  // 64 output lanes per pass over V: kTile·4 accumulators
+constexpr int64_t kVChunks = 2;  // 32 output lanes per pass over V: kTile·2 accumulators
+constexpr int64_t kPBlock = 32;  // V rows per block (32 KiB at D = 256)
 
 inline const float* kv_row(const float* const* blocks, const KvView& kv, int64_t p, int64_t off) {
   return blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + off;
@@ -51,6 +52,7 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
       #pragma GCC unroll 16
       for (int64_t j = 0; j < kTile; ++j) scores[j * n + p] = tree16(acc[j]) * s.scale;
     }
+    float* accbuf = scores + kTile * n;  // [kTile][D]
     float sum[kTile];
     for (int64_t j = 0; j < nh; ++j) {
       float* sc = scores + j * n;
@@ -59,34 +61,47 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
         if (sc[p] > mx) mx = sc[p];
       sum[j] = exp_sub_sum(sc, n, mx, sc);
     }
-    // o_j[d] = (fma chain over p of e_j[p]·V[p][d]) / sum_j, 64 lanes of d per pass over V.
-    for (int64_t c0 = 0; c0 < dd; c0 += 16 * kVChunks) {
-      __m512 acc[kTile][kVChunks];
-      __mmask16 m[kVChunks];
-      #pragma GCC unroll 16
-      for (int64_t c = 0; c < kVChunks; ++c) {
-        m[c] = c0 + 16 * c < dd ? tail_mask(dd - c0 - 16 * c) : __mmask16(0);
-        #pragma GCC unroll 16
-        for (int64_t j = 0; j < kTile; ++j) acc[j][c] = _mm512_setzero_ps();
-      }
-      for (int64_t p = 0; p < n; ++p) {
-        const float* vr = kv_row(kv.v_blocks, kv, p, g * dd + c0);
-        __m512 vc[kVChunks];
-        #pragma GCC unroll 16
-        for (int64_t c = 0; c < kVChunks; ++c) vc[c] = _mm512_maskz_loadu_ps(m[c], vr + 16 * c);
-        #pragma GCC unroll 16
-        for (int64_t j = 0; j < kTile; ++j) {
-          const __m512 e = _mm512_set1_ps(scores[j * n + p]);
-          #pragma GCC unroll 16
-          for (int64_t c = 0; c < kVChunks; ++c) acc[j][c] = _mm512_fmadd_ps(e, vc[c], acc[j][c]);
+    // o_j[d] = (fma chain over p of e_j[p]·V[p][d]) / sum_j. Positions go in blocks of kPBlock
+    // rows (L1-resident) and 32 lanes of d per pass; the accumulators are parked in `accbuf`
+    // between blocks, which leaves each lane's chain over p unchanged.
+    for (int64_t pb = 0; pb < n; pb += kPBlock) {
+      const int64_t pe = std::min(n, pb + kPBlock);
+      for (int64_t c0 = 0; c0 < dd; c0 += 16 * kVChunks) {
+        __m512 acc[kTile][kVChunks];
+        __mmask16 m[kVChunks];
+#pragma GCC unroll 16
+        for (int64_t c = 0; c < kVChunks; ++c) {
+          m[c] = c0 + 16 * c < dd ? tail_mask(dd - c0 - 16 * c) : __mmask16(0);
+#pragma GCC unroll 16
+          for (int64_t j = 0; j < kTile; ++j)
+            acc[j][c] = pb == 0 ? _mm512_setzero_ps()
+                                : _mm512_maskz_loadu_ps(m[c], accbuf + j * dd + c0 + 16 * c);
         }
+        for (int64_t p = pb; p < pe; ++p) {
+          const float* vr = kv_row(kv.v_blocks, kv, p, g * dd + c0);
+          __m512 vc[kVChunks];
+#pragma GCC unroll 16
+          for (int64_t c = 0; c < kVChunks; ++c) vc[c] = _mm512_maskz_loadu_ps(m[c], vr + 16 * c);
+#pragma GCC unroll 16
+          for (int64_t j = 0; j < kTile; ++j) {
+            const __m512 e = _mm512_set1_ps(scores[j * n + p]);
+#pragma GCC unroll 16
+            for (int64_t c = 0; c < kVChunks; ++c) acc[j][c] = _mm512_fmadd_ps(e, vc[c], acc[j][c]);
+          }
+        }
+#pragma GCC unroll 16
+        for (int64_t j = 0; j < kTile; ++j)
+#pragma GCC unroll 16
+          for (int64_t c = 0; c < kVChunks; ++c)
+            _mm512_mask_storeu_ps(accbuf + j * dd + c0 + 16 * c, m[c], acc[j][c]);
       }
-      for (int64_t j = 0; j < nh; ++j) {
-        float* ov = o + (t * s.h + h0 + j) * dd + c0;
-        const __m512 sv = _mm512_set1_ps(sum[j]);
-        #pragma GCC unroll 16
-        for (int64_t c = 0; c < kVChunks; ++c)
-          _mm512_mask_storeu_ps(ov + 16 * c, m[c], _mm512_div_ps(acc[j][c], sv));
+    }
+    for (int64_t j = 0; j < nh; ++j) {
+      float* ov = o + (t * s.h + h0 + j) * dd;
+      const __m512 sv = _mm512_set1_ps(sum[j]);
+      for (int64_t c = 0; c < dd; c += 16) {
+        const __mmask16 m = tail_mask(dd - c);
+        _mm512_mask_storeu_ps(ov + c, m, _mm512_div_ps(_mm512_maskz_loadu_ps(m, accbuf + j * dd + c), sv));
       }
     }
   }

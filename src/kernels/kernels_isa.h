@@ -26,7 +26,7 @@ namespace invar {
   void delta_rule_heads(const DeltaRuleShape& s, float* state, const float* q, const float* k,   \
                         const float* v, const float* g, const float* beta, float* o, int64_t h0, \
                         int64_t h1);                                                             \
-  /* Work units [u0, u1) of attention_unit_count(); scores: scratch of kAttnHeadTile·(pos0+T). */ \
+  /* Units [u0, u1) of attention_unit_count(); scores: scratch of kAttnHeadTile·(pos0+T+D). */  \
   void attention_units(const AttentionShape& s, const KvView& kv, const float* q, float* o,      \
                        int64_t u0, int64_t u1, float* scores);                                   \
   void swiglu(const float* gate, const float* up, int64_t n, float* y);                          \
@@ -35,7 +35,7 @@ namespace invar {
 // The SIMD attention shares each K/V row load among the query heads of one KV group: a work unit
 // is (token t, KV head g, tile of up to kAttnHeadTile of g's query heads). Each head still runs
 // exactly the operation sequence of attention.cpp; only the loads are shared.
-inline constexpr int64_t kAttnHeadTile = 4;
+inline constexpr int64_t kAttnHeadTile = 8;
 inline int64_t attention_tiles_per_group(const AttentionShape& s) {
   return (s.h / s.hkv + kAttnHeadTile - 1) / kAttnHeadTile;
 }

@@ -91,10 +91,6 @@ INVAR_TILE_INLINE void tile_step(V (&acc)[R][P], const V (&wv)[P], const float* 
   }
 }
 
-// How far ahead of its use each weight stream is prefetched: one core's DRAM bandwidth needs more
-// misses in flight than the hardware prefetcher keeps for a few streams.
-constexpr int64_t kPrefetchBytes = 1024;
-
 // Few rows (decode, small batches): R rows × P panels over the whole K straight from the packed
 // weights, converting each weight vector in registers; the weights are read once per call.
 template <class V, DType T, int R, int P>
@@ -115,9 +111,6 @@ void rows_direct(const MatmulPacked& w, int64_t p0, const float* x, int64_t ldx,
       const int8_t* q[P];
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
-        for (int64_t o = 0; o < kQ8PanelBlockBytes; o += 64) {
-          __builtin_prefetch(pan[p] + (b + kPrefetchBytes / kQ8PanelBlockBytes) * kQ8PanelBlockBytes + o);
-        }
         d[p] = q8_scales<V>(pan[p], b);
         q[p] = q8_quants(pan[p], b);
       }
@@ -130,12 +123,7 @@ void rows_direct(const MatmulPacked& w, int64_t p0, const float* x, int64_t ldx,
       }
     }
   } else {
-    constexpr int64_t step_bytes = T == DType::F32 ? 4 * kPanel : 2 * kPanel;
     for (int64_t k = 0; k < w.k; ++k) {
-      if (T == DType::F32 || k % 2 == 0) {
-#pragma GCC unroll 4
-        for (int p = 0; p < P; ++p) __builtin_prefetch(pan[p] + k * step_bytes + kPrefetchBytes);
-      }
       V wv[P];
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) wv[p] = weights_at<V, T>(pan[p], k);

@@ -367,7 +367,7 @@ std::string hparams_describe(const Hparams& hp) {
   line("ssm_n_group", hp.ssm_n_group, "Hk, key heads");
   line("ssm_dt_rank", hp.ssm_dt_rank, "Hv, value heads");
   line("ssm_d_inner", hp.ssm_d_inner, "Dv*Hv");
-  line("full_attention_interval", hp.full_attention_interval, "");
+  line("full_attention_interval", hp.full_attention_interval, "layer i is attention iff (i+1) % interval == 0");
   std::string layers;
   for (bool r : hp.recurrent) layers += r ? 'R' : 'A';
   line("layers", layers, "R = Gated DeltaNet, A = full attention");

@@ -37,7 +37,7 @@ ApiError overloaded(std::string message) {
 }
 
 ApiError unavailable(std::string message) {
-  return {503, std::move(message), "server_unavailable", "", "model_loading"};
+  return {503, std::move(message), "server_unavailable", "", "service_unavailable"};
 }
 
 ApiError internal_error(std::string message) {

@@ -130,6 +130,7 @@ void CompletionJob::start(int64_t queue_limit) {
   } catch (const Error& e) {
     std::string msg = e.what();
     if (msg.find("queue") != std::string::npos) throw overloaded(msg);
+    if (msg.find("shutting down") != std::string::npos) throw unavailable(msg);
     throw bad_request("", msg);
   }
   submitted_ = true;

@@ -26,6 +26,116 @@ json read_json(const std::string& path) {
   }
 }
 
+// tokenizer.json holds 151k vocabulary entries and 151k merges: building them as a DOM (a
+// std::map per object) dominates loading. This SAX handler builds the DOM for everything else
+// and collects model.vocab and model.merges straight into vectors (their DOM slots stay null).
+class TokenizerJsonSax {
+ public:
+  explicit TokenizerJsonSax(json& root) : dom_(root, true) {}
+
+  std::vector<std::pair<std::string, int64_t>> vocab;
+  std::vector<std::string> merges;
+  bool saw_vocab = false, saw_merges = false;
+
+  bool null() { return mode_ == Mode::dom && dom_.null(); }
+  bool boolean(bool v) { return mode_ == Mode::dom && dom_.boolean(v); }
+  bool number_integer(json::number_integer_t v) { return number(v) || (mode_ == Mode::dom && dom_.number_integer(v)); }
+  bool number_unsigned(json::number_unsigned_t v) {
+    if (mode_ == Mode::vocab) return number(static_cast<int64_t>(v));
+    return mode_ == Mode::dom && dom_.number_unsigned(v);
+  }
+  bool number_float(json::number_float_t v, const json::string_t& s) {
+    return mode_ == Mode::dom && dom_.number_float(v, s);
+  }
+  bool binary(json::binary_t& v) { return mode_ == Mode::dom && dom_.binary(v); }
+  bool string(json::string_t& v) {
+    switch (mode_) {
+      case Mode::dom: return dom_.string(v);
+      case Mode::merges: merges.push_back(std::move(v)); return true;
+      case Mode::merge_pair: pair_.push_back(std::move(v)); return true;
+      default: return false;
+    }
+  }
+  bool key(json::string_t& k) {
+    if (mode_ == Mode::vocab) {
+      pending_ = std::move(k);
+      return true;
+    }
+    if (mode_ != Mode::dom) return false;
+    last_key_ = k;
+    return dom_.key(k);
+  }
+  bool start_object(std::size_t n) {
+    if (mode_ != Mode::dom) return false;
+    if (in_model() && last_key_ == "vocab") {
+      mode_ = Mode::vocab;
+      saw_vocab = true;
+      return true;
+    }
+    keys_.push_back(last_key_);
+    return dom_.start_object(n);
+  }
+  bool end_object() {
+    if (mode_ == Mode::vocab) {
+      mode_ = Mode::dom;
+      return true;
+    }
+    if (mode_ != Mode::dom) return false;
+    keys_.pop_back();
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) {
+    if (mode_ == Mode::merges) {
+      mode_ = Mode::merge_pair;
+      pair_.clear();
+      return true;
+    }
+    if (mode_ != Mode::dom) return false;
+    if (in_model() && last_key_ == "merges") {
+      mode_ = Mode::merges;
+      saw_merges = true;
+      return true;
+    }
+    keys_.push_back(last_key_);
+    last_key_.clear();
+    return dom_.start_array(n);
+  }
+  bool end_array() {
+    if (mode_ == Mode::merge_pair) {
+      if (pair_.size() != 2) return false;
+      merges.push_back(pair_[0] + " " + pair_[1]);
+      mode_ = Mode::merges;
+      return true;
+    }
+    if (mode_ == Mode::merges) {
+      mode_ = Mode::dom;
+      return true;
+    }
+    if (mode_ != Mode::dom) return false;
+    keys_.pop_back();
+    return dom_.end_array();
+  }
+  bool parse_error(std::size_t pos, const std::string& tok, const nlohmann::detail::exception& e) {
+    return dom_.parse_error(pos, tok, e);
+  }
+
+ private:
+  enum class Mode { dom, vocab, merges, merge_pair };
+  bool number(int64_t v) {
+    if (mode_ != Mode::vocab) return false;
+    vocab.emplace_back(std::move(pending_), v);
+    return true;
+  }
+  // Directly inside the top-level "model" object.
+  bool in_model() const { return keys_.size() == 2 && keys_[1] == "model"; }
+
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  Mode mode_ = Mode::dom;
+  std::vector<std::string> keys_;  // key of each open container, outermost first
+  std::string last_key_, pending_;
+  std::vector<std::string> pair_;
+};
+
 // The split pattern of a pre_tokenizer that is [Split(Regex, Isolated), ByteLevel(no regex)]
 // (Qwen's shape); throws naming what differs.
 std::string split_pattern(const json& pre, const std::string& path) {
@@ -65,7 +175,19 @@ std::string config_token(const json& cfg, const char* key) {
 }  // namespace
 
 Vocab vocab_from_tokenizer_json(const std::string& path) {
-  const json j = read_json(path);
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("tokenizer: cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  json j;
+  TokenizerJsonSax sax(j);
+  try {
+    if (!json::sax_parse(ss.str(), &sax) || !sax.saw_vocab || !sax.saw_merges) {
+      throw Error("tokenizer: " + path + ": model.vocab or model.merges is missing or malformed");
+    }
+  } catch (const json::exception& e) {
+    throw Error("tokenizer: '" + path + "' is not valid JSON: " + e.what());
+  }
   Vocab v;
   try {
     const json& model = j.at("model");
@@ -89,20 +211,18 @@ Vocab vocab_from_tokenizer_json(const std::string& path) {
 
     // Ids: the model vocabulary plus the added tokens; rows no one names become unused
     // padding, as llama.cpp's converter writes them.
-    const json& vocab = model.at("vocab");
     int64_t max_id = -1;
-    for (const auto& [tok, id] : vocab.items()) max_id = std::max<int64_t>(max_id, id.get<int64_t>());
+    for (const auto& [tok, id] : sax.vocab) max_id = std::max<int64_t>(max_id, id);
     for (const json& a : j.at("added_tokens")) max_id = std::max<int64_t>(max_id, a.at("id").get<int64_t>());
     if (max_id < 0 || max_id >= (1ll << 31)) throw Error("tokenizer: " + path + ": bad token ids");
     const size_t n = static_cast<size_t>(max_id) + 1;
     v.tokens.assign(n, std::string());
     v.token_types.assign(n, 0);
-    for (const auto& [tok, idj] : vocab.items()) {
-      const int64_t id = idj.get<int64_t>();
+    for (auto& [tok, id] : sax.vocab) {
       if (id < 0 || v.token_types[id] != 0) {
         throw Error("tokenizer: " + path + ": token id " + std::to_string(id) + " is used twice");
       }
-      v.tokens[id] = tok;
+      v.tokens[id] = std::move(tok);
       v.token_types[id] = token_type::kNormal;
     }
     for (const json& a : j.at("added_tokens")) {
@@ -122,17 +242,7 @@ Vocab vocab_from_tokenizer_json(const std::string& path) {
       }
     }
 
-    const json& merges = model.at("merges");
-    v.merges.reserve(merges.size());
-    for (const json& mg : merges) {
-      if (mg.is_string()) {
-        v.merges.push_back(mg.get<std::string>());
-      } else if (mg.is_array() && mg.size() == 2) {
-        v.merges.push_back(mg[0].get<std::string>() + " " + mg[1].get<std::string>());
-      } else {
-        throw Error("tokenizer: " + path + ": a merge is neither \"a b\" nor [a, b]");
-      }
-    }
+    v.merges = std::move(sax.merges);
   } catch (const json::exception& e) {
     throw Error("tokenizer: " + path + ": unexpected structure: " + e.what());
   }

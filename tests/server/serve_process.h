@@ -1,0 +1,135 @@
+// Runs the real `invar serve` binary on a free loopback port for integration tests, and a curl
+// runner for requests made exactly as a user would.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http_test_util.h"
+
+namespace invar::server::testing {
+
+inline const std::string kInvarBin = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
+inline const std::string kTinyModel = std::string(INVAR_SHARED_DIR) + "/models/qwen3next-tiny.gguf";
+
+class ServeProcess {
+ public:
+  // Starts `invar serve --port 0 <args>` and waits until /health answers 200.
+  explicit ServeProcess(std::vector<std::string> args, const std::string& name) {
+    log_ = std::string(INVAR_BINARY_DIR) + "/tests/server/" + name + ".log";
+    std::vector<std::string> argv = {kInvarBin, "serve", "--port", "0"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* f = std::fopen(log_.c_str(), "w");
+      dup2(fileno(f), 1);
+      dup2(fileno(f), 2);
+      std::vector<char*> cargv;
+      for (auto& a : argv) cargv.push_back(a.data());
+      cargv.push_back(nullptr);
+      execv(cargv[0], cargv.data());
+      _exit(127);
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (port_ == 0 && std::chrono::steady_clock::now() < deadline && alive()) {
+      std::ifstream in(log_);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::string text = ss.str();
+      auto p = text.find("listening on http://127.0.0.1:");
+      if (p != std::string::npos) port_ = std::atoi(text.c_str() + p + 30);
+      else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    while (port_ != 0 && std::chrono::steady_clock::now() < deadline && alive()) {
+      int fd = connect_local(port_);
+      if (fd >= 0) {
+        send_all(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        char buf[64] = {};
+        ::recv(fd, buf, sizeof buf - 1, 0);
+        ::close(fd);
+        if (status_of(buf) == 200) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    port_ = 0;  // failed: tests check port() and print log()
+  }
+  ~ServeProcess() {
+    if (pid_ > 0 && alive()) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string log() const {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  bool alive() {
+    if (exited_) return false;
+    int st = 0;
+    if (waitpid(pid_, &st, WNOHANG) == pid_) {
+      exited_ = true;
+      status_ = st;
+      return false;
+    }
+    return true;
+  }
+  // Sends `sig` and waits (≤ timeout) for the exit; returns the exit code, -1 if it did not exit.
+  int stop(int sig, double timeout_s) {
+    kill(pid_, sig);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (alive() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!exited_) return -1;
+    return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_;
+  bool exited_ = false;
+  int status_ = 0;
+};
+
+struct CurlResult {
+  int status = 0;
+  std::string body;
+};
+
+// curl -s with `args` (already shell-quoted); the status comes from -w.
+inline CurlResult curl(const std::string& args) {
+  std::string cmd = "curl -s -S --max-time 60 -w '\\n%{http_code}' " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  CurlResult r;
+  auto nl = out.rfind('\n');
+  if (nl == std::string::npos) return r;
+  r.status = std::atoi(out.c_str() + nl + 1);
+  r.body = out.substr(0, nl);
+  return r;
+}
+
+inline std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace invar::server::testing

@@ -1,0 +1,77 @@
+// `invar tokenize` and `invar chat-format` end to end, through the real binary.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "test_support.h"
+
+namespace {
+
+struct Result {
+  int status;
+  std::string out;  // stdout and stderr
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, ""};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+const std::string kTokenizer = invar::test::source_path("data/qwen3/tokenizer.json");
+
+TEST(TokenizeCli, TextToIdsAndBack) {
+  auto r = run("tokenize " + kTokenizer + " --text 'Hello, world!'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "9707 11 1879 0\n");
+  r = run("tokenize " + kTokenizer + " --decode '9707,11,1879,0'");
+  EXPECT_EQ(r.out, "Hello, world!\n");
+  r = run("tokenize " + kTokenizer + " --text '<|im_start|>hi' --special --json");
+  EXPECT_EQ(r.out, "{\"ids\":[151644,6023],\"n_tokens\":2,\"pieces\":[\"<|im_start|>\",\"hi\"]}\n");
+}
+
+TEST(TokenizeCli, ReferenceGgufVocabulary) {
+  const auto ref = invar::test::load_json(invar::test::shared_path("reference/qwen35-tiny.json"));
+  const auto& c = ref["tokenize"][0];
+  const std::string text = c["text"];
+  ASSERT_EQ(text.find('\''), std::string::npos);
+  std::string want;
+  for (const auto& id : c["ids"]) want += (want.empty() ? "" : " ") + std::to_string(id.get<int>());
+  const auto r = run("tokenize " + invar::test::shared_path("models/qwen35-tiny.gguf") + " --text '" + text + "'");
+  EXPECT_EQ(r.out, want + "\n");
+}
+
+TEST(TokenizeCli, UsageErrorsExitNonZero) {
+  EXPECT_NE(run("tokenize " + kTokenizer).status, 0);
+  EXPECT_NE(run("tokenize /nonexistent.json --text x").status, 0);
+}
+
+TEST(ChatFormatCli, RendersChatCaseAndRefusesWhatItCannotRender) {
+  const auto cases = invar::test::load_json(invar::test::shared_path("tokenizers/qwen3/chat_cases.json"));
+  const auto& c = cases[0];
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("invar_chat_" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(path) << c["messages"].dump();
+  auto r = run("chat-format --messages " + path);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, c["text"].get<std::string>());
+  r = run("chat-format --no-generation-prompt --messages " + path);
+  EXPECT_EQ(r.out, cases[1]["text"].get<std::string>());
+  std::ofstream(path) << R"([{"role":"developer","content":"x"}])";
+  r = run("chat-format --messages " + path);
+  std::filesystem::remove(path);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.out.find("cannot render exactly"), std::string::npos) << r.out;
+}
+
+}  // namespace
