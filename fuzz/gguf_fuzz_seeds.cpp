@@ -99,9 +99,10 @@ int main(int argc, char** argv) {
   w.add_tensor("u", invar::DType::F16, {1}, std::vector<uint8_t>(2, 2));
   w.write(dir + "/types.gguf");
   const std::vector<uint8_t> nested = {
-      'G', 'G', 'U', 'F', 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,  // header
-      1, 0, 0, 0, 0, 0, 0, 0, 'n', 9, 0, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,     // key n: array of arrays
-      0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7, 9};                                    // [uint8 × 2]
+      'G', 'G', 'U', 'F', 3, 0, 0, 0, 0,   0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,  // header
+      1,   0,   0,   0,   0, 0, 0, 0, 'n', 9, 0, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+      0,                                                    // key n: array of arrays
+      0,   0,   0,   0,   2, 0, 0, 0, 0,   0, 0, 0, 7, 9};  // [uint8 × 2]
   write_bytes(dir + "/nested.gguf", nested);
   for (int i = 2; i < argc; ++i) {
     std::vector<uint8_t> b = read_bytes(argv[i]);

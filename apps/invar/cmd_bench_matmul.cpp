@@ -220,7 +220,7 @@ Stats stats_of(std::vector<double> v) {
   return {v.front(), v[v.size() / 2], v.back()};
 }
 
-// A variant is one column of the table: it runs `calls` products and returns nothing.
+// One column of the table: a way to compute the product, and its measured rates.
 struct Variant {
   std::string name;
   std::function<void()> call;  // one product (rotating over weight copies where there are several)
@@ -246,10 +246,9 @@ void run_interleaved(std::vector<Variant>& vs, double flops, int reps, double mi
   }
 }
 
-std::string fmt_stats(const Stats& s, double scale = 1.0) {
+std::string fmt_stats(const Stats& s) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%6.1f %6.1f %6.1f", s.min * scale, s.median * scale,
-                s.max * scale);
+  std::snprintf(buf, sizeof buf, "%6.1f %6.1f %6.1f", s.min, s.median, s.max);
   return buf;
 }
 

@@ -49,7 +49,8 @@ std::string value_str(const GgufValue& v, bool full) {
   switch (v.type) {
     case GgufType::STRING: {
       if (!full && v.str.size() > 80)
-        return "\"" + printable(v.str.substr(0, 77)) + "...\" (" + std::to_string(v.str.size()) + " bytes)";
+        return "\"" + printable(v.str.substr(0, 77)) + "...\" (" + std::to_string(v.str.size()) +
+               " bytes)";
       return "\"" + printable(v.str) + "\"";
     }
     case GgufType::FLOAT32:
@@ -58,35 +59,46 @@ std::string value_str(const GgufValue& v, bool full) {
       std::snprintf(buf, sizeof buf, "%.9g", v.f64);
       return buf;
     }
-    case GgufType::BOOL: return v.u64 ? "true" : "false";
-    case GgufType::INT8: case GgufType::INT16: case GgufType::INT32: case GgufType::INT64:
+    case GgufType::BOOL:
+      return v.u64 ? "true" : "false";
+    case GgufType::INT8:
+    case GgufType::INT16:
+    case GgufType::INT32:
+    case GgufType::INT64:
       return std::to_string(v.i64);
     case GgufType::ARRAY: {
-      std::string s = "[" + std::string(gguf_type_name(v.elem_type)) + " × " + std::to_string(v.arr_len) + "]";
+      std::string s =
+          "[" + std::string(gguf_type_name(v.elem_type)) + " × " + std::to_string(v.arr_len) + "]";
       const size_t n = full ? size_t(v.arr_len) : std::min<size_t>(size_t(v.arr_len), kShown);
       std::string items;
       for (size_t i = 0; i < n; ++i) {
-        if (i < v.arr_str.size()) items += (i ? ", \"" : "\"") + printable(v.arr_str[i]) + "\"";
-        else if (i < v.arr_int.size()) items += (i ? ", " : "") + std::to_string(v.arr_int[i]);
-        else if (i < v.arr_float.size()) items += (i ? ", " : "") + std::to_string(v.arr_float[i]);
+        if (i < v.arr_str.size())
+          items += (i ? ", \"" : "\"") + printable(v.arr_str[i]) + "\"";
+        else if (i < v.arr_int.size())
+          items += (i ? ", " : "") + std::to_string(v.arr_int[i]);
+        else if (i < v.arr_float.size())
+          items += (i ? ", " : "") + std::to_string(v.arr_float[i]);
       }
       if (!items.empty()) s += " [" + items + (n < v.arr_len ? ", ..." : "") + "]";
       return s;
     }
-    default: return std::to_string(v.u64);
+    default:
+      return std::to_string(v.u64);
   }
 }
 
 int run_inspect(const InspectOptions& o) {
   auto f = GgufFile::open(o.model);
   std::printf("file: %s\n", o.model.c_str());
-  std::printf("size: %" PRIu64 " bytes, GGUF v%u, alignment %" PRIu64 ", %zu metadata keys, %zu tensors\n",
+  std::printf("size: %" PRIu64 " bytes, GGUF v%u, alignment %" PRIu64
+              ", %zu metadata keys, %zu tensors\n",
               f->file_size(), f->version(), f->alignment(), f->kvs().size(), f->tensors().size());
   std::printf("architecture: %s\n", f->get_string_or("general.architecture", "(none)").c_str());
 
   std::printf("\nmetadata:\n");
   for (const auto& kv : f->kvs())
-    std::printf("  %-48s %-8s %s\n", kv.key.c_str(), std::string(gguf_type_name(kv.value.type)).c_str(),
+    std::printf("  %-48s %-8s %s\n", kv.key.c_str(),
+                std::string(gguf_type_name(kv.value.type)).c_str(),
                 value_str(kv.value, o.all_kv).c_str());
 
   int status = 0;
@@ -101,27 +113,32 @@ int run_inspect(const InspectOptions& o) {
   uint64_t total_bytes = 0;
   int64_t total_elems = 0;
   std::map<std::string, std::pair<int64_t, uint64_t>> by_type;  // name → (tensors, bytes)
-  if (!o.no_tensors) std::printf("\ntensors:\n  %-40s %-6s %-22s %12s\n", "name", "type", "shape", "bytes");
+  if (!o.no_tensors)
+    std::printf("\ntensors:\n  %-40s %-6s %-22s %12s\n", "name", "type", "shape", "bytes");
   for (const auto& t : f->tensors()) {
     const std::string type = ggml_type_label(static_cast<uint32_t>(t.type));
     if (!o.no_tensors)
-      std::printf("  %-40s %-6s %-22s %12" PRIu64 "\n", t.name.c_str(), type.c_str(), shape_str(t.ne).c_str(), t.n_bytes);
+      std::printf("  %-40s %-6s %-22s %12" PRIu64 "\n", t.name.c_str(), type.c_str(),
+                  shape_str(t.ne).c_str(), t.n_bytes);
     total_bytes += t.n_bytes;
     total_elems += t.n_elements();
     auto& bt = by_type[type];
     bt.first += 1;
     bt.second += t.n_bytes;
   }
-  std::printf("\ntotals: %zu tensors, %" PRId64 " parameters, %" PRIu64 " bytes of tensor data (%.2f MB)\n",
+  std::printf("\ntotals: %zu tensors, %" PRId64 " parameters, %" PRIu64
+              " bytes of tensor data (%.2f MB)\n",
               f->tensors().size(), total_elems, total_bytes, double(total_bytes) / 1e6);
   for (const auto& [type, v] : by_type)
-    std::printf("  %-6s %5" PRId64 " tensors %14" PRIu64 " bytes\n", type.c_str(), v.first, v.second);
+    std::printf("  %-6s %5" PRId64 " tensors %14" PRIu64 " bytes\n", type.c_str(), v.first,
+                v.second);
   return status;
 }
 
 Command inspect_command("inspect", [](CLI::App& root) -> Command::Run {
   auto o = std::make_shared<InspectOptions>();
-  auto* s = root.add_subcommand("inspect", "Print a GGUF's architecture, metadata, hyper-parameters and tensor table");
+  auto* s = root.add_subcommand(
+      "inspect", "Print a GGUF's architecture, metadata, hyper-parameters and tensor table");
   s->add_option("model", o->model, "GGUF file")->required();
   s->add_flag("--all", o->all_kv, "print metadata values in full (arrays and long strings)");
   s->add_flag("--no-tensors", o->no_tensors, "omit the per-tensor table");

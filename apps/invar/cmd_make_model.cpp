@@ -32,7 +32,8 @@ struct MakeModelOptions {
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 int run_make_model(MakeModelOptions& o) {
@@ -55,49 +56,56 @@ int run_make_model(MakeModelOptions& o) {
     for (size_t i = 0; i < o.sections.size(); ++i) c.rope_sections[i] = o.sections[i];
   }
 
-  GgufWriter vocab_keys;
+  // The vocabulary is read once; its keys are written after the model keys, as in converted files.
+  std::unique_ptr<GgufFile> vocab_gguf;
+  Vocab vocab;
   int64_t n_vocab = 0;
   if (ends_with(o.vocab, ".gguf")) {
-    n_vocab = make_model_copy_vocab(*GgufFile::open(o.vocab), vocab_keys);
+    vocab_gguf = GgufFile::open(o.vocab);
+    GgufWriter probe;
+    n_vocab = make_model_copy_vocab(*vocab_gguf, probe);
   } else {
-    const Vocab v = vocab_from_tokenizer_json(o.vocab);
-    vocab_to_gguf(v, vocab_keys);
-    n_vocab = int64_t(v.tokens.size());
+    vocab = vocab_from_tokenizer_json(o.vocab);
+    n_vocab = int64_t(vocab.tokens.size());
   }
 
   GgufWriter w;
   make_model(c, n_vocab, w);
-  // Tokenizer keys follow the model keys, as in converted files.
-  if (ends_with(o.vocab, ".gguf")) {
-    make_model_copy_vocab(*GgufFile::open(o.vocab), w);
+  if (vocab_gguf) {
+    make_model_copy_vocab(*vocab_gguf, w);
   } else {
-    vocab_to_gguf(vocab_from_tokenizer_json(o.vocab), w);
+    vocab_to_gguf(vocab, w);
   }
   w.write(o.out);
 
   // Read the file back through the loader's validation: what we write must be what we accept.
   auto f = GgufFile::open(o.out);
   const Hparams hp = hparams_from_gguf(*f);
-  std::printf("wrote %s: %s, %lld layers, E=%lld, vocab %lld, %s weights, seed %llu, %.1f MB\n", o.out.c_str(),
-              std::string(arch_name(hp.arch)).c_str(), static_cast<long long>(hp.n_layer),
-              static_cast<long long>(hp.n_embd), static_cast<long long>(hp.n_vocab),
-              std::string(dtype_name(c.type)).c_str(), static_cast<unsigned long long>(c.seed),
-              double(f->file_size()) / 1e6);
+  std::printf("wrote %s: %s, %lld layers, E=%lld, vocab %lld, %s weights, seed %llu, %.1f MB\n",
+              o.out.c_str(), std::string(arch_name(hp.arch)).c_str(),
+              static_cast<long long>(hp.n_layer), static_cast<long long>(hp.n_embd),
+              static_cast<long long>(hp.n_vocab), std::string(dtype_name(c.type)).c_str(),
+              static_cast<unsigned long long>(c.seed), double(f->file_size()) / 1e6);
   return 0;
 }
 
 Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
   auto o = std::make_shared<MakeModelOptions>();
   MakeModelConfig& c = o->cfg;
-  auto* s = root.add_subcommand("make-model",
-                                "Write a random-weight GGUF (qwen3next | qwen35 | qwen35moe) in llama.cpp's layout, "
-                                "deterministic from --seed");
+  auto* s = root.add_subcommand(
+      "make-model",
+      "Write a random-weight GGUF (qwen3next | qwen35 | qwen35moe) in llama.cpp's layout, "
+      "deterministic from --seed");
   s->add_option("--out", o->out, "output GGUF path")->required();
   s->add_option("--arch", o->arch, "qwen3next | qwen35 | qwen35moe")->capture_default_str();
-  s->add_option("--seed", c.seed, "weights are a pure function of the seed and the flags")->capture_default_str();
-  s->add_option("--type", o->type, "matrix weight type: f32 | f16 | bf16 | q8_0 (norms, ssm_a, dt bias, conv, "
-                                   "routers stay f32)")->capture_default_str();
-  s->add_option("--vocab", o->vocab, "vocabulary: a tokenizer.json, or a .gguf whose tokenizer.* keys are copied")
+  s->add_option("--seed", c.seed, "weights are a pure function of the seed and the flags")
+      ->capture_default_str();
+  s->add_option("--type", o->type,
+                "matrix weight type: f32 | f16 | bf16 | q8_0 (norms, ssm_a, dt bias, conv, "
+                "routers stay f32)")
+      ->capture_default_str();
+  s->add_option("--vocab", o->vocab,
+                "vocabulary: a tokenizer.json, or a .gguf whose tokenizer.* keys are copied")
       ->capture_default_str();
   s->add_option("--name", c.name, "general.name")->capture_default_str();
   s->add_option("--ctx", c.n_ctx, "context_length")->capture_default_str();
@@ -108,7 +116,8 @@ Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
   s->add_option("--head-dim", c.head_dim, "D, attention head dim")->capture_default_str();
   s->add_option("--rot", c.n_rot, "R, rotated dims per head")->capture_default_str();
   s->add_option("--rope-base", c.rope_base, "RoPE frequency base")->capture_default_str();
-  s->add_option("--sections", o->sections, "qwen35*: IMROPE sections (t h w e); default covers every pair");
+  s->add_option("--sections", o->sections,
+                "qwen35*: IMROPE sections (t h w e); default covers every pair");
   s->add_option("--eps", c.rms_eps, "RMSNorm epsilon")->capture_default_str();
   s->add_option("--ff", c.n_ff, "F, dense FFN width (qwen35)")->capture_default_str();
   s->add_option("--experts", c.n_expert, "NE, experts (MoE archs)")->capture_default_str();
@@ -119,10 +128,12 @@ Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
   s->add_option("--state", c.ssm_state, "Dk = Dv, GDN head dim")->capture_default_str();
   s->add_option("--groups", c.ssm_groups, "Hk, GDN key heads")->capture_default_str();
   s->add_option("--v-heads", c.ssm_v_heads, "Hv, GDN value heads")->capture_default_str();
-  s->add_option("--interval", c.interval, "full_attention_interval: layer i is attention iff (i+1) % interval == 0")
+  s->add_option("--interval", c.interval,
+                "full_attention_interval: layer i is attention iff (i+1) % interval == 0")
       ->capture_default_str();
   s->add_flag("--tied", c.tied, "no output.weight: logits use token_embd");
-  s->add_flag("--fused-gate-up", c.fused_gate_up, "ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps");
+  s->add_flag("--fused-gate-up", c.fused_gate_up,
+              "ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps");
   return [o]() { return run_make_model(*o); };
 });
 

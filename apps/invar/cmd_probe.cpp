@@ -75,7 +75,7 @@ int probe_main(const ProbeArgs& a) {
   o.progress = probe::progress_wanted();
   const probe::Plan plan = plan_build(a);
   const probe::Report report = probe::probe_run(plan, o);
-  const json j = probe::report_json(report);
+  const probe::json j = probe::report_json(report);
   if (!o.out_dir.empty()) {
     std::ofstream f(std::filesystem::path(o.out_dir) / "report.json");
     f << j.dump(2) << "\n";

@@ -40,12 +40,12 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
     for (int64_t p = 0; p < n; ++p) {
       const float* kr = kv_row(kv.k_blocks, kv, p, g * dd);
       __m256 acc[kTile][2];
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int64_t j = 0; j < kTile; ++j) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
       int64_t c = 0;
       for (; c + 16 <= dd; c += 16) {
         const __m256 k0 = _mm256_loadu_ps(kr + c), k1 = _mm256_loadu_ps(kr + c + 8);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int64_t j = 0; j < kTile; ++j) {
           acc[j][0] = _mm256_add_ps(acc[j][0], _mm256_mul_ps(_mm256_loadu_ps(qh[j] + c), k0));
           acc[j][1] = _mm256_add_ps(acc[j][1], _mm256_mul_ps(_mm256_loadu_ps(qh[j] + c + 8), k1));
@@ -54,13 +54,13 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
       if (c < dd) {
         const int64_t r = dd - c;
         const __m256 k0 = load_tail(kr + c, r), k1 = load_tail(kr + c + 8, r - 8);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int64_t j = 0; j < kTile; ++j) {
           acc[j][0] = _mm256_add_ps(acc[j][0], _mm256_mul_ps(load_tail(qh[j] + c, r), k0));
           acc[j][1] = _mm256_add_ps(acc[j][1], _mm256_mul_ps(load_tail(qh[j] + c + 8, r - 8), k1));
         }
       }
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int64_t j = 0; j < kTile; ++j) scores[j * n + p] = tree16(acc[j][0], acc[j][1]) * s.scale;
     }
     float* accbuf = scores + kTile * n;  // [kTile][D]

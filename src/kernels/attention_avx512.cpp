@@ -40,16 +40,24 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
     for (int64_t p = 0; p < n; ++p) {
       const float* kr = kv_row(kv.k_blocks, kv, p, g * dd);
       __m512 acc[kTile];
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int64_t j = 0; j < kTile; ++j) acc[j] = _mm512_setzero_ps();
-      for (int64_t c = 0; c < dd; c += 16) {
+      // Plain loads for whole chunks (masked loads defeat the prefetcher on long K sweeps).
+      int64_t c = 0;
+      for (; c + 16 <= dd; c += 16) {
+        const __m512 kc = _mm512_loadu_ps(kr + c);
+#pragma GCC unroll 16
+        for (int64_t j = 0; j < kTile; ++j)
+          acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(_mm512_loadu_ps(qh[j] + c), kc));
+      }
+      if (c < dd) {
         const __mmask16 m = tail_mask(dd - c);
         const __m512 kc = _mm512_maskz_loadu_ps(m, kr + c);
-        #pragma GCC unroll 16
+#pragma GCC unroll 16
         for (int64_t j = 0; j < kTile; ++j)
           acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(_mm512_maskz_loadu_ps(m, qh[j] + c), kc));
       }
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int64_t j = 0; j < kTile; ++j) scores[j * n + p] = tree16(acc[j]) * s.scale;
     }
     float* accbuf = scores + kTile * n;  // [kTile][D]
@@ -81,7 +89,8 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
           const float* vr = kv_row(kv.v_blocks, kv, p, g * dd + c0);
           __m512 vc[kVChunks];
 #pragma GCC unroll 16
-          for (int64_t c = 0; c < kVChunks; ++c) vc[c] = _mm512_maskz_loadu_ps(m[c], vr + 16 * c);
+          for (int64_t c = 0; c < kVChunks; ++c)
+            vc[c] = m[c] == 0xffff ? _mm512_loadu_ps(vr + 16 * c) : _mm512_maskz_loadu_ps(m[c], vr + 16 * c);
 #pragma GCC unroll 16
           for (int64_t j = 0; j < kTile; ++j) {
             const __m512 e = _mm512_set1_ps(scores[j * n + p]);

@@ -17,15 +17,15 @@ void conv1d_silu(const float* x, const float* w, float* state, int64_t t, int64_
     const __mmask16 k = tail_mask(c - ch);
     for (int64_t j = 0; j < kc; ++j)
       wt[j] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, col, w + ch * kc + j, 4);
-    for (int64_t j = 0; j + 1 < kc; ++j) win[j] = _mm512_maskz_loadu_ps(k, state + j * c + ch);
+    for (int64_t j = 0; j + 1 < kc; ++j) win[j] = load_tail(state + j * c + ch, c - ch);
     for (int64_t tt = 0; tt < t; ++tt) {
-      win[kc - 1] = _mm512_maskz_loadu_ps(k, x + tt * c + ch);
+      win[kc - 1] = load_tail(x + tt * c + ch, c - ch);
       __m512 acc = _mm512_setzero_ps();
       for (int64_t j = 0; j < kc; ++j) acc = _mm512_fmadd_ps(win[j], wt[j], acc);
-      _mm512_mask_storeu_ps(y + tt * c + ch, k, silu_ps(acc));
+      store_tail(y + tt * c + ch, c - ch, silu_ps(acc));
       for (int64_t j = 0; j + 1 < kc; ++j) win[j] = win[j + 1];
     }
-    for (int64_t j = 0; j + 1 < kc; ++j) _mm512_mask_storeu_ps(state + j * c + ch, k, win[j]);
+    for (int64_t j = 0; j + 1 < kc; ++j) store_tail(state + j * c + ch, c - ch, win[j]);
   }
 }
 

@@ -1,4 +1,6 @@
-// AVX2 delta rule: as delta_rule_avx512.cpp with the 16 canonical lanes in two registers.
+// AVX2 delta rule: the per-row steps of delta_rule.cpp with the 16 canonical lanes in two
+// registers (element i → register (i/8) & 1). R rows are processed together to overlap their
+// dependent add chains; every row still sees exactly its own operation sequence.
 #include "core/detmath.h"
 #include "kernels/kernels_isa.h"
 #include "kernels/reduce_simd.h"
@@ -6,6 +8,51 @@
 namespace invar::kern_avx2 {
 
 using namespace simd256;
+
+namespace {
+
+template <int R>
+inline void rows_step(float* row, int64_t dk, __m256 decay, const float* kt, const float* qt,
+                      const float* vj, float b, float scale, float* oj) {
+  __m256 acc[R][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < dk; i += 8) {
+    const int64_t half = (i / 8) & 1;
+    const __m256 kk = load_tail(kt + i, dk - i);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_mul_ps(load_tail(row + r * dk + i, dk - i), decay);
+      store_tail(row + r * dk + i, dk - i, x);
+      const __m256 p = _mm256_mul_ps(x, kk);
+      if (half) acc[r][1] = _mm256_add_ps(acc[r][1], p);
+      else acc[r][0] = _mm256_add_ps(acc[r][0], p);
+    }
+  }
+  __m256 d[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    d[r] = _mm256_set1_ps(b * (vj[r] - tree16(acc[r][0], acc[r][1])));
+    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  }
+  for (int64_t i = 0; i < dk; i += 8) {
+    const int64_t half = (i / 8) & 1;
+    const __m256 kk = load_tail(kt + i, dk - i);
+    const __m256 qq = load_tail(qt + i, dk - i);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_fmadd_ps(d[r], kk, load_tail(row + r * dk + i, dk - i));
+      store_tail(row + r * dk + i, dk - i, x);
+      const __m256 p = _mm256_mul_ps(x, qq);
+      if (half) acc[r][1] = _mm256_add_ps(acc[r][1], p);
+      else acc[r][0] = _mm256_add_ps(acc[r][0], p);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) oj[r] = tree16(acc[r][0], acc[r][1]) * scale;
+}
+
+}  // namespace
 
 void delta_rule_heads(const DeltaRuleShape& s, float* state, const float* q, const float* k,
                       const float* v, const float* g, const float* beta, float* o, int64_t h0,
@@ -23,27 +70,9 @@ void delta_rule_heads(const DeltaRuleShape& s, float* state, const float* q, con
       const float* qt = q + (t * s.hk + kh) * dk;
       const float* vt = v + (t * s.hv + h) * s.dv;
       float* ot = o + (t * s.hv + h) * s.dv;
-      for (int64_t j = 0; j < s.dv; ++j) {
-        float* row = sh + j * dk;
-        // acc[0] holds canonical lanes 0..7, acc[1] lanes 8..15: element i → acc[(i/8)&1].
-        __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-        for (int64_t i = 0; i < dk; i += 8) {
-          const __m256 r = _mm256_mul_ps(load_tail(row + i, dk - i), decay);
-          store_tail(row + i, dk - i, r);
-          acc[(i / 8) & 1] =
-              _mm256_add_ps(acc[(i / 8) & 1], _mm256_mul_ps(r, load_tail(kt + i, dk - i)));
-        }
-        const float kv = tree16(acc[0], acc[1]);
-        const __m256 d = _mm256_set1_ps(b * (vt[j] - kv));
-        acc[0] = acc[1] = _mm256_setzero_ps();
-        for (int64_t i = 0; i < dk; i += 8) {
-          const __m256 r = _mm256_fmadd_ps(d, load_tail(kt + i, dk - i), load_tail(row + i, dk - i));
-          store_tail(row + i, dk - i, r);
-          acc[(i / 8) & 1] =
-              _mm256_add_ps(acc[(i / 8) & 1], _mm256_mul_ps(r, load_tail(qt + i, dk - i)));
-        }
-        ot[j] = tree16(acc[0], acc[1]) * scale;
-      }
+      int64_t j = 0;
+      for (; j + 4 <= s.dv; j += 4) rows_step<4>(sh + j * dk, dk, decay, kt, qt, vt + j, b, scale, ot + j);
+      for (; j < s.dv; ++j) rows_step<1>(sh + j * dk, dk, decay, kt, qt, vt + j, b, scale, ot + j);
     }
   }
 }

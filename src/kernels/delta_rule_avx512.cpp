@@ -1,5 +1,6 @@
-// AVX-512 delta rule: each state row (Dk floats, 16 per register) is scaled, dotted with k,
-// updated and dotted with q in two passes over L1-resident data — the order of delta_rule.cpp.
+// AVX-512 delta rule: the per-row steps of delta_rule.cpp, 16 lanes wide. Each row's canonical
+// dot is one dependent chain of adds, so R rows are processed together to overlap their chains;
+// every row still sees exactly its own operation sequence.
 #include "core/detmath.h"
 #include "kernels/kernels_isa.h"
 #include "kernels/reduce_simd.h"
@@ -7,6 +8,46 @@
 namespace invar::kern_avx512 {
 
 using namespace simd512;
+
+namespace {
+
+// Rows row[0..R) (stride dk) of S_h for one token: scale, dot with k, update, dot with q.
+template <int R>
+inline void rows_step(float* row, int64_t dk, __m512 decay, const float* kt, const float* qt,
+                      const float* vj, float b, float scale, float* oj) {
+  __m512 acc[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < dk; i += 16) {
+    const __m512 kk = load_tail(kt + i, dk - i);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_mul_ps(load_tail(row + r * dk + i, dk - i), decay);
+      store_tail(row + r * dk + i, dk - i, x);
+      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(x, kk));
+    }
+  }
+  __m512 d[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    d[r] = _mm512_set1_ps(b * (vj[r] - tree16(acc[r])));
+    acc[r] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < dk; i += 16) {
+    const __m512 kk = load_tail(kt + i, dk - i);
+    const __m512 qq = load_tail(qt + i, dk - i);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_fmadd_ps(d[r], kk, load_tail(row + r * dk + i, dk - i));
+      store_tail(row + r * dk + i, dk - i, x);
+      acc[r] = _mm512_add_ps(acc[r], _mm512_mul_ps(x, qq));
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) oj[r] = tree16(acc[r]) * scale;
+}
+
+}  // namespace
 
 void delta_rule_heads(const DeltaRuleShape& s, float* state, const float* q, const float* k,
                       const float* v, const float* g, const float* beta, float* o, int64_t h0,
@@ -24,27 +65,9 @@ void delta_rule_heads(const DeltaRuleShape& s, float* state, const float* q, con
       const float* qt = q + (t * s.hk + kh) * dk;
       const float* vt = v + (t * s.hv + h) * s.dv;
       float* ot = o + (t * s.hv + h) * s.dv;
-      for (int64_t j = 0; j < s.dv; ++j) {
-        float* row = sh + j * dk;
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t i = 0; i < dk; i += 16) {
-          const __mmask16 m = tail_mask(dk - i);
-          const __m512 r = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, row + i), decay);
-          _mm512_mask_storeu_ps(row + i, m, r);
-          acc = _mm512_add_ps(acc, _mm512_mul_ps(r, _mm512_maskz_loadu_ps(m, kt + i)));
-        }
-        const float kv = tree16(acc);
-        const __m512 d = _mm512_set1_ps(b * (vt[j] - kv));
-        acc = _mm512_setzero_ps();
-        for (int64_t i = 0; i < dk; i += 16) {
-          const __mmask16 m = tail_mask(dk - i);
-          const __m512 r =
-              _mm512_fmadd_ps(d, _mm512_maskz_loadu_ps(m, kt + i), _mm512_maskz_loadu_ps(m, row + i));
-          _mm512_mask_storeu_ps(row + i, m, r);
-          acc = _mm512_add_ps(acc, _mm512_mul_ps(r, _mm512_maskz_loadu_ps(m, qt + i)));
-        }
-        ot[j] = tree16(acc) * scale;
-      }
+      int64_t j = 0;
+      for (; j + 4 <= s.dv; j += 4) rows_step<4>(sh + j * dk, dk, decay, kt, qt, vt + j, b, scale, ot + j);
+      for (; j < s.dv; ++j) rows_step<1>(sh + j * dk, dk, decay, kt, qt, vt + j, b, scale, ot + j);
     }
   }
 }

@@ -17,12 +17,8 @@ void rmsnorm_rows(const float* x, const float* w, int64_t m, int64_t n, float ep
     float* yr = y + r * n;
     const float mean = reduce_sum_sq(xr, n) / float(n);
     const __m512 sc = _mm512_set1_ps(det_rsqrt(mean + eps));
-    for (int64_t i = 0; i < n; i += 16) {
-      const __mmask16 k = tail_mask(n - i);
-      const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + i), sc),
-                                     _mm512_maskz_loadu_ps(k, w + i));
-      _mm512_mask_storeu_ps(yr + i, k, v);
-    }
+    for (int64_t i = 0; i < n; i += 16)
+      store_tail(yr + i, n - i, _mm512_mul_ps(_mm512_mul_ps(load_tail(xr + i, n - i), sc), load_tail(w + i, n - i)));
   }
 }
 
@@ -32,10 +28,8 @@ void l2norm_rows(const float* x, int64_t m, int64_t n, float eps, float* y) {
     float* yr = y + r * n;
     const float norm = std::sqrt(reduce_sum_sq(xr, n));
     const __m512 sc = _mm512_set1_ps(1.0f / (norm > eps ? norm : eps));
-    for (int64_t i = 0; i < n; i += 16) {
-      const __mmask16 k = tail_mask(n - i);
-      _mm512_mask_storeu_ps(yr + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + i), sc));
-    }
+    for (int64_t i = 0; i < n; i += 16)
+      store_tail(yr + i, n - i, _mm512_mul_ps(load_tail(xr + i, n - i), sc));
   }
 }
 
@@ -48,10 +42,8 @@ void rmsnorm_gated_rows(const float* x, const float* w, const float* z, int64_t 
     const float mean = reduce_sum_sq(xr, n) / float(n);
     const __m512 sc = _mm512_set1_ps(det_rsqrt(mean + eps));
     for (int64_t i = 0; i < n; i += 16) {
-      const __mmask16 k = tail_mask(n - i);
-      const __m512 v = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, xr + i), sc),
-                                     _mm512_maskz_loadu_ps(k, w + i));
-      _mm512_mask_storeu_ps(yr + i, k, _mm512_mul_ps(v, silu_ps(_mm512_maskz_loadu_ps(k, zr + i))));
+      const __m512 v = _mm512_mul_ps(_mm512_mul_ps(load_tail(xr + i, n - i), sc), load_tail(w + i, n - i));
+      store_tail(yr + i, n - i, _mm512_mul_ps(v, silu_ps(load_tail(zr + i, n - i))));
     }
   }
 }

@@ -10,17 +10,26 @@ namespace {
 
 bool is_int(GgufType t) {
   switch (t) {
-    case GgufType::UINT8: case GgufType::INT8: case GgufType::UINT16: case GgufType::INT16:
-    case GgufType::UINT32: case GgufType::INT32: case GgufType::UINT64: case GgufType::INT64:
+    case GgufType::UINT8:
+    case GgufType::INT8:
+    case GgufType::UINT16:
+    case GgufType::INT16:
+    case GgufType::UINT32:
+    case GgufType::INT32:
+    case GgufType::UINT64:
+    case GgufType::INT64:
       return true;
     default:
       return false;
   }
 }
 bool is_unsigned(GgufType t) {
-  return t == GgufType::UINT8 || t == GgufType::UINT16 || t == GgufType::UINT32 || t == GgufType::UINT64;
+  return t == GgufType::UINT8 || t == GgufType::UINT16 || t == GgufType::UINT32 ||
+         t == GgufType::UINT64;
 }
-bool is_float(GgufType t) { return t == GgufType::FLOAT32 || t == GgufType::FLOAT64; }
+bool is_float(GgufType t) {
+  return t == GgufType::FLOAT32 || t == GgufType::FLOAT64;
+}
 
 [[noreturn]] void wrong_type(std::string_view key, const GgufValue& v, const char* wanted) {
   std::string got(gguf_type_name(v.type));
@@ -38,7 +47,8 @@ int64_t as_int(std::string_view key, const GgufValue& v) {
   if (!is_int(v.type)) wrong_type(key, v, "an integer");
   if (!is_unsigned(v.type)) return v.i64;
   if (v.u64 > uint64_t(std::numeric_limits<int64_t>::max()))
-    throw GgufError("gguf: key '" + std::string(key) + "' = " + std::to_string(v.u64) + " is out of range");
+    throw GgufError("gguf: key '" + std::string(key) + "' = " + std::to_string(v.u64) +
+                    " is out of range");
   return int64_t(v.u64);
 }
 double as_float(std::string_view key, const GgufValue& v) {
@@ -68,14 +78,23 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
   return nullptr;
 }
 
-std::string GgufFile::get_string(std::string_view key) const { return as_string(key, must_find(*this, key)); }
-int64_t GgufFile::get_int(std::string_view key) const { return as_int(key, must_find(*this, key)); }
-double GgufFile::get_float(std::string_view key) const { return as_float(key, must_find(*this, key)); }
-bool GgufFile::get_bool(std::string_view key) const { return as_bool(key, must_find(*this, key)); }
+std::string GgufFile::get_string(std::string_view key) const {
+  return as_string(key, must_find(*this, key));
+}
+int64_t GgufFile::get_int(std::string_view key) const {
+  return as_int(key, must_find(*this, key));
+}
+double GgufFile::get_float(std::string_view key) const {
+  return as_float(key, must_find(*this, key));
+}
+bool GgufFile::get_bool(std::string_view key) const {
+  return as_bool(key, must_find(*this, key));
+}
 
 std::vector<std::string> GgufFile::get_string_array(std::string_view key) const {
   const GgufValue& v = must_find(*this, key);
-  if (v.type != GgufType::ARRAY || v.elem_type != GgufType::STRING) wrong_type(key, v, "array of string");
+  if (v.type != GgufType::ARRAY || v.elem_type != GgufType::STRING)
+    wrong_type(key, v, "array of string");
   return v.arr_str;
 }
 
@@ -88,7 +107,8 @@ std::vector<int64_t> GgufFile::get_int_array(std::string_view key) const {
 
 std::vector<double> GgufFile::get_float_array(std::string_view key) const {
   const GgufValue& v = must_find(*this, key);
-  if (v.type != GgufType::ARRAY || !is_float(v.elem_type)) wrong_type(key, v, "array of float32 or float64");
+  if (v.type != GgufType::ARRAY || !is_float(v.elem_type))
+    wrong_type(key, v, "array of float32 or float64");
   return v.arr_float;
 }
 

@@ -19,9 +19,9 @@ namespace invar {
 
 namespace {
 
-constexpr uint32_t kMaxArrayDepth = 8;    // nested arrays deeper than this are refused
-constexpr uint64_t kMaxNameBytes = 63;    // ggml's GGML_MAX_NAME − 1
-constexpr uint32_t kMaxDims = 4;          // GGML_MAX_DIMS
+constexpr uint32_t kMaxArrayDepth = 8;  // nested arrays deeper than this are refused
+constexpr uint64_t kMaxNameBytes = 63;  // ggml's GGML_MAX_NAME − 1
+constexpr uint32_t kMaxDims = 4;        // GGML_MAX_DIMS
 
 [[noreturn]] void fail(uint64_t offset, const std::string& msg) {
   throw GgufError("gguf: offset " + std::to_string(offset) + ": " + msg);
@@ -43,7 +43,8 @@ class Cursor {
   T read(const std::string& field) {
     need(sizeof(T), field);
     T v;
-    std::memcpy(&v, base_ + pos_, sizeof(T));  // the format is little-endian, like every host we build for
+    std::memcpy(&v, base_ + pos_,
+                sizeof(T));  // the format is little-endian, like every host we build for
     pos_ += sizeof(T);
     return v;
   }
@@ -71,35 +72,75 @@ class Cursor {
 // Bytes of one scalar of a fixed-size metadata type; 0 for STRING/ARRAY; -1 if the id is unknown.
 int scalar_bytes(uint32_t t) {
   switch (static_cast<GgufType>(t)) {
-    case GgufType::UINT8: case GgufType::INT8: case GgufType::BOOL: return 1;
-    case GgufType::UINT16: case GgufType::INT16: return 2;
-    case GgufType::UINT32: case GgufType::INT32: case GgufType::FLOAT32: return 4;
-    case GgufType::UINT64: case GgufType::INT64: case GgufType::FLOAT64: return 8;
-    case GgufType::STRING: case GgufType::ARRAY: return 0;
+    case GgufType::UINT8:
+    case GgufType::INT8:
+    case GgufType::BOOL:
+      return 1;
+    case GgufType::UINT16:
+    case GgufType::INT16:
+      return 2;
+    case GgufType::UINT32:
+    case GgufType::INT32:
+    case GgufType::FLOAT32:
+      return 4;
+    case GgufType::UINT64:
+    case GgufType::INT64:
+    case GgufType::FLOAT64:
+      return 8;
+    case GgufType::STRING:
+    case GgufType::ARRAY:
+      return 0;
   }
   return -1;
 }
 
-bool is_float(GgufType t) { return t == GgufType::FLOAT32 || t == GgufType::FLOAT64; }
+bool is_float(GgufType t) {
+  return t == GgufType::FLOAT32 || t == GgufType::FLOAT64;
+}
 bool is_signed(GgufType t) {
-  return t == GgufType::INT8 || t == GgufType::INT16 || t == GgufType::INT32 || t == GgufType::INT64;
+  return t == GgufType::INT8 || t == GgufType::INT16 || t == GgufType::INT32 ||
+         t == GgufType::INT64;
 }
 
 // Reads one fixed-size scalar (the type is known valid and not STRING/ARRAY).
 void read_scalar(Cursor& c, GgufType t, const std::string& field, GgufValue& v) {
   switch (t) {
-    case GgufType::UINT8: v.u64 = c.read<uint8_t>(field); break;
-    case GgufType::INT8: v.i64 = c.read<int8_t>(field); break;
-    case GgufType::UINT16: v.u64 = c.read<uint16_t>(field); break;
-    case GgufType::INT16: v.i64 = c.read<int16_t>(field); break;
-    case GgufType::UINT32: v.u64 = c.read<uint32_t>(field); break;
-    case GgufType::INT32: v.i64 = c.read<int32_t>(field); break;
-    case GgufType::UINT64: v.u64 = c.read<uint64_t>(field); break;
-    case GgufType::INT64: v.i64 = c.read<int64_t>(field); break;
-    case GgufType::FLOAT32: v.f64 = c.read<float>(field); break;
-    case GgufType::FLOAT64: v.f64 = c.read<double>(field); break;
-    case GgufType::BOOL: v.u64 = c.read<uint8_t>(field) != 0; break;
-    case GgufType::STRING: case GgufType::ARRAY: INVAR_CHECK(false, "not a scalar");
+    case GgufType::UINT8:
+      v.u64 = c.read<uint8_t>(field);
+      break;
+    case GgufType::INT8:
+      v.i64 = c.read<int8_t>(field);
+      break;
+    case GgufType::UINT16:
+      v.u64 = c.read<uint16_t>(field);
+      break;
+    case GgufType::INT16:
+      v.i64 = c.read<int16_t>(field);
+      break;
+    case GgufType::UINT32:
+      v.u64 = c.read<uint32_t>(field);
+      break;
+    case GgufType::INT32:
+      v.i64 = c.read<int32_t>(field);
+      break;
+    case GgufType::UINT64:
+      v.u64 = c.read<uint64_t>(field);
+      break;
+    case GgufType::INT64:
+      v.i64 = c.read<int64_t>(field);
+      break;
+    case GgufType::FLOAT32:
+      v.f64 = c.read<float>(field);
+      break;
+    case GgufType::FLOAT64:
+      v.f64 = c.read<double>(field);
+      break;
+    case GgufType::BOOL:
+      v.u64 = c.read<uint8_t>(field) != 0;
+      break;
+    case GgufType::STRING:
+    case GgufType::ARRAY:
+      INVAR_CHECK(false, "not a scalar");
   }
 }
 
@@ -125,12 +166,14 @@ void skip_array(Cursor& c, const std::string& field, uint32_t depth) {
     return;
   }
   // Strings need ≥ 8 bytes each, nested arrays ≥ 12: a hostile count runs out of bytes quickly.
-  if (n > c.remaining() / 8) fail(at, field + ": " + std::to_string(n) + " elements do not fit in the file");
+  if (n > c.remaining() / 8)
+    fail(at, field + ": " + std::to_string(n) + " elements do not fit in the file");
   for (uint64_t i = 0; i < n; ++i) {
     if (static_cast<GgufType>(et) == GgufType::STRING) {
       const uint64_t sat = c.pos();
       const uint64_t len = c.read<uint64_t>(field + " string length");
-      if (len > c.remaining()) fail(sat, field + ": string length " + std::to_string(len) + " exceeds the file");
+      if (len > c.remaining())
+        fail(sat, field + ": string length " + std::to_string(len) + " exceeds the file");
       c.skip(len, field);
     } else {
       skip_array(c, field, depth + 1);
@@ -166,7 +209,8 @@ GgufValue read_value(Cursor& c, GgufType t, const std::string& field) {
   }
   if (et == GgufType::STRING) {
     v.arr_str.reserve(size_t(n));
-    for (uint64_t i = 0; i < n; ++i) v.arr_str.push_back(c.read_string(field + "[" + std::to_string(i) + "]"));
+    for (uint64_t i = 0; i < n; ++i)
+      v.arr_str.push_back(c.read_string(field + "[" + std::to_string(i) + "]"));
     return v;
   }
   if (is_float(et)) {
@@ -187,7 +231,9 @@ GgufValue read_value(Cursor& c, GgufType t, const std::string& field) {
   return v;
 }
 
-uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+uint64_t align_up(uint64_t x, uint64_t a) {
+  return (x + a - 1) / a * a;
+}
 
 }  // namespace
 
@@ -242,7 +288,8 @@ void GgufFile::parse() {
   version_ = c.read<uint32_t>("version");
   if (version_ != 2 && version_ != 3) {
     if (version_ != 0 && (version_ & 0xffff) == 0)
-      fail(4, "version " + std::to_string(version_) + " looks big-endian; only little-endian GGUF is supported");
+      fail(4, "version " + std::to_string(version_) +
+                  " looks big-endian; only little-endian GGUF is supported");
     fail(4, "unsupported version " + std::to_string(version_) + " (invar reads GGUF v2 and v3)");
   }
   const uint64_t n_tensors = c.read<uint64_t>("tensor count");
@@ -266,15 +313,16 @@ void GgufFile::parse() {
   alignment_ = 32;
   if (const GgufValue* a = find("general.alignment")) {
     if (a->type != GgufType::UINT32)
-      fail(0, "general.alignment has type " + std::string(gguf_type_name(a->type)) + ", expected uint32");
+      fail(0, "general.alignment has type " + std::string(gguf_type_name(a->type)) +
+                  ", expected uint32");
     if (a->u64 == 0 || (a->u64 & (a->u64 - 1)) != 0)
       fail(0, "general.alignment " + std::to_string(a->u64) + " is not a power of two");
     alignment_ = a->u64;
   }
 
   if (n_tensors > c.remaining() / 32)
-    fail(8, "tensor count " + std::to_string(n_tensors) + " does not fit in the " + std::to_string(c.remaining()) +
-                " bytes after the metadata");
+    fail(8, "tensor count " + std::to_string(n_tensors) + " does not fit in the " +
+                std::to_string(c.remaining()) + " bytes after the metadata");
   tensors_.reserve(size_t(n_tensors));
   std::unordered_set<std::string> names;
   for (uint64_t i = 0; i < n_tensors; ++i) {
@@ -294,7 +342,8 @@ void GgufFile::parse() {
       const uint64_t dat = c.pos();
       const uint64_t ne = c.read<uint64_t>(field + " ne[" + std::to_string(d) + "]");
       if (ne == 0 || ne > uint64_t(std::numeric_limits<int64_t>::max()))
-        fail(dat, field + ": dimension " + std::to_string(d) + " = " + std::to_string(ne) + " is out of range");
+        fail(dat, field + ": dimension " + std::to_string(d) + " = " + std::to_string(ne) +
+                      " is out of range");
       if (int64_t(ne) > std::numeric_limits<int64_t>::max() / n_el)
         fail(dat, field + ": element count overflows");
       n_el *= int64_t(ne);
@@ -304,10 +353,12 @@ void GgufFile::parse() {
     const uint32_t type_id = c.read<uint32_t>(field + " type");
     const GgmlTypeTraits* tt = ggml_type_traits(type_id);
     if (!tt) fail(type_at, field + ": unknown ggml type id " + std::to_string(type_id));
-    t.type = static_cast<DType>(type_id);  // may be a type invar cannot compute with: hparams rejects it
+    t.type =
+        static_cast<DType>(type_id);  // may be a type invar cannot compute with: hparams rejects it
     if (t.ne[0] % tt->block_size != 0)
-      fail(type_at, field + ": row length " + std::to_string(t.ne[0]) + " is not a multiple of the " +
-                        std::string(tt->name) + " block size " + std::to_string(tt->block_size));
+      fail(type_at, field + ": row length " + std::to_string(t.ne[0]) +
+                        " is not a multiple of the " + std::string(tt->name) + " block size " +
+                        std::to_string(tt->block_size));
     const uint64_t n_blocks = uint64_t(n_el / tt->block_size);
     if (n_blocks > std::numeric_limits<uint64_t>::max() / uint64_t(tt->block_bytes))
       fail(type_at, field + ": byte size overflows");
@@ -323,13 +374,16 @@ void GgufFile::parse() {
   if (tensors_.empty()) return;
   const uint64_t data_start = align_up(c.pos(), alignment_);
   if (data_start > size_)
-    fail(c.pos(), "tensor data section starts at " + std::to_string(data_start) + ", past the end of the file");
+    fail(c.pos(), "tensor data section starts at " + std::to_string(data_start) +
+                      ", past the end of the file");
   const uint64_t data_size = size_ - data_start;
   for (auto& t : tensors_) {
     if (t.offset > data_size || t.n_bytes > data_size - t.offset)
       fail(data_start + std::min(t.offset, data_size),
-           "tensor '" + t.name + "': data [" + std::to_string(t.offset) + ", +" + std::to_string(t.n_bytes) +
-               ") extends past the end of the file (data section holds " + std::to_string(data_size) + " bytes)");
+           "tensor '" + t.name + "': data [" + std::to_string(t.offset) + ", +" +
+               std::to_string(t.n_bytes) +
+               ") extends past the end of the file (data section holds " +
+               std::to_string(data_size) + " bytes)");
     t.data = base_ + data_start + t.offset;
   }
   std::vector<const GgufTensorInfo*> order;

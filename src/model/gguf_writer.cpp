@@ -23,25 +23,30 @@ class Out {
     if (f_) std::fclose(f_);
   }
   void bytes(const void* p, size_t n) {
-    if (n && std::fwrite(p, 1, n, f_) != n) throw Error("write to '" + path_ + "' failed: " + std::strerror(errno));
+    if (n && std::fwrite(p, 1, n, f_) != n)
+      throw Error("write to '" + path_ + "' failed: " + std::strerror(errno));
     pos_ += n;
   }
   template <typename T>
-  void put(T v) { bytes(&v, sizeof v); }
+  void put(T v) {
+    bytes(&v, sizeof v);
+  }
   void str(const std::string& s) {
     put<uint64_t>(s.size());
     bytes(s.data(), s.size());
   }
   void pad_to(uint64_t align) {
     static const uint8_t zeros[256] = {};
-    while (pos_ % align) bytes(zeros, size_t(std::min<uint64_t>(align - pos_ % align, sizeof zeros)));
+    while (pos_ % align)
+      bytes(zeros, size_t(std::min<uint64_t>(align - pos_ % align, sizeof zeros)));
   }
   uint64_t pos() const { return pos_; }
   void close() {
     const bool ok = std::fflush(f_) == 0;
     const bool closed = std::fclose(f_) == 0;
     f_ = nullptr;
-    if (!ok || !closed) throw Error("cannot finish writing '" + path_ + "': " + std::strerror(errno));
+    if (!ok || !closed)
+      throw Error("cannot finish writing '" + path_ + "': " + std::strerror(errno));
   }
 
  private:
@@ -52,18 +57,42 @@ class Out {
 
 void put_scalar(Out& o, GgufType t, uint64_t u, int64_t i, double f) {
   switch (t) {
-    case GgufType::UINT8: o.put<uint8_t>(uint8_t(u)); break;
-    case GgufType::INT8: o.put<int8_t>(int8_t(i)); break;
-    case GgufType::UINT16: o.put<uint16_t>(uint16_t(u)); break;
-    case GgufType::INT16: o.put<int16_t>(int16_t(i)); break;
-    case GgufType::UINT32: o.put<uint32_t>(uint32_t(u)); break;
-    case GgufType::INT32: o.put<int32_t>(int32_t(i)); break;
-    case GgufType::UINT64: o.put<uint64_t>(u); break;
-    case GgufType::INT64: o.put<int64_t>(i); break;
-    case GgufType::FLOAT32: o.put<float>(float(f)); break;
-    case GgufType::FLOAT64: o.put<double>(f); break;
-    case GgufType::BOOL: o.put<uint8_t>(u ? 1 : 0); break;
-    case GgufType::STRING: case GgufType::ARRAY: INVAR_CHECK(false, "not a scalar");
+    case GgufType::UINT8:
+      o.put<uint8_t>(uint8_t(u));
+      break;
+    case GgufType::INT8:
+      o.put<int8_t>(int8_t(i));
+      break;
+    case GgufType::UINT16:
+      o.put<uint16_t>(uint16_t(u));
+      break;
+    case GgufType::INT16:
+      o.put<int16_t>(int16_t(i));
+      break;
+    case GgufType::UINT32:
+      o.put<uint32_t>(uint32_t(u));
+      break;
+    case GgufType::INT32:
+      o.put<int32_t>(int32_t(i));
+      break;
+    case GgufType::UINT64:
+      o.put<uint64_t>(u);
+      break;
+    case GgufType::INT64:
+      o.put<int64_t>(i);
+      break;
+    case GgufType::FLOAT32:
+      o.put<float>(float(f));
+      break;
+    case GgufType::FLOAT64:
+      o.put<double>(f);
+      break;
+    case GgufType::BOOL:
+      o.put<uint8_t>(u ? 1 : 0);
+      break;
+    case GgufType::STRING:
+    case GgufType::ARRAY:
+      INVAR_CHECK(false, "not a scalar");
   }
 }
 
@@ -75,7 +104,8 @@ void put_value(Out& o, const std::string& key, const GgufValue& v) {
     put_scalar(o, v.type, v.u64, v.i64, v.f64);
   } else {
     o.put<uint32_t>(uint32_t(v.elem_type));
-    if (v.elem_type == GgufType::ARRAY) throw Error("gguf writer: key '" + key + "': nested arrays cannot be written");
+    if (v.elem_type == GgufType::ARRAY)
+      throw Error("gguf writer: key '" + key + "': nested arrays cannot be written");
     if (v.elem_type == GgufType::STRING) {
       o.put<uint64_t>(v.arr_str.size());
       for (const auto& s : v.arr_str) o.str(s);
@@ -164,7 +194,8 @@ void GgufWriter::add_tensor(const std::string& name, DType type, const std::vect
   INVAR_CHECK(!ne.empty() && ne.size() <= 4, "tensor '" + name + "': 1 to 4 dims");
   int64_t rows = 1;
   for (size_t i = 1; i < ne.size(); ++i) rows *= ne[i];
-  INVAR_CHECK(ne[0] % dtype_block_size(type) == 0, "tensor '" + name + "': row not a whole number of blocks");
+  INVAR_CHECK(ne[0] % dtype_block_size(type) == 0,
+              "tensor '" + name + "': row not a whole number of blocks");
   INVAR_CHECK(int64_t(data.size()) == dtype_row_bytes(type, ne[0]) * rows,
               "tensor '" + name + "': data size does not match its shape");
   for (const auto& t : tensors_) {
@@ -177,7 +208,8 @@ void GgufWriter::write(const std::string& path) const {
   uint64_t align = 32;
   for (const auto& kv : kvs_) {
     if (kv.key == "general.alignment") {
-      if (kv.value.type != GgufType::UINT32 || kv.value.u64 == 0 || (kv.value.u64 & (kv.value.u64 - 1)))
+      if (kv.value.type != GgufType::UINT32 || kv.value.u64 == 0 ||
+          (kv.value.u64 & (kv.value.u64 - 1)))
         throw Error("gguf writer: general.alignment must be a uint32 power of two");
       align = kv.value.u64;
     }

@@ -16,7 +16,9 @@ namespace {
 
 constexpr int64_t kMaxDim = int64_t(1) << 24;  // keeps every product of three dims inside int64
 
-[[noreturn]] void fail(const std::string& msg) { throw GgufError("model: " + msg); }
+[[noreturn]] void fail(const std::string& msg) {
+  throw GgufError("model: " + msg);
+}
 
 std::string shape_str(const std::vector<int64_t>& ne) {
   std::string s = "{";
@@ -52,7 +54,8 @@ class KeyReader {
     }
     if (!v && x < 1) fail("missing required key '" + name + "'");
     if (x < 1 || x > kMaxDim)
-      fail("key '" + name + "' = " + std::to_string(x) + " is out of range (1 to " + std::to_string(kMaxDim) + ")");
+      fail("key '" + name + "' = " + std::to_string(x) + " is out of range (1 to " +
+           std::to_string(kMaxDim) + ")");
     return x;
   }
   int64_t int_or(const char* k, int64_t def) const { return f_.get_int_or(key(k), def); }
@@ -71,7 +74,8 @@ class TensorChecker {
  public:
   explicit TensorChecker(const GgufFile& f) : f_(f) {}
 
-  const GgufTensorInfo* optional(const std::string& name, const std::vector<int64_t>& want, bool f32_only = false) {
+  const GgufTensorInfo* optional(const std::string& name, const std::vector<int64_t>& want,
+                                 bool f32_only = false) {
     const GgufTensorInfo* t = f_.find_tensor(name);
     if (!t) return nullptr;
     used_.insert(name);
@@ -79,13 +83,16 @@ class TensorChecker {
       fail("tensor '" + name + "' has shape " + shape_str(t->ne) + ", expected " + shape_str(want));
     const auto id = static_cast<uint32_t>(t->type);
     if (!dtype_supported(id))
-      fail("tensor '" + name + "' has type " + ggml_type_label(id) + ", invar supports f32, f16, bf16, q8_0");
+      fail("tensor '" + name + "' has type " + ggml_type_label(id) +
+           ", invar supports f32, f16, bf16, q8_0");
     if (f32_only && t->type != DType::F32)
       fail("tensor '" + name + "' has type " + ggml_type_label(id) +
-           ", expected f32 (norms, ssm_a, ssm_dt.bias and ssm_conv1d are f32 in llama.cpp's layout)");
+           ", expected f32 (norms, ssm_a, ssm_dt.bias and ssm_conv1d are f32 in llama.cpp's "
+           "layout)");
     return t;
   }
-  const GgufTensorInfo* required(const std::string& name, const std::vector<int64_t>& want, bool f32_only = false) {
+  const GgufTensorInfo* required(const std::string& name, const std::vector<int64_t>& want,
+                                 bool f32_only = false) {
     const GgufTensorInfo* t = optional(name, want, f32_only);
     if (!t) fail("missing tensor '" + name + "' (expected shape " + shape_str(want) + ")");
     return t;
@@ -101,7 +108,8 @@ Arch parse_arch(const std::string& s) {
   if (s == "qwen3next") return Arch::qwen3next;
   if (s == "qwen35") return Arch::qwen35;
   if (s == "qwen35moe") return Arch::qwen35moe;
-  fail("general.architecture '" + s + "' is not supported (invar runs qwen3next, qwen35, qwen35moe)");
+  fail("general.architecture '" + s +
+       "' is not supported (invar runs qwen3next, qwen35, qwen35moe)");
 }
 
 // blk.N.… with N ≥ n_layer: an MTP block, present in the file but never run.
@@ -121,7 +129,8 @@ void read_keys(const GgufFile& f, Hparams& hp) {
   const KeyReader k(f, std::string(arch_name(hp.arch)) + ".");
   const int64_t ctx = k.int_or("context_length", -1);
   if (!k.has("context_length")) fail("missing required key '" + k.key("context_length") + "'");
-  if (ctx < 1) fail("key '" + k.key("context_length") + "' = " + std::to_string(ctx) + " must be positive");
+  if (ctx < 1)
+    fail("key '" + k.key("context_length") + "' = " + std::to_string(ctx) + " must be positive");
   hp.n_ctx_train = ctx;
   hp.n_embd = k.dim("embedding_length");
   const int64_t n_block = k.dim("block_count");
@@ -139,23 +148,25 @@ void read_keys(const GgufFile& f, Hparams& hp) {
   hp.n_head = k.dim("attention.head_count");
   hp.n_head_kv = k.dim("attention.head_count_kv", hp.n_head);
   if (hp.n_head % hp.n_head_kv != 0)
-    fail("attention.head_count " + std::to_string(hp.n_head) + " is not a multiple of head_count_kv " +
-         std::to_string(hp.n_head_kv));
+    fail("attention.head_count " + std::to_string(hp.n_head) +
+         " is not a multiple of head_count_kv " + std::to_string(hp.n_head_kv));
   const int64_t def_hd = hp.n_embd / hp.n_head > 0 ? hp.n_embd / hp.n_head : 1;
   const int64_t kl = k.dim("attention.key_length", def_hd);
   const int64_t vl = k.dim("attention.value_length", def_hd);
   if (kl != vl)
-    fail("attention.key_length " + std::to_string(kl) + " != attention.value_length " + std::to_string(vl) +
-         " (the gated attention needs them equal)");
+    fail("attention.key_length " + std::to_string(kl) + " != attention.value_length " +
+         std::to_string(vl) + " (the gated attention needs them equal)");
   hp.head_dim = kl;
   hp.n_rot = k.dim("rope.dimension_count", hp.head_dim);
   if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0)
     fail("rope.dimension_count " + std::to_string(hp.n_rot) + " must be even and <= head dim " +
          std::to_string(hp.head_dim));
   hp.rope_freq_base = k.num("rope.freq_base", 10000.0, false);
-  if (!(hp.rope_freq_base > 1.0)) fail("rope.freq_base must be > 1, got " + std::to_string(hp.rope_freq_base));
+  if (!(hp.rope_freq_base > 1.0))
+    fail("rope.freq_base must be > 1, got " + std::to_string(hp.rope_freq_base));
   const double eps = k.num("attention.layer_norm_rms_epsilon", 0, true);
-  if (!(eps > 0 && eps < 1)) fail("attention.layer_norm_rms_epsilon must be in (0, 1), got " + std::to_string(eps));
+  if (!(float(eps) > 0 && eps < 1))
+    fail("attention.layer_norm_rms_epsilon must be in (0, 1), got " + std::to_string(eps));
   hp.rms_eps = float(eps);
 
   hp.rope_sections = {0, 0, 0, 0};
@@ -164,28 +175,34 @@ void read_keys(const GgufFile& f, Hparams& hp) {
     const std::string key = k.key("rope.dimension_sections");
     if (!f.find(key)) fail("missing required key '" + key + "'");
     const std::vector<int64_t> s = f.get_int_array(key);
-    if (s.size() > 4) fail("key '" + key + "' has " + std::to_string(s.size()) + " entries, at most 4 allowed");
+    if (s.size() > 4)
+      fail("key '" + key + "' has " + std::to_string(s.size()) + " entries, at most 4 allowed");
     int64_t sum = 0;
     for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] < 0 || s[i] > kMaxDim) fail("key '" + key + "' entry " + std::to_string(s[i]) + " is out of range");
+      if (s[i] < 0 || s[i] > kMaxDim)
+        fail("key '" + key + "' entry " + std::to_string(s[i]) + " is out of range");
       hp.rope_sections[i] = int32_t(s[i]);
       sum += s[i];
     }
     if (sum == 0) fail("key '" + key + "' sums to 0");
   }
 
-  hp.n_ff = k.has("feed_forward_length") || hp.arch == Arch::qwen35 ? k.dim("feed_forward_length") : 0;
+  hp.n_ff =
+      k.has("feed_forward_length") || hp.arch == Arch::qwen35 ? k.dim("feed_forward_length") : 0;
   if (hp.is_moe()) {
     hp.n_expert = k.dim("expert_count", 0);
     hp.n_expert_used = k.dim("expert_used_count", 0);
     if (hp.n_expert_used > hp.n_expert)
-      fail("expert_used_count " + std::to_string(hp.n_expert_used) + " > expert_count " + std::to_string(hp.n_expert));
+      fail("expert_used_count " + std::to_string(hp.n_expert_used) + " > expert_count " +
+           std::to_string(hp.n_expert));
     const int64_t def_exp = hp.n_ff / hp.n_expert_used;
     if (!k.has("expert_feed_forward_length") && def_exp < 1)
-      fail("missing key '" + k.key("expert_feed_forward_length") + "' (and no feed_forward_length to derive it from)");
+      fail("missing key '" + k.key("expert_feed_forward_length") +
+           "' (and no feed_forward_length to derive it from)");
     hp.n_ff_exp = k.dim("expert_feed_forward_length", def_exp);
     if (!k.has("expert_shared_feed_forward_length") && hp.n_ff < 1)
-      fail("missing key '" + k.key("expert_shared_feed_forward_length") + "' (and no feed_forward_length)");
+      fail("missing key '" + k.key("expert_shared_feed_forward_length") +
+           "' (and no feed_forward_length)");
     hp.n_ff_shexp = k.dim("expert_shared_feed_forward_length", hp.n_ff);
   }
 
@@ -196,10 +213,11 @@ void read_keys(const GgufFile& f, Hparams& hp) {
   hp.ssm_d_inner = k.dim("ssm.inner_size");
   if (hp.ssm_d_inner % hp.ssm_dt_rank != 0 || hp.ssm_d_inner / hp.ssm_dt_rank != hp.ssm_d_state)
     fail("ssm.inner_size " + std::to_string(hp.ssm_d_inner) + " / ssm.time_step_rank " +
-         std::to_string(hp.ssm_dt_rank) + " (head_v_dim) must equal ssm.state_size " + std::to_string(hp.ssm_d_state));
+         std::to_string(hp.ssm_dt_rank) + " (head_v_dim) must equal ssm.state_size " +
+         std::to_string(hp.ssm_d_state));
   if (hp.ssm_dt_rank % hp.ssm_n_group != 0)
-    fail("ssm.time_step_rank " + std::to_string(hp.ssm_dt_rank) + " is not a multiple of ssm.group_count " +
-         std::to_string(hp.ssm_n_group));
+    fail("ssm.time_step_rank " + std::to_string(hp.ssm_dt_rank) +
+         " is not a multiple of ssm.group_count " + std::to_string(hp.ssm_n_group));
 
   hp.full_attention_interval = k.int_or("full_attention_interval", 4);
   if (hp.full_attention_interval < 1)
@@ -209,10 +227,12 @@ void read_keys(const GgufFile& f, Hparams& hp) {
   if (f.find(rl_key)) {
     const std::vector<int64_t> rl = f.get_int_array(rl_key);
     if (int64_t(rl.size()) < hp.n_layer)
-      fail("key '" + rl_key + "' has " + std::to_string(rl.size()) + " entries, expected " + std::to_string(n_block));
+      fail("key '" + rl_key + "' has " + std::to_string(rl.size()) + " entries, expected " +
+           std::to_string(n_block));
     for (int64_t i = 0; i < hp.n_layer; ++i) hp.recurrent[size_t(i)] = rl[size_t(i)] != 0;
   } else {
-    for (int64_t i = 0; i < hp.n_layer; ++i) hp.recurrent[size_t(i)] = (i + 1) % hp.full_attention_interval != 0;
+    for (int64_t i = 0; i < hp.n_layer; ++i)
+      hp.recurrent[size_t(i)] = (i + 1) % hp.full_attention_interval != 0;
   }
 }
 
@@ -222,14 +242,15 @@ void check_tensors(const GgufFile& f, Hparams& hp) {
   const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
   if (!emb) fail("missing tensor 'token_embd.weight'");
   if (emb->ne.size() < 2 || emb->ne[0] != E)
-    fail("tensor 'token_embd.weight' has shape " + shape_str(emb->ne) + ", expected {" + std::to_string(E) + ", n_vocab}");
+    fail("tensor 'token_embd.weight' has shape " + shape_str(emb->ne) + ", expected {" +
+         std::to_string(E) + ", n_vocab}");
   hp.n_vocab = emb->ne[1];
   const int64_t V = hp.n_vocab;
   tc.required("token_embd.weight", {E, V});
   if (const GgufValue* toks = f.find("tokenizer.ggml.tokens")) {
     if (toks->type == GgufType::ARRAY && int64_t(toks->arr_len) != V)
-      fail("tokenizer.ggml.tokens has " + std::to_string(toks->arr_len) + " entries but token_embd.weight has " +
-           std::to_string(V) + " rows");
+      fail("tokenizer.ggml.tokens has " + std::to_string(toks->arr_len) +
+           " entries but token_embd.weight has " + std::to_string(V) + " rows");
   }
   tc.required("output_norm.weight", {E}, true);
   hp.tied_embeddings = tc.optional("output.weight", {E, V}) == nullptr;
@@ -245,7 +266,8 @@ void check_tensors(const GgufFile& f, Hparams& hp) {
     tc.required(b + "attn_norm.weight", {E}, true);
     tc.required(b + "post_attention_norm.weight", {E}, true);
     if (hp.recurrent[size_t(i)]) {
-      if (hp.arch == Arch::qwen3next && !f.find_tensor(b + "attn_qkv.weight") && f.find_tensor(b + "ssm_in.weight")) {
+      if (hp.arch == Arch::qwen3next && !f.find_tensor(b + "attn_qkv.weight") &&
+          f.find_tensor(b + "ssm_in.weight")) {
         tc.required(b + "ssm_in.weight", {E, 2 * KEY + 2 * VAL});
         ++n_legacy;
       } else {
@@ -291,12 +313,12 @@ void check_tensors(const GgufFile& f, Hparams& hp) {
     }
   }
   if (n_fused != 0 && n_fused != hp.n_layer)
-    fail("ffn_gate_up_exps is fused in " + std::to_string(n_fused) + " of " + std::to_string(hp.n_layer) +
-         " layers; invar needs all or none");
+    fail("ffn_gate_up_exps is fused in " + std::to_string(n_fused) + " of " +
+         std::to_string(hp.n_layer) + " layers; invar needs all or none");
   hp.fused_gate_up_exps = n_fused != 0;
   if (n_legacy != 0 && n_legacy != hp.n_recurrent_layers())
-    fail("ssm_in is used in " + std::to_string(n_legacy) + " of " + std::to_string(hp.n_recurrent_layers()) +
-         " recurrent layers; invar needs all or none");
+    fail("ssm_in is used in " + std::to_string(n_legacy) + " of " +
+         std::to_string(hp.n_recurrent_layers()) + " recurrent layers; invar needs all or none");
   hp.legacy_ssm_in = n_legacy != 0;
 
   // llama.cpp refuses files with tensors its graph does not create; so does invar.
@@ -311,15 +333,22 @@ void check_tensors(const GgufFile& f, Hparams& hp) {
 
 std::string_view arch_name(Arch a) {
   switch (a) {
-    case Arch::qwen3next: return "qwen3next";
-    case Arch::qwen35: return "qwen35";
-    case Arch::qwen35moe: return "qwen35moe";
+    case Arch::qwen3next:
+      return "qwen3next";
+    case Arch::qwen35:
+      return "qwen35";
+    case Arch::qwen35moe:
+      return "qwen35moe";
   }
   return "?";
 }
 
-int64_t Hparams::n_recurrent_layers() const { return std::count(recurrent.begin(), recurrent.end(), true); }
-int64_t Hparams::n_attention_layers() const { return int64_t(recurrent.size()) - n_recurrent_layers(); }
+int64_t Hparams::n_recurrent_layers() const {
+  return std::count(recurrent.begin(), recurrent.end(), true);
+}
+int64_t Hparams::n_attention_layers() const {
+  return int64_t(recurrent.size()) - n_recurrent_layers();
+}
 
 Hparams hparams_from_gguf(const GgufFile& f) {
   Hparams hp;
@@ -346,8 +375,10 @@ std::string hparams_describe(const Hparams& hp) {
   line("n_rot", hp.n_rot, "R, rotated dims per head");
   line("rope_freq_base", hp.rope_freq_base, "theta base");
   if (hp.rope_imrope) {
-    std::string s = "[" + std::to_string(hp.rope_sections[0]) + ", " + std::to_string(hp.rope_sections[1]) + ", " +
-                    std::to_string(hp.rope_sections[2]) + ", " + std::to_string(hp.rope_sections[3]) + "]";
+    std::string s = "[" + std::to_string(hp.rope_sections[0]) + ", " +
+                    std::to_string(hp.rope_sections[1]) + ", " +
+                    std::to_string(hp.rope_sections[2]) + ", " +
+                    std::to_string(hp.rope_sections[3]) + "]";
     line("rope_sections", s, "IMROPE (t, h, w, e)");
   } else {
     line("rope", "neox", "rope type");
@@ -367,7 +398,8 @@ std::string hparams_describe(const Hparams& hp) {
   line("ssm_n_group", hp.ssm_n_group, "Hk, key heads");
   line("ssm_dt_rank", hp.ssm_dt_rank, "Hv, value heads");
   line("ssm_d_inner", hp.ssm_d_inner, "Dv*Hv");
-  line("full_attention_interval", hp.full_attention_interval, "layer i is attention iff (i+1) % interval == 0");
+  line("full_attention_interval", hp.full_attention_interval,
+       "layer i is attention iff (i+1) % interval == 0");
   std::string layers;
   for (bool r : hp.recurrent) layers += r ? 'R' : 'A';
   line("layers", layers, "R = Gated DeltaNet, A = full attention");

@@ -100,9 +100,15 @@ class TensorMaker {
     for (int64_t i = 0; i < n; ++i) {
       double x = 0;
       switch (s.init) {
-        case Init::Normal: x = s.scale * normal_at(key, uint64_t(i)); break;
-        case Init::Norm: x = 1.0 + s.scale * normal_at(key, uint64_t(i)); break;
-        case Init::NegUniform: x = -(0.3 + s.scale * uniform_at(key, uint64_t(i))); break;
+        case Init::Normal:
+          x = s.scale * normal_at(key, uint64_t(i));
+          break;
+        case Init::Norm:
+          x = 1.0 + s.scale * normal_at(key, uint64_t(i));
+          break;
+        case Init::NegUniform:
+          x = -(0.3 + s.scale * uniform_at(key, uint64_t(i)));
+          break;
       }
       v[size_t(i)] = float(x);
     }
@@ -127,18 +133,25 @@ std::array<int32_t, 4> sections_for(const MakeModelConfig& c) {
 
 uint32_t file_type(DType t) {
   switch (t) {
-    case DType::F32: return 0;   // LLAMA_FTYPE_ALL_F32
-    case DType::F16: return 1;   // MOSTLY_F16
-    case DType::Q8_0: return 7;  // MOSTLY_Q8_0
-    case DType::BF16: return 32; // MOSTLY_BF16
+    case DType::F32:
+      return 0;  // LLAMA_FTYPE_ALL_F32
+    case DType::F16:
+      return 1;  // MOSTLY_F16
+    case DType::Q8_0:
+      return 7;  // MOSTLY_Q8_0
+    case DType::BF16:
+      return 32;  // MOSTLY_BF16
   }
   return 0;
 }
 
-[[noreturn]] void bad(const std::string& msg) { throw Error("make-model: " + msg); }
+[[noreturn]] void bad(const std::string& msg) {
+  throw Error("make-model: " + msg);
+}
 
 void check_dim(const char* flag, int64_t v) {
-  if (v < 1 || v > kMaxDim) bad(std::string(flag) + " " + std::to_string(v) + " is out of range (1 to 16777216)");
+  if (v < 1 || v > kMaxDim)
+    bad(std::string(flag) + " " + std::to_string(v) + " is out of range (1 to 16777216)");
 }
 
 }  // namespace
@@ -190,16 +203,22 @@ void make_model_validate(const MakeModelConfig& c, int64_t n_vocab) {
         {"--ff-shexp", moe ? c.n_ff_shexp : 32},
     };
     for (auto& [what, n] : rows)
-      if (n % kQ8Block != 0) bad(std::string("q8_0 needs ") + what + " (" + std::to_string(n) + ") to be a multiple of 32");
+      if (n % kQ8Block != 0)
+        bad(std::string("q8_0 needs ") + what + " (" + std::to_string(n) +
+            ") to be a multiple of 32");
   }
   // Rough element count, to refuse absurd sizes before allocating them.
   const int64_t E = c.n_embd;
-  const int64_t per_layer_ffn = moe ? 3 * E * c.n_ff_exp * c.n_expert + 3 * E * c.n_ff_shexp : 3 * E * c.n_ff;
+  const int64_t per_layer_ffn =
+      moe ? 3 * E * c.n_ff_exp * c.n_expert + 3 * E * c.n_ff_shexp : 3 * E * c.n_ff;
   const int64_t conv = 2 * c.ssm_state * c.ssm_groups + c.ssm_state * c.ssm_v_heads;
   const int64_t per_layer_mix = std::max(E * (conv + 2 * c.ssm_state * c.ssm_v_heads),
                                          E * c.head_dim * (3 * c.n_head + 2 * c.n_head_kv));
-  const double total = double(E) * double(n_vocab) * 2 + double(c.n_layer) * double(per_layer_ffn + per_layer_mix);
-  if (total > double(kMaxElements)) bad("the model would have about " + std::to_string(int64_t(total)) + " weights; the limit is 2^32");
+  const double total =
+      double(E) * double(n_vocab) * 2 + double(c.n_layer) * double(per_layer_ffn + per_layer_mix);
+  if (total > double(kMaxElements))
+    bad("the model would have about " + std::to_string(int64_t(total)) +
+        " weights; the limit is 2^32");
 }
 
 void make_model(const MakeModelConfig& c, int64_t n_vocab, GgufWriter& w) {

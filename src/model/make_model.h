@@ -18,30 +18,30 @@ namespace invar {
 
 struct MakeModelConfig {
   Arch arch = Arch::qwen3next;
-  std::string name = "invar-random";  // general.name
-  int64_t n_ctx = 4096;          // context_length
-  int64_t n_embd = 256;          // [E]
-  int64_t n_layer = 8;           // [L]
-  int64_t n_head = 4;            // [H]
-  int64_t n_head_kv = 2;         // [Hkv]
-  int64_t head_dim = 64;         // [D]
-  int64_t n_rot = 16;            // [R] rotated dims per head
-  double rope_base = 1e7;        // rope.freq_base (Qwen3-Next's real value)
+  std::string name = "invar-random";       // general.name
+  int64_t n_ctx = 4096;                    // context_length
+  int64_t n_embd = 256;                    // [E]
+  int64_t n_layer = 8;                     // [L]
+  int64_t n_head = 4;                      // [H]
+  int64_t n_head_kv = 2;                   // [Hkv]
+  int64_t head_dim = 64;                   // [D]
+  int64_t n_rot = 16;                      // [R] rotated dims per head
+  double rope_base = 1e7;                  // rope.freq_base (Qwen3-Next's real value)
   std::array<int32_t, 4> rope_sections{};  // qwen35*: all zero → derived from n_rot (see .cpp)
   float rms_eps = 1e-6f;
-  int64_t n_ff = 512;            // [F] dense FFN width (qwen35); written for the MoE archs too
-  int64_t n_expert = 8;          // [NE] (MoE archs)
-  int64_t n_expert_used = 2;     // [K]
-  int64_t n_ff_exp = 128;        // [Fe]
-  int64_t n_ff_shexp = 256;      // [Fs]
-  int64_t ssm_conv = 4;          // [Kc]
-  int64_t ssm_state = 32;        // [Dk] = Dv
-  int64_t ssm_groups = 2;        // [Hk]
-  int64_t ssm_v_heads = 4;       // [Hv]
-  int64_t interval = 4;          // full_attention_interval
-  bool tied = false;             // omit output.weight
-  bool fused_gate_up = false;    // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
-  DType type = DType::F32;       // matrices; norms, ssm_a, dt bias, conv and routers stay F32
+  int64_t n_ff = 512;          // [F] dense FFN width (qwen35); written for the MoE archs too
+  int64_t n_expert = 8;        // [NE] (MoE archs)
+  int64_t n_expert_used = 2;   // [K]
+  int64_t n_ff_exp = 128;      // [Fe]
+  int64_t n_ff_shexp = 256;    // [Fs]
+  int64_t ssm_conv = 4;        // [Kc]
+  int64_t ssm_state = 32;      // [Dk] = Dv
+  int64_t ssm_groups = 2;      // [Hk]
+  int64_t ssm_v_heads = 4;     // [Hv]
+  int64_t interval = 4;        // full_attention_interval
+  bool tied = false;           // omit output.weight
+  bool fused_gate_up = false;  // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
+  DType type = DType::F32;     // matrices; norms, ssm_a, dt bias, conv and routers stay F32
   uint64_t seed = 0;
 };
 

@@ -1,9 +1,9 @@
 // `invar make-model` and `invar inspect` through the binary: deterministic files for every
 // architecture, the real Qwen3 vocabulary, and the reference hparams printed by inspect.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
-#include <gtest/gtest.h>
 
 #include "gguf_test_util.h"
 #include "model/hparams.h"
@@ -31,11 +31,15 @@ Result run(const std::string& args) {
   return r;
 }
 
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
 
 const char* kSmall =
-    " --embd 32 --layers 4 --interval 2 --heads 2 --heads-kv 1 --head-dim 16 --rot 8 --ff 64 --experts 4"
-    " --experts-used 2 --ff-exp 32 --ff-shexp 32 --state 16 --groups 2 --v-heads 4 --conv 3 --ctx 2048 --rope-base 50000";
+    " --embd 32 --layers 4 --interval 2 --heads 2 --heads-kv 1 --head-dim 16 --rot 8 --ff 64 "
+    "--experts 4"
+    " --experts-used 2 --ff-exp 32 --ff-shexp 32 --state 16 --groups 2 --v-heads 4 --conv 3 --ctx "
+    "2048 --rope-base 50000";
 
 TEST(GgufCli, MakeModelIsDeterministicForEveryArch) {
   const std::string vocab = " --vocab " + kShared + "/models/qwen3next-tiny.gguf";
@@ -70,8 +74,9 @@ TEST(GgufCli, MakeModelIsDeterministicForEveryArch) {
 
 TEST(GgufCli, MakeModelFlagsReachTheFile) {
   const std::string p = test::temp_path("flags.gguf");
-  Result r = run("make-model --arch qwen35moe" + std::string(kSmall) + " --vocab " + kShared +
-                 "/models/qwen35-tiny.gguf --tied --fused-gate-up --sections 2 1 1 --type bf16 --out " + p);
+  Result r = run(
+      "make-model --arch qwen35moe" + std::string(kSmall) + " --vocab " + kShared +
+      "/models/qwen35-tiny.gguf --tied --fused-gate-up --sections 2 1 1 --type bf16 --out " + p);
   ASSERT_EQ(r.status, 0) << r.out;
   auto f = GgufFile::open(p);
   const Hparams hp = hparams_from_gguf(*f);
@@ -86,9 +91,12 @@ TEST(GgufCli, MakeModelFlagsReachTheFile) {
 
 TEST(GgufCli, MakeModelWithTheQwen3Vocabulary) {
   const std::string p = test::temp_path("qwen3vocab.gguf");
-  Result r = run("make-model --embd 16 --layers 2 --interval 2 --heads 1 --heads-kv 1 --head-dim 8 --rot 4 --experts 2"
-                 " --experts-used 1 --ff-exp 8 --ff-shexp 8 --state 4 --groups 1 --v-heads 1 --tied --type bf16 --out " +
-                 p);
+  Result r =
+      run("make-model --embd 16 --layers 2 --interval 2 --heads 1 --heads-kv 1 --head-dim 8 --rot "
+          "4 --experts 2"
+          " --experts-used 1 --ff-exp 8 --ff-shexp 8 --state 4 --groups 1 --v-heads 1 --tied "
+          "--type bf16 --out " +
+          p);
   ASSERT_EQ(r.status, 0) << r.out;
   auto f = GgufFile::open(p);
   const Hparams hp = hparams_from_gguf(*f);
@@ -103,8 +111,8 @@ TEST(GgufCli, MakeModelRejectsBadFlags) {
   Result r = run("make-model --arch llama --out " + test::temp_path("x.gguf"));
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has(r.out, "--arch must be qwen3next, qwen35 or qwen35moe, not 'llama'")) << r.out;
-  r = run("make-model --heads 3 --heads-kv 2 --vocab " + kShared + "/models/qwen35-tiny.gguf --out " +
-          test::temp_path("x.gguf"));
+  r = run("make-model --heads 3 --heads-kv 2 --vocab " + kShared +
+          "/models/qwen35-tiny.gguf --out " + test::temp_path("x.gguf"));
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has(r.out, "--heads must be a multiple of --heads-kv")) << r.out;
   r = run("make-model --type q4_K --out " + test::temp_path("x.gguf"));
@@ -114,16 +122,34 @@ TEST(GgufCli, MakeModelRejectsBadFlags) {
 TEST(GgufCli, InspectPrintsTheReferenceHparams) {
   Result r = run("inspect " + kShared + "/models/qwen3next-tiny.gguf");
   ASSERT_EQ(r.status, 0) << r.out;
-  for (const char* s : {"architecture: qwen3next", "n_embd = 64", "n_layer = 4", "n_head = 4", "n_head_kv = 2",
-                        "head_dim = 32", "n_rot = 8", "rope_freq_base = 1e+07", "n_expert = 4", "n_expert_used = 2",
-                        "n_ff_exp = 32", "n_ff_shexp = 48", "ssm_d_state = 16", "ssm_dt_rank = 4", "layers = RRRA",
-                        "tied_embeddings = false", "GGUF v3", "73 tensors", "blk.3.attn_q.weight", "{64, 256}",
-                        "tokenizer.ggml.tokens", "[string × 401]"})
+  for (const char* s : {"architecture: qwen3next",
+                        "n_embd = 64",
+                        "n_layer = 4",
+                        "n_head = 4",
+                        "n_head_kv = 2",
+                        "head_dim = 32",
+                        "n_rot = 8",
+                        "rope_freq_base = 1e+07",
+                        "n_expert = 4",
+                        "n_expert_used = 2",
+                        "n_ff_exp = 32",
+                        "n_ff_shexp = 48",
+                        "ssm_d_state = 16",
+                        "ssm_dt_rank = 4",
+                        "layers = RRRA",
+                        "tied_embeddings = false",
+                        "GGUF v3",
+                        "73 tensors",
+                        "blk.3.attn_q.weight",
+                        "{64, 256}",
+                        "tokenizer.ggml.tokens",
+                        "[string × 401]"})
     EXPECT_TRUE(has(r.out, s)) << s << "\n" << r.out;
   r = run("inspect --no-tensors " + kShared + "/models/qwen35-tiny.gguf");
   ASSERT_EQ(r.status, 0) << r.out;
-  for (const char* s : {"architecture: qwen35", "n_embd = 96", "n_ff = 160", "rope_sections = [2, 1, 1, 0]",
-                        "ssm_dt_rank = 6", "layers = RRARRA", "tied_embeddings = true", "totals: 80 tensors"})
+  for (const char* s :
+       {"architecture: qwen35", "n_embd = 96", "n_ff = 160", "rope_sections = [2, 1, 1, 0]",
+        "ssm_dt_rank = 6", "layers = RRARRA", "tied_embeddings = true", "totals: 80 tensors"})
     EXPECT_TRUE(has(r.out, s)) << s << "\n" << r.out;
   EXPECT_FALSE(has(r.out, "blk.0.attn_qkv.weight"));
 }

@@ -37,7 +37,9 @@ class HparamsTest : public ::testing::Test {
   std::vector<std::unique_ptr<GgufFile>> base_;
 };
 
-std::vector<uint8_t> zeros(size_t n) { return std::vector<uint8_t>(n, 0); }
+std::vector<uint8_t> zeros(size_t n) {
+  return std::vector<uint8_t>(n, 0);
+}
 
 TEST_F(HparamsTest, BaseModelsAreAccepted) {
   EXPECT_EQ(error_after(next(), {}, {}), "");
@@ -47,9 +49,10 @@ TEST_F(HparamsTest, BaseModelsAreAccepted) {
 }
 
 TEST_F(HparamsTest, MissingRequiredKeys) {
-  for (const char* k : {"context_length", "embedding_length", "block_count", "attention.layer_norm_rms_epsilon",
-                        "ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank",
-                        "ssm.inner_size", "attention.head_count", "expert_count", "expert_used_count"}) {
+  for (const char* k :
+       {"context_length", "embedding_length", "block_count", "attention.layer_norm_rms_epsilon",
+        "ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank",
+        "ssm.inner_size", "attention.head_count", "expert_count", "expert_used_count"}) {
     const std::string key = std::string("qwen3next.") + k;
     EXPECT_EQ(error_after(next(), {key}, {}), "model: missing required key '" + key + "'") << key;
   }
@@ -57,7 +60,8 @@ TEST_F(HparamsTest, MissingRequiredKeys) {
             "model: missing required key 'qwen35.rope.dimension_sections'");
   EXPECT_EQ(error_after(q35(), {"qwen35.feed_forward_length"}, {}),
             "model: missing required key 'qwen35.feed_forward_length'");
-  EXPECT_EQ(error_after(next(), {"general.architecture"}, {}), "gguf: missing required key 'general.architecture'");
+  EXPECT_EQ(error_after(next(), {"general.architecture"}, {}),
+            "gguf: missing required key 'general.architecture'");
 }
 
 TEST_F(HparamsTest, DefaultsApplyWhenOptionalKeysAreAbsent) {
@@ -68,56 +72,82 @@ TEST_F(HparamsTest, DefaultsApplyWhenOptionalKeysAreAbsent) {
   // rope.dimension_count defaults to head_dim; full_attention_interval to 4.
   EXPECT_EQ(error_after(next(), {"qwen3next.rope.dimension_count"}, {}), "");
   EXPECT_EQ(last_.n_rot, 8);
-  EXPECT_NE(error_after(next(), {"qwen3next.full_attention_interval"}, {}).find("missing tensor 'blk.1.attn_qkv.weight'"),
+  EXPECT_NE(error_after(next(), {"qwen3next.full_attention_interval"}, {})
+                .find("missing tensor 'blk.1.attn_qkv.weight'"),
             std::string::npos);
   // recurrent_layers overrides the interval.
   EXPECT_EQ(error_after(next(), {"qwen3next.full_attention_interval"}, {},
-                        [](GgufWriter& w) { w.set_i32_array("qwen3next.attention.recurrent_layers", {1, 0, 1, 0}); }),
+                        [](GgufWriter& w) {
+                          w.set_i32_array("qwen3next.attention.recurrent_layers", {1, 0, 1, 0});
+                        }),
             "");
   EXPECT_EQ(last_.recurrent, (std::vector<bool>{true, false, true, false}));
 }
 
 TEST_F(HparamsTest, InconsistentKeys) {
-  EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_u32("qwen3next.ssm.inner_size", 40); }),
-            "model: ssm.inner_size 40 / ssm.time_step_rank 4 (head_v_dim) must equal ssm.state_size 8");
-  EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_u32("qwen3next.attention.value_length", 16); }),
-            "model: attention.key_length 8 != attention.value_length 16 (the gated attention needs them equal)");
-  EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_u32("qwen3next.rope.dimension_count", 10); }),
+  EXPECT_EQ(
+      error_after(next(), {}, {}, [](GgufWriter& w) { w.set_u32("qwen3next.ssm.inner_size", 40); }),
+      "model: ssm.inner_size 40 / ssm.time_step_rank 4 (head_v_dim) must equal ssm.state_size 8");
+  EXPECT_EQ(error_after(next(), {}, {},
+                        [](GgufWriter& w) { w.set_u32("qwen3next.attention.value_length", 16); }),
+            "model: attention.key_length 8 != attention.value_length 16 (the gated attention needs "
+            "them equal)");
+  EXPECT_EQ(error_after(next(), {}, {},
+                        [](GgufWriter& w) { w.set_u32("qwen3next.rope.dimension_count", 10); }),
             "model: rope.dimension_count 10 must be even and <= head dim 8");
-  EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_u32("qwen3next.block_count", 1000000); }),
+  EXPECT_EQ(error_after(next(), {}, {},
+                        [](GgufWriter& w) { w.set_u32("qwen3next.block_count", 1000000); }),
             "model: key 'qwen3next.block_count' = 1000000 exceeds the 71 tensors in the file");
-  EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_u32("qwen3next.embedding_length", 0); }),
+  EXPECT_EQ(error_after(next(), {}, {},
+                        [](GgufWriter& w) { w.set_u32("qwen3next.embedding_length", 0); }),
             "model: key 'qwen3next.embedding_length' = 0 is out of range (1 to 16777216)");
-  EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_string("qwen3next.context_length", "x"); }),
+  EXPECT_EQ(error_after(next(), {}, {},
+                        [](GgufWriter& w) { w.set_string("qwen3next.context_length", "x"); }),
             "gguf: key 'qwen3next.context_length' has type string, expected an integer");
-  EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_string("general.architecture", "llama"); }),
-            "model: general.architecture 'llama' is not supported (invar runs qwen3next, qwen35, qwen35moe)");
-  EXPECT_EQ(error_after(q35(), {}, {}, [](GgufWriter& w) { w.set_i32_array("qwen35.rope.dimension_sections", {0, 0}); }),
+  EXPECT_EQ(error_after(next(), {}, {},
+                        [](GgufWriter& w) { w.set_string("general.architecture", "llama"); }),
+            "model: general.architecture 'llama' is not supported (invar runs qwen3next, qwen35, "
+            "qwen35moe)");
+  EXPECT_EQ(error_after(q35(), {}, {},
+                        [](GgufWriter& w) {
+                          w.set_i32_array("qwen35.rope.dimension_sections", {0, 0});
+                        }),
             "model: key 'qwen35.rope.dimension_sections' sums to 0");
-  EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.set_string_array("tokenizer.ggml.tokens", {"a"}); }),
+  EXPECT_EQ(error_after(next(), {}, {},
+                        [](GgufWriter& w) { w.set_string_array("tokenizer.ggml.tokens", {"a"}); }),
             "model: tokenizer.ggml.tokens has 1 entries but token_embd.weight has 16 rows");
 }
 
 TEST_F(HparamsTest, TensorShapesAndPresence) {
-  EXPECT_EQ(error_after(next(), {}, {"blk.0.ssm_a"}), "model: missing tensor 'blk.0.ssm_a' (expected shape {4})");
-  EXPECT_EQ(error_after(next(), {}, {"blk.1.attn_q.weight"}, [](GgufWriter& w) {
-              w.add_tensor("blk.1.attn_q.weight", DType::F32, {32, 32}, zeros(32 * 32 * 4));
-            }),
-            "model: tensor 'blk.1.attn_q.weight' has shape {32, 32}, expected {32, 64}");
+  EXPECT_EQ(error_after(next(), {}, {"blk.0.ssm_a"}),
+            "model: missing tensor 'blk.0.ssm_a' (expected shape {4})");
+  EXPECT_EQ(
+      error_after(next(), {}, {"blk.1.attn_q.weight"},
+                  [](GgufWriter& w) {
+                    w.add_tensor("blk.1.attn_q.weight", DType::F32, {32, 32}, zeros(32 * 32 * 4));
+                  }),
+      "model: tensor 'blk.1.attn_q.weight' has shape {32, 32}, expected {32, 64}");
   // A trailing 1 is the same shape.
-  EXPECT_EQ(error_after(next(), {}, {"blk.0.ffn_gate_inp_shexp.weight"}, [](GgufWriter& w) {
-              w.add_tensor("blk.0.ffn_gate_inp_shexp.weight", DType::F32, {32, 1}, zeros(32 * 4));
-            }),
-            "");
-  EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) { w.add_tensor("extra.weight", DType::F32, {4}, zeros(16)); }),
-            "model: unexpected tensor 'extra.weight' for qwen3next (llama.cpp would reject the file with 'wrong number "
-            "of tensors')");
+  EXPECT_EQ(
+      error_after(
+          next(), {}, {"blk.0.ffn_gate_inp_shexp.weight"},
+          [](GgufWriter& w) {
+            w.add_tensor("blk.0.ffn_gate_inp_shexp.weight", DType::F32, {32, 1}, zeros(32 * 4));
+          }),
+      "");
+  EXPECT_EQ(
+      error_after(next(), {}, {},
+                  [](GgufWriter& w) { w.add_tensor("extra.weight", DType::F32, {4}, zeros(16)); }),
+      "model: unexpected tensor 'extra.weight' for qwen3next (llama.cpp would reject the file with "
+      "'wrong number "
+      "of tensors')");
   // MTP blocks past the trunk are tolerated.
-  EXPECT_EQ(error_after(next(), {}, {}, [](GgufWriter& w) {
-              w.set_u32("qwen3next.block_count", 5);
-              w.set_u32("qwen3next.nextn_predict_layers", 1);
-              w.add_tensor("blk.4.nextn.eh_proj.weight", DType::F32, {4}, zeros(16));
-            }),
+  EXPECT_EQ(error_after(next(), {}, {},
+                        [](GgufWriter& w) {
+                          w.set_u32("qwen3next.block_count", 5);
+                          w.set_u32("qwen3next.nextn_predict_layers", 1);
+                          w.add_tensor("blk.4.nextn.eh_proj.weight", DType::F32, {4}, zeros(16));
+                        }),
             "");
   EXPECT_EQ(last_.n_layer, 4);
   EXPECT_EQ(last_.n_layer_nextn, 1);
@@ -130,13 +160,18 @@ TEST_F(HparamsTest, TensorShapesAndPresence) {
 }
 
 TEST_F(HparamsTest, TensorTypes) {
-  EXPECT_EQ(error_after(next(), {}, {"blk.0.ssm_a"},
-                        [](GgufWriter& w) { w.add_tensor("blk.0.ssm_a", DType::F16, {4}, zeros(8)); }),
-            "model: tensor 'blk.0.ssm_a' has type f16, expected f32 (norms, ssm_a, ssm_dt.bias and ssm_conv1d are f32 "
-            "in llama.cpp's layout)");
-  EXPECT_EQ(error_after(next(), {}, {"blk.0.attn_gate.weight"},
-                        [](GgufWriter& w) { w.add_tensor("blk.0.attn_gate.weight", DType::BF16, {32, 32}, zeros(2048)); }),
-            "");
+  EXPECT_EQ(
+      error_after(next(), {}, {"blk.0.ssm_a"},
+                  [](GgufWriter& w) { w.add_tensor("blk.0.ssm_a", DType::F16, {4}, zeros(8)); }),
+      "model: tensor 'blk.0.ssm_a' has type f16, expected f32 (norms, ssm_a, ssm_dt.bias and "
+      "ssm_conv1d are f32 "
+      "in llama.cpp's layout)");
+  EXPECT_EQ(
+      error_after(next(), {}, {"blk.0.attn_gate.weight"},
+                  [](GgufWriter& w) {
+                    w.add_tensor("blk.0.attn_gate.weight", DType::BF16, {32, 32}, zeros(2048));
+                  }),
+      "");
 }
 
 TEST_F(HparamsTest, UnsupportedTensorTypeIsNamed) {
@@ -163,23 +198,28 @@ TEST_F(HparamsTest, UnsupportedTensorTypeIsNamed) {
 TEST_F(HparamsTest, LegacySsmInAndFusedExperts) {
   // qwen3next: ssm_in {E, 2KEY+2VAL} instead of attn_qkv + attn_gate, in every recurrent layer.
   const int64_t E = 32, width = 2 * 16 + 2 * 32;
-  EXPECT_EQ(error_after(next(), {}, {"blk.0.attn_qkv.weight", "blk.0.attn_gate.weight", "blk.2.attn_qkv.weight",
-                                     "blk.2.attn_gate.weight"},
+  EXPECT_EQ(error_after(next(), {},
+                        {"blk.0.attn_qkv.weight", "blk.0.attn_gate.weight", "blk.2.attn_qkv.weight",
+                         "blk.2.attn_gate.weight"},
                         [&](GgufWriter& w) {
-                          w.add_tensor("blk.0.ssm_in.weight", DType::F32, {E, width}, zeros(size_t(E * width * 4)));
-                          w.add_tensor("blk.2.ssm_in.weight", DType::F32, {E, width}, zeros(size_t(E * width * 4)));
+                          w.add_tensor("blk.0.ssm_in.weight", DType::F32, {E, width},
+                                       zeros(size_t(E * width * 4)));
+                          w.add_tensor("blk.2.ssm_in.weight", DType::F32, {E, width},
+                                       zeros(size_t(E * width * 4)));
                         }),
             "");
   EXPECT_TRUE(last_.legacy_ssm_in);
   EXPECT_EQ(error_after(next(), {}, {"blk.0.attn_qkv.weight", "blk.0.attn_gate.weight"},
                         [&](GgufWriter& w) {
-                          w.add_tensor("blk.0.ssm_in.weight", DType::F32, {E, width}, zeros(size_t(E * width * 4)));
+                          w.add_tensor("blk.0.ssm_in.weight", DType::F32, {E, width},
+                                       zeros(size_t(E * width * 4)));
                         }),
             "model: ssm_in is used in 1 of 2 recurrent layers; invar needs all or none");
   // Fused gate/up experts in one layer only.
   EXPECT_EQ(error_after(next(), {}, {"blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight"},
                         [&](GgufWriter& w) {
-                          w.add_tensor("blk.0.ffn_gate_up_exps.weight", DType::F32, {32, 64, 4}, zeros(32 * 64 * 4 * 4));
+                          w.add_tensor("blk.0.ffn_gate_up_exps.weight", DType::F32, {32, 64, 4},
+                                       zeros(32 * 64 * 4 * 4));
                         }),
             "model: ffn_gate_up_exps is fused in 1 of 4 layers; invar needs all or none");
 }

@@ -26,7 +26,8 @@ float f32_at(const GgufTensorInfo& t, int64_t i) {
 TEST_P(MakeModelArch, ReadsBackValidatesAndIsDeterministic) {
   MakeModelConfig c = test::tiny_config(GetParam().arch);
   c.fused_gate_up = GetParam().fused;
-  const std::string a = test::temp_path("a.gguf"), b = test::temp_path("b.gguf"), r = test::temp_path("r.gguf");
+  const std::string a = test::temp_path("a.gguf"), b = test::temp_path("b.gguf"),
+                    r = test::temp_path("r.gguf");
   test::write_model(c, a);
   test::write_model(c, b);
   EXPECT_EQ(test::sha256_file(a), test::sha256_file(b));
@@ -84,10 +85,12 @@ TEST_P(MakeModelArch, ReadsBackValidatesAndIsDeterministic) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, MakeModelArch,
                          ::testing::Values(Case{Arch::qwen3next, false}, Case{Arch::qwen35, false},
-                                           Case{Arch::qwen35moe, false}, Case{Arch::qwen35moe, true},
+                                           Case{Arch::qwen35moe, false},
+                                           Case{Arch::qwen35moe, true},
                                            Case{Arch::qwen3next, true}),
                          [](const auto& info) {
-                           return std::string(arch_name(info.param.arch)) + (info.param.fused ? "_fused" : "");
+                           return std::string(arch_name(info.param.arch)) +
+                                  (info.param.fused ? "_fused" : "");
                          });
 
 TEST(MakeModel, FixedBytesForAFixedSeed) {
@@ -95,7 +98,8 @@ TEST(MakeModel, FixedBytesForAFixedSeed) {
   // deliberate (models made by older builds would no longer be reproducible).
   const std::string p = test::temp_path("pinned.gguf");
   test::write_model(test::tiny_config(Arch::qwen3next), p);
-  EXPECT_EQ(test::sha256_file(p), "2c697e6fec1a1409efd8cd757b79fbdc164bfd1d6e07b9b6add2b5d1372e1866");
+  EXPECT_EQ(test::sha256_file(p),
+            "2c697e6fec1a1409efd8cd757b79fbdc164bfd1d6e07b9b6add2b5d1372e1866");
   std::remove(p.c_str());
 }
 
@@ -113,8 +117,9 @@ TEST(MakeModel, WeightTypesEncodeTheSameDraws) {
     EXPECT_EQ(hp.n_embd, c.n_embd);
     EXPECT_EQ(f->get_int("general.file_type"), t == DType::F16 ? 1 : t == DType::BF16 ? 32 : 7);
     // Small tensors stay F32 whatever the weight type.
-    for (const char* name : {"blk.0.ssm_a", "blk.0.ssm_dt.bias", "blk.0.ssm_conv1d.weight", "blk.0.attn_norm.weight",
-                             "blk.0.ffn_gate_inp.weight", "blk.0.ffn_gate_inp_shexp.weight"})
+    for (const char* name :
+         {"blk.0.ssm_a", "blk.0.ssm_dt.bias", "blk.0.ssm_conv1d.weight", "blk.0.attn_norm.weight",
+          "blk.0.ffn_gate_inp.weight", "blk.0.ffn_gate_inp_shexp.weight"})
       EXPECT_EQ(f->find_tensor(name)->type, DType::F32) << name;
     const GgufTensorInfo* w = f->find_tensor("blk.0.attn_qkv.weight");
     const GgufTensorInfo* w32 = f32->find_tensor("blk.0.attn_qkv.weight");
@@ -154,12 +159,21 @@ TEST(MakeModel, ConfigErrorsNameTheFlag) {
     return test::error_of([&] { make_model_validate(c, 16); });
   };
   EXPECT_EQ(err([](MakeModelConfig&) {}), "");
-  EXPECT_NE(err([](MakeModelConfig& c) { c.n_head = 3; }).find("--heads must be a multiple of --heads-kv"), std::string::npos);
-  EXPECT_NE(err([](MakeModelConfig& c) { c.n_rot = 9; }).find("--rot must be even"), std::string::npos);
-  EXPECT_NE(err([](MakeModelConfig& c) { c.ssm_v_heads = 3; }).find("--v-heads must be a multiple of --groups"),
+  EXPECT_NE(err([](MakeModelConfig& c) {
+              c.n_head = 3;
+            }).find("--heads must be a multiple of --heads-kv"),
             std::string::npos);
-  EXPECT_NE(err([](MakeModelConfig& c) { c.n_embd = 0; }).find("--embd 0 is out of range"), std::string::npos);
-  EXPECT_NE(err([](MakeModelConfig& c) { c.n_expert_used = 5; }).find("--experts-used must be <= --experts"),
+  EXPECT_NE(err([](MakeModelConfig& c) { c.n_rot = 9; }).find("--rot must be even"),
+            std::string::npos);
+  EXPECT_NE(err([](MakeModelConfig& c) {
+              c.ssm_v_heads = 3;
+            }).find("--v-heads must be a multiple of --groups"),
+            std::string::npos);
+  EXPECT_NE(err([](MakeModelConfig& c) { c.n_embd = 0; }).find("--embd 0 is out of range"),
+            std::string::npos);
+  EXPECT_NE(err([](MakeModelConfig& c) {
+              c.n_expert_used = 5;
+            }).find("--experts-used must be <= --experts"),
             std::string::npos);
   EXPECT_NE(err([](MakeModelConfig& c) {
               c.type = DType::Q8_0;

@@ -10,7 +10,8 @@ namespace {
 using test::Bytes;
 using test::parse_error;
 
-void tensor_info(Bytes& b, const std::string& name, std::vector<uint64_t> ne, uint32_t type, uint64_t offset) {
+void tensor_info(Bytes& b, const std::string& name, std::vector<uint64_t> ne, uint32_t type,
+                 uint64_t offset) {
   b.str(name).u32(uint32_t(ne.size()));
   for (uint64_t d : ne) b.u64(d);
   b.u32(type).u64(offset);
@@ -27,9 +28,9 @@ Bytes good_image() {
   return b;
 }
 
-#define EXPECT_ERROR_HAS(bytes, text)                                  \
-  do {                                                                 \
-    const std::string err = parse_error((bytes).b);                    \
+#define EXPECT_ERROR_HAS(bytes, text)                                     \
+  do {                                                                    \
+    const std::string err = parse_error((bytes).b);                       \
     EXPECT_NE(err.find(text), std::string::npos) << "error was: " << err; \
   } while (0)
 
@@ -53,17 +54,22 @@ TEST(GgufMalformed, EveryTruncationFails) {
     EXPECT_EQ(err.rfind("gguf: offset ", 0), 0u) << err;
   }
   // Where the cut falls decides which field is named.
-  auto cut = [&](size_t n) { return parse_error(std::vector<uint8_t>(b.b.begin(), b.b.begin() + long(n))); };
+  auto cut = [&](size_t n) {
+    return parse_error(std::vector<uint8_t>(b.b.begin(), b.b.begin() + long(n)));
+  };
   EXPECT_NE(cut(2).find("bad magic"), std::string::npos) << cut(2);
   EXPECT_NE(cut(6).find("version"), std::string::npos) << cut(6);
   EXPECT_NE(cut(20).find("metadata kv count"), std::string::npos) << cut(20);
   EXPECT_NE(cut(30).find("metadata kv count 1 does not fit"), std::string::npos) << cut(30);
-  EXPECT_NE(cut(40).find("offset 24: kv 0 key: string length 20 exceeds"), std::string::npos) << cut(40);
+  EXPECT_NE(cut(40).find("offset 24: kv 0 key: string length 20 exceeds"), std::string::npos)
+      << cut(40);
   EXPECT_NE(cut(60).find("general.architecture"), std::string::npos) << cut(60);
-  EXPECT_NE(cut(76).find("offset 8: tensor count 2 does not fit in the 3 bytes after the metadata"), std::string::npos)
+  EXPECT_NE(cut(76).find("offset 8: tensor count 2 does not fit in the 3 bytes after the metadata"),
+            std::string::npos)
       << cut(76);
   EXPECT_NE(cut(140).find("offset 137: tensor 't1' type"), std::string::npos) << cut(140);
-  EXPECT_NE(cut(end_of_data - 1).find("tensor 't1': data"), std::string::npos) << cut(end_of_data - 1);
+  EXPECT_NE(cut(end_of_data - 1).find("tensor 't1': data"), std::string::npos)
+      << cut(end_of_data - 1);
 }
 
 TEST(GgufMalformed, BadMagicAndVersion) {
@@ -131,8 +137,8 @@ TEST(GgufMalformed, BadTypeIds) {
 TEST(GgufMalformed, NestedArraysAreCountedAndSkipped) {
   Bytes b;
   b.header(0, 2).str("nested").u32(9).u32(9).u64(2);
-  b.u32(4).u64(2).u32(1).u32(2);      // [uint32 1, 2]
-  b.u32(8).u64(1).str("x");           // ["x"]
+  b.u32(4).u64(2).u32(1).u32(2);  // [uint32 1, 2]
+  b.u32(8).u64(1).str("x");       // ["x"]
   b.str("after").u32(4).u32(42);
   const std::string err = parse_error(b.b);
   ASSERT_EQ(err, "");
@@ -142,7 +148,8 @@ TEST(GgufMalformed, NestedArraysAreCountedAndSkipped) {
   EXPECT_EQ(v->elem_type, GgufType::ARRAY);
   EXPECT_EQ(v->arr_len, 2u);
   EXPECT_EQ(f->get_int("after"), 42);
-  EXPECT_NE(test::error_of([&] { f->get_int_array("nested"); }).find("has type array of array"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { f->get_int_array("nested"); }).find("has type array of array"),
+            std::string::npos);
 
   Bytes deep;
   deep.header(0, 1).str("d").u32(9);
@@ -195,7 +202,8 @@ TEST(GgufMalformed, TensorDataPlacement) {
   EXPECT_EQ(parse_error(image(0, 32, 64).b), "");
   EXPECT_ERROR_HAS(image(0, 16, 64), "tensor 't1': data offset 16 is not aligned to 32");
   EXPECT_ERROR_HAS(image(0, 0, 64), "data overlaps tensor");
-  EXPECT_ERROR_HAS(image(0, 32, 63), "tensor 't1': data [32, +32) extends past the end of the file");
+  EXPECT_ERROR_HAS(image(0, 32, 63),
+                   "tensor 't1': data [32, +32) extends past the end of the file");
   EXPECT_ERROR_HAS(image(0, ~uint64_t(0) - 31, 64), "extends past the end of the file");
   // Data section start beyond the file.
   Bytes nodata;
@@ -221,7 +229,10 @@ TEST(GgufMalformed, Alignment) {
   auto with_alignment = [](uint32_t type, uint64_t value) {
     Bytes b;
     b.header(0, 1).str("general.alignment").u32(type);
-    if (type == 4) b.u32(uint32_t(value)); else b.u64(value);
+    if (type == 4)
+      b.u32(uint32_t(value));
+    else
+      b.u64(value);
     return b;
   };
   EXPECT_ERROR_HAS(with_alignment(4, 24), "general.alignment 24 is not a power of two");
@@ -237,11 +248,15 @@ TEST(GgufMalformed, TypedGettersNameTheKey) {
   b.header(0, 4).str("s").u32(8).str("text").str("u").u32(10).u64(~uint64_t(0));
   b.str("f").u32(6).f32(0.5f).str("i8").u32(1).u8(0xff);
   auto f = GgufFile::from_memory(b.b.data(), b.b.size());
-  EXPECT_EQ(test::error_of([&] { f->get_int("s"); }), "gguf: key 's' has type string, expected an integer");
+  EXPECT_EQ(test::error_of([&] { f->get_int("s"); }),
+            "gguf: key 's' has type string, expected an integer");
   EXPECT_EQ(test::error_of([&] { f->get_int("missing"); }), "gguf: missing required key 'missing'");
-  EXPECT_EQ(test::error_of([&] { f->get_int("u"); }), "gguf: key 'u' = 18446744073709551615 is out of range");
-  EXPECT_EQ(test::error_of([&] { f->get_string("f"); }), "gguf: key 'f' has type float32, expected string");
-  EXPECT_EQ(test::error_of([&] { f->get_bool_or("f", true); }), "gguf: key 'f' has type float32, expected bool");
+  EXPECT_EQ(test::error_of([&] { f->get_int("u"); }),
+            "gguf: key 'u' = 18446744073709551615 is out of range");
+  EXPECT_EQ(test::error_of([&] { f->get_string("f"); }),
+            "gguf: key 'f' has type float32, expected string");
+  EXPECT_EQ(test::error_of([&] { f->get_bool_or("f", true); }),
+            "gguf: key 'f' has type float32, expected bool");
   EXPECT_EQ(f->get_float("f"), 0.5);
   EXPECT_EQ(f->get_int("i8"), -1);
   EXPECT_EQ(f->get_string_or("nope", "d"), "d");
@@ -249,13 +264,15 @@ TEST(GgufMalformed, TypedGettersNameTheKey) {
 
 TEST(GgufMalformed, OpenNamesThePath) {
   const std::string missing = test::temp_path("does_not_exist.gguf");
-  EXPECT_NE(test::error_of([&] { GgufFile::open(missing); }).find("cannot open '" + missing + "'"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { GgufFile::open(missing); }).find("cannot open '" + missing + "'"),
+            std::string::npos);
   const std::string empty = test::temp_path("empty.gguf");
   GgufWriter().write(empty);  // a valid file with nothing in it
   EXPECT_EQ(test::error_of([&] { GgufFile::open(empty); }), "");
   std::FILE* fp = std::fopen(empty.c_str(), "wb");
   std::fclose(fp);
-  EXPECT_EQ(test::error_of([&] { GgufFile::open(empty); }), empty + ": gguf: offset 0: bad magic: not a GGUF file");
+  EXPECT_EQ(test::error_of([&] { GgufFile::open(empty); }),
+            empty + ": gguf: offset 0: bad magic: not a GGUF file");
   std::remove(empty.c_str());
 }
 

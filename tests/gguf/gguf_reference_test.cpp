@@ -80,8 +80,12 @@ void expect_matches_config(const std::string& name, Arch arch) {
   EXPECT_FALSE(f->get_bool("tokenizer.ggml.add_bos_token"));
 }
 
-TEST(GgufReference, Qwen3NextTinyMatchesConfig) { expect_matches_config("qwen3next-tiny", Arch::qwen3next); }
-TEST(GgufReference, Qwen35TinyMatchesConfig) { expect_matches_config("qwen35-tiny", Arch::qwen35); }
+TEST(GgufReference, Qwen3NextTinyMatchesConfig) {
+  expect_matches_config("qwen3next-tiny", Arch::qwen3next);
+}
+TEST(GgufReference, Qwen35TinyMatchesConfig) {
+  expect_matches_config("qwen35-tiny", Arch::qwen35);
+}
 
 TEST(GgufReference, KnownTensorValues) {
   // qwen3next-tiny: ssm_a holds −exp(A_log) (negative), norms are effective weights near 1.

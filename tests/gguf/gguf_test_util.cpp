@@ -1,12 +1,12 @@
 #include "gguf_test_util.h"
 
+#include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <fstream>
-#include <gtest/gtest.h>
 #include <iterator>
 
 namespace invar::test {
@@ -105,7 +105,8 @@ void write_model(const MakeModelConfig& c, const std::string& path) {
 }
 
 void rewrite(const GgufFile& src, const std::string& path, const std::set<std::string>& drop_keys,
-             const std::set<std::string>& drop_tensors, const std::function<void(GgufWriter&)>& edit) {
+             const std::set<std::string>& drop_tensors,
+             const std::function<void(GgufWriter&)>& edit) {
   GgufWriter w;
   for (const auto& kv : src.kvs())
     if (!drop_keys.count(kv.key)) w.set_value(kv.key, kv.value);

@@ -43,7 +43,7 @@ struct Bytes {
 std::string error_of(const std::function<void()>& fn);
 std::string parse_error(const std::vector<uint8_t>& bytes);
 
-std::string temp_path(const std::string& name);   // unique per process
+std::string temp_path(const std::string& name);    // unique per process
 std::string sha256_file(const std::string& path);  // hex
 std::vector<uint8_t> read_file(const std::string& path);
 
@@ -56,6 +56,7 @@ void write_model(const MakeModelConfig& c, const std::string& path);
 // Copies src into a new file at path: keys in drop_keys and tensors in drop_tensors are left out,
 // then edit() may add or override keys and tensors.
 void rewrite(const GgufFile& src, const std::string& path, const std::set<std::string>& drop_keys,
-             const std::set<std::string>& drop_tensors, const std::function<void(GgufWriter&)>& edit);
+             const std::set<std::string>& drop_tensors,
+             const std::function<void(GgufWriter&)>& edit);
 
 }  // namespace invar::test

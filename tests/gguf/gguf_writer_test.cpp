@@ -63,7 +63,8 @@ TEST(GgufWriter, EveryValueAndTensorTypeRoundTrips) {
   GgufValue s = scalar(GgufType::STRING, 0, 0, 0);
   s.str = std::string("with\0nul and ünïcode", 21);
   put("str", s);
-  for (GgufType et : {GgufType::UINT8, GgufType::INT16, GgufType::INT32, GgufType::UINT64, GgufType::BOOL}) {
+  for (GgufType et :
+       {GgufType::UINT8, GgufType::INT16, GgufType::INT32, GgufType::UINT64, GgufType::BOOL}) {
     GgufValue a = scalar(GgufType::ARRAY, 0, 0, 0);
     a.elem_type = et;
     a.arr_int = {0, 1, et == GgufType::BOOL ? 1 : 2};
@@ -101,7 +102,8 @@ TEST(GgufWriter, EveryValueAndTensorTypeRoundTrips) {
   EXPECT_EQ(f->get_int("i64"), INT64_MIN);
   EXPECT_EQ(f->get_float("f32"), double(0.1f));
   ASSERT_EQ(f->tensors().size(), 4u);
-  const std::vector<std::pair<std::string, size_t>> sizes = {{"f32", 24}, {"f16", 10}, {"bf16", 32}, {"q8_0", 204}};
+  const std::vector<std::pair<std::string, size_t>> sizes = {
+      {"f32", 24}, {"f16", 10}, {"bf16", 32}, {"q8_0", 204}};
   uint8_t seed = 1;
   for (const auto& [name, n] : sizes) {
     const GgufTensorInfo* t = f->find_tensor(name);
@@ -135,7 +137,9 @@ TEST(GgufWriter, CustomAlignmentAndReplacement) {
   w.set_u32("k", 2);  // set replaces, keeping the position
   w.add_tensor("a", DType::F32, {3}, pattern(12, 0));
   w.add_tensor("b", DType::F32, {3}, pattern(12, 9));
-  EXPECT_NE(test::error_of([&] { w.add_tensor("a", DType::F32, {1}, pattern(4, 0)); }).find("duplicate tensor 'a'"),
+  EXPECT_NE(test::error_of([&] {
+              w.add_tensor("a", DType::F32, {1}, pattern(4, 0));
+            }).find("duplicate tensor 'a'"),
             std::string::npos);
   const std::string path = test::temp_path("align64.gguf");
   w.write(path);
@@ -146,15 +150,18 @@ TEST(GgufWriter, CustomAlignmentAndReplacement) {
   EXPECT_EQ(f->find_tensor("b")->offset, 64u);
   EXPECT_EQ((f->find_tensor("a")->data - f->bytes()) % 64, 0);
   // No temporary file is left beside the output.
-  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
     EXPECT_EQ(e.path().string().find(path + ".tmp"), std::string::npos) << e.path();
   std::remove(path.c_str());
 
   GgufWriter bad;
   bad.set_u32("general.alignment", 48);
-  EXPECT_NE(test::error_of([&] { bad.write(test::temp_path("bad.gguf")); }).find("power of two"), std::string::npos);
-  EXPECT_NE(test::error_of([&] { GgufWriter().write("/nonexistent-dir/x.gguf"); }).find("cannot create"),
+  EXPECT_NE(test::error_of([&] { bad.write(test::temp_path("bad.gguf")); }).find("power of two"),
             std::string::npos);
+  EXPECT_NE(
+      test::error_of([&] { GgufWriter().write("/nonexistent-dir/x.gguf"); }).find("cannot create"),
+      std::string::npos);
 }
 
 }  // namespace
