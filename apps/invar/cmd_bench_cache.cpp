@@ -97,13 +97,15 @@ std::vector<int64_t> budgets_parse(const std::string& s) {
 
 int bench_cache_run(const CacheBenchOptions& o) {
   if (!std::filesystem::exists(o.model))
-    throw Error("model " + o.model + " not found (make one: invar make-model --out " + o.model + ")");
+    throw Error("model " + o.model + " not found (make one: invar make-model --out " + o.model +
+                ")");
   const auto model = Model::load(o.model);
   const int64_t V = model->hparams().n_vocab;
   std::mt19937 rng(2026);
   auto random_tokens = [&](int64_t n) {
     std::vector<int32_t> t(static_cast<size_t>(n));
-    for (auto& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(std::max<int64_t>(V - 3, 1)));
+    for (auto& x : t)
+      x = static_cast<int32_t>(rng() % static_cast<uint32_t>(std::max<int64_t>(V - 3, 1)));
     return t;
   };
   const auto doc = random_tokens(o.doc_tokens);
@@ -131,7 +133,8 @@ int bench_cache_run(const CacheBenchOptions& o) {
     cold = timed_run(e, task1, 1);
     warm = timed_run(e, task2, 1);
   }
-  std::printf("| run | prompt tokens | cached tokens | TTFT ms | CPU ms |\n|---|---|---|---|---|\n");
+  std::printf(
+      "| run | prompt tokens | cached tokens | TTFT ms | CPU ms |\n|---|---|---|---|---|\n");
   std::printf("| task 1, cold | %zu | %lld | %.1f | %.1f |\n", task1.size(),
               static_cast<long long>(cold.cached), cold.ttft_s * 1e3, cold.cpu_s * 1e3);
   std::printf("| task 2, warm | %zu | %lld | %.1f | %.1f |\n", task2.size(),
@@ -139,8 +142,9 @@ int bench_cache_run(const CacheBenchOptions& o) {
   std::printf("\nwarm TTFT is %.1fx faster than cold (target >= 10x); CPU time %.1fx less\n\n",
               cold.ttft_s / warm.ttft_s, cold.cpu_s / warm.cpu_s);
 
-  std::printf("| budget tokens/step | prefill tokens | seconds | CPU s | prefill tok/s |\n"
-              "|---|---|---|---|---|\n");
+  std::printf(
+      "| budget tokens/step | prefill tokens | seconds | CPU s | prefill tok/s |\n"
+      "|---|---|---|---|---|\n");
   for (int64_t budget : budgets_parse(o.budgets)) {
     EngineConfig c = cfg;
     c.prefix_cache = false;
@@ -155,14 +159,18 @@ int bench_cache_run(const CacheBenchOptions& o) {
 
 BenchKind bench_cache("cache", [](CLI::App& bench) -> Command::Run {
   auto o = std::make_shared<CacheBenchOptions>();
-  auto* s = bench.add_subcommand("cache", "prefix cache: cold vs warm time to first token; prefill "
-                                          "throughput per token budget");
+  auto* s = bench.add_subcommand("cache",
+                                 "prefix cache: cold vs warm time to first token; prefill "
+                                 "throughput per token budget");
   s->add_option("model", o->model, "GGUF model")->capture_default_str();
   s->add_option("--doc-tokens", o->doc_tokens, "shared document length")->capture_default_str();
-  s->add_option("--question-tokens", o->question_tokens, "tokens of each task's question")->capture_default_str();
-  s->add_option("--block-size", o->block_size, "KV block / prefix-cache unit")->capture_default_str();
+  s->add_option("--question-tokens", o->question_tokens, "tokens of each task's question")
+      ->capture_default_str();
+  s->add_option("--block-size", o->block_size, "KV block / prefix-cache unit")
+      ->capture_default_str();
   s->add_option("--threads", o->threads, "compute threads (0: all cores)")->capture_default_str();
-  s->add_option("--budgets", o->budgets, "prefill token budgets per step, comma-separated")->capture_default_str();
+  s->add_option("--budgets", o->budgets, "prefill token budgets per step, comma-separated")
+      ->capture_default_str();
   return [o] { return bench_cache_run(*o); };
 });
 

@@ -58,8 +58,10 @@ void bench_level(SimdLevel level) {
   {  // RMSNorm over 64 rows of 2048
     const auto x = randn(64 * 2048, 1), w = randn(2048, 2);
     std::vector<float> y(x.size());
-    const double us = time_us([&] { rmsnorm_rows(x.data(), w.data(), 64, 2048, 1e-6f, y.data()); }, 20);
-    std::printf("rmsnorm 64x2048            %9.1f us  %6.2f GB/s\n", us, 2.0 * 4 * x.size() / us / 1e3);
+    const double us =
+        time_us([&] { rmsnorm_rows(x.data(), w.data(), 64, 2048, 1e-6f, y.data()); }, 20);
+    std::printf("rmsnorm 64x2048            %9.1f us  %6.2f GB/s\n", us,
+                2.0 * 4 * x.size() / us / 1e3);
   }
   {  // Delta rule: decode (T = 1) and a 64-token chunk
     for (int64_t t : {1, 64}) {
@@ -69,7 +71,10 @@ void bench_level(SimdLevel level) {
       for (auto& x : g) x = -std::fabs(x);
       std::vector<float> beta(size_t(t * 32), 0.5f), state(32 * 128 * 128, 0.0f), o(v.size());
       const double us = time_us(
-          [&] { delta_rule(s, state.data(), q.data(), k.data(), v.data(), g.data(), beta.data(), o.data(), pool); },
+          [&] {
+            delta_rule(s, state.data(), q.data(), k.data(), v.data(), g.data(), beta.data(),
+                       o.data(), pool);
+          },
           t == 1 ? 50 : 5);
       // 4 passes of Dv·Dk per head and token (scale, dot, update, dot): 2 flops each but scale.
       const double flops = double(t) * 32 * 128 * 128 * 7;
@@ -80,7 +85,8 @@ void bench_level(SimdLevel level) {
   {  // Causal conv over 8192 channels, 64 tokens
     const auto x = randn(64 * 8192, 7), w = randn(8192 * 4, 8);
     std::vector<float> st(3 * 8192, 0.0f), y(x.size());
-    const double us = time_us([&] { conv1d_silu(x.data(), w.data(), st.data(), 64, 8192, 4, y.data()); }, 10);
+    const double us =
+        time_us([&] { conv1d_silu(x.data(), w.data(), st.data(), 64, 8192, 4, y.data()); }, 10);
     std::printf("conv1d_silu T=64 C=8192    %9.1f us  %7.2f us/token\n", us, us / 64);
   }
   {  // Attention: decode at context 4096, prefill of 512 tokens
@@ -96,10 +102,18 @@ void bench_level(SimdLevel level) {
     const auto q = randn(size_t(512 * h * d), 11);
     std::vector<float> o(q.size());
     const float scale = 1.0f / 16.0f;
-    double us = time_us([&] { attention(AttentionShape{1, n_pos - 1, h, hkv, d, scale}, kv, q.data(), o.data(), pool); }, 10);
+    double us = time_us(
+        [&] {
+          attention(AttentionShape{1, n_pos - 1, h, hkv, d, scale}, kv, q.data(), o.data(), pool);
+        },
+        10);
     double flops = 4.0 * h * d * n_pos;
     std::printf("attention decode ctx=4096  %9.1f us  %6.2f GFLOP/s\n", us, flops / us / 1e3);
-    us = time_us([&] { attention(AttentionShape{512, 0, h, hkv, d, scale}, kv, q.data(), o.data(), pool); }, 2);
+    us = time_us(
+        [&] {
+          attention(AttentionShape{512, 0, h, hkv, d, scale}, kv, q.data(), o.data(), pool);
+        },
+        2);
     flops = 4.0 * h * d * (512.0 * 513 / 2);
     std::printf("attention prefill T=512    %9.1f us  %6.2f GFLOP/s\n", us, flops / us / 1e3);
   }

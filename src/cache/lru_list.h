@@ -23,15 +23,24 @@ class LruList {
     INVAR_CHECK(!contains(i));
     prev_[static_cast<size_t>(i)] = tail_;
     next_[static_cast<size_t>(i)] = kNone;
-    if (tail_ == kNone) head_ = i; else next_[static_cast<size_t>(tail_)] = i;
+    if (tail_ == kNone)
+      head_ = i;
+    else
+      next_[static_cast<size_t>(tail_)] = i;
     tail_ = i;
     ++size_;
   }
   void remove(int32_t i) {
     INVAR_CHECK(contains(i));
     const int32_t p = prev_[static_cast<size_t>(i)], n = next_[static_cast<size_t>(i)];
-    if (p == kNone) head_ = n; else next_[static_cast<size_t>(p)] = n;
-    if (n == kNone) tail_ = p; else prev_[static_cast<size_t>(n)] = p;
+    if (p == kNone)
+      head_ = n;
+    else
+      next_[static_cast<size_t>(p)] = n;
+    if (n == kNone)
+      tail_ = p;
+    else
+      prev_[static_cast<size_t>(n)] = p;
     prev_[static_cast<size_t>(i)] = next_[static_cast<size_t>(i)] = kOut;
     --size_;
   }

@@ -91,8 +91,9 @@ PrefixHit PrefixCache::lookup(std::span<const int32_t> tokens, uint64_t salt,
 void PrefixCache::hit_apply(const PrefixHit& hit, float* state) {
   ++lookups_;
   if (hit.n_tokens == 0) return;
-  INVAR_CHECK(hit.checkpoint >= 0 && owner_[static_cast<size_t>(hit.checkpoint)] == hit.blocks.back(),
-              "stale prefix hit");
+  INVAR_CHECK(
+      hit.checkpoint >= 0 && owner_[static_cast<size_t>(hit.checkpoint)] == hit.blocks.back(),
+      "stale prefix hit");
   ++hits_;
   hit_tokens_ += hit.n_tokens;
   for (int32_t b : hit.blocks) {
@@ -274,8 +275,8 @@ CacheStats PrefixCache::stats() const {
 }
 
 void PrefixCache::check_invariants() const {
-  const int64_t used = blocks_.in_use() * blocks_.slot_bytes() +
-                       checkpoints_.in_use() * checkpoints_.slot_bytes();
+  const int64_t used =
+      blocks_.in_use() * blocks_.slot_bytes() + checkpoints_.in_use() * checkpoints_.slot_bytes();
   INVAR_CHECK(used == bytes_used_, std::to_string(used) + " vs " + std::to_string(bytes_used_));
   INVAR_CHECK(bytes_used_ <= cfg_.cache_bytes);
   INVAR_CHECK(static_cast<int64_t>(index_.size()) <= blocks_.in_use());
@@ -302,7 +303,8 @@ void PrefixCache::check_invariants() const {
   INVAR_CHECK(referenced == referenced_);
   for (size_t b = 0; b < ref_.size(); ++b) {
     INVAR_CHECK(children[b] == n_children_[b], "children of " + std::to_string(b));
-    if (!indexed_[b]) INVAR_CHECK(checkpoint_[b] < 0 && !useless_.contains(static_cast<int32_t>(b)));
+    if (!indexed_[b])
+      INVAR_CHECK(checkpoint_[b] < 0 && !useless_.contains(static_cast<int32_t>(b)));
   }
   int64_t attached = 0;
   for (size_t c = 0; c < owner_.size(); ++c)

@@ -24,31 +24,31 @@
 namespace invar {
 
 struct CacheConfig {
-  int64_t block_size = 64;        // tokens per KV block and per prefix-index entry
-  int64_t block_floats = 0;       // floats per KV block (Model::kv_block_floats(block_size))
-  int64_t state_floats = 0;       // floats per checkpoint (Model::state_floats)
-  int64_t checkpoint_every = 1;   // checkpoints at boundaries that are multiples of N blocks
-  int64_t cache_bytes = 0;        // budget for every KV block (referenced or cached) + checkpoints
+  int64_t block_size = 64;       // tokens per KV block and per prefix-index entry
+  int64_t block_floats = 0;      // floats per KV block (Model::kv_block_floats(block_size))
+  int64_t state_floats = 0;      // floats per checkpoint (Model::state_floats)
+  int64_t checkpoint_every = 1;  // checkpoints at boundaries that are multiples of N blocks
+  int64_t cache_bytes = 0;       // budget for every KV block (referenced or cached) + checkpoints
 };
 
 // What lookup() found: the longest run of indexed full blocks that ends at a checkpoint.
 struct PrefixHit {
-  int64_t n_tokens = 0;          // tokens served from the cache (n_blocks · block_size)
-  std::vector<int32_t> blocks;   // [n_blocks] block ids, in prefix order
-  std::vector<uint64_t> keys;    // [n_blocks] chain keys of those blocks
-  int32_t checkpoint = -1;       // state after the last block; −1 when n_tokens = 0
+  int64_t n_tokens = 0;         // tokens served from the cache (n_blocks · block_size)
+  std::vector<int32_t> blocks;  // [n_blocks] block ids, in prefix order
+  std::vector<uint64_t> keys;   // [n_blocks] chain keys of those blocks
+  int32_t checkpoint = -1;      // state after the last block; −1 when n_tokens = 0
 };
 
 struct CacheStats {
-  int64_t blocks_capacity = 0;      // KV blocks the budget could hold with no checkpoint
-  int64_t blocks_resident = 0;      // blocks in use: referenced or indexed
-  int64_t blocks_referenced = 0;    // blocks with ref > 0 (held by requests)
-  int64_t blocks_indexed = 0;       // blocks findable by lookup
-  int64_t checkpoints_resident = 0; // attached + in flight
-  int64_t bytes_resident = 0;       // ≤ cache_bytes, always
+  int64_t blocks_capacity = 0;       // KV blocks the budget could hold with no checkpoint
+  int64_t blocks_resident = 0;       // blocks in use: referenced or indexed
+  int64_t blocks_referenced = 0;     // blocks with ref > 0 (held by requests)
+  int64_t blocks_indexed = 0;        // blocks findable by lookup
+  int64_t checkpoints_resident = 0;  // attached + in flight
+  int64_t bytes_resident = 0;        // ≤ cache_bytes, always
   int64_t evicted_blocks = 0, evicted_checkpoints = 0;
   int64_t lookups = 0, hits = 0, hit_tokens = 0;
-  int64_t collisions = 0;           // equal keys with different tokens (never reused)
+  int64_t collisions = 0;  // equal keys with different tokens (never reused)
 };
 
 class PrefixCache {
@@ -118,7 +118,7 @@ class PrefixCache {
   std::vector<int32_t> checkpoint_;  // attached checkpoint, −1 if none
   std::vector<int32_t> tokens_;      // [capacity][block_size] tokens of indexed blocks
   // Per checkpoint [capacity]:
-  std::vector<int32_t> owner_;       // block it is attached to, −1 while in flight
+  std::vector<int32_t> owner_;  // block it is attached to, −1 while in flight
   std::unordered_map<uint64_t, int32_t> index_;
   // Eviction order. useless_: indexed leaves, unreferenced, without a checkpoint (they can
   // serve no hit, so they go first). attached_: every attached checkpoint, LRU by last use.

@@ -17,8 +17,8 @@ class SlotArena {
   SlotArena(const SlotArena&) = delete;
   SlotArena& operator=(const SlotArena&) = delete;
 
-  int32_t acquire();            // a free slot, or -1 when all are in use
-  void release(int32_t slot);   // slot must be in use
+  int32_t acquire();           // a free slot, or -1 when all are in use
+  void release(int32_t slot);  // slot must be in use
   float* data(int32_t slot) const { return mem_.get() + static_cast<int64_t>(slot) * stride_; }
 
   int64_t capacity() const { return n_slots_; }
@@ -32,8 +32,8 @@ class SlotArena {
   int64_t stride_ = 0;  // floats per slot
   int64_t n_slots_ = 0;
   std::unique_ptr<float, FreeDeleter> mem_;
-  std::vector<int32_t> free_;     // stack of free slots (lowest id on top at start)
-  std::vector<uint8_t> used_;     // [n_slots] 1 while acquired (double-release check)
+  std::vector<int32_t> free_;  // stack of free slots (lowest id on top at start)
+  std::vector<uint8_t> used_;  // [n_slots] 1 while acquired (double-release check)
 };
 
 }  // namespace invar

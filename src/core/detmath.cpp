@@ -47,7 +47,7 @@ double exp_d(double y) {
   if (y != y) return y;
   if (y > 709.0) return std::numeric_limits<double>::infinity();
   if (y < -708.0) return 0.0;
-  constexpr double kMagic = 6755399441055744.0;  // 1.5·2^52
+  constexpr double kMagic = 6755399441055744.0;           // 1.5·2^52
   constexpr double kLn2HiD = 6.93147180369123816490e-01;  // 32 significant bits: n·hi exact
   constexpr double kLn2LoD = 1.90821492927058770002e-10;
   const double n = (y * 1.44269504088896338700e+00 + kMagic) - kMagic;
@@ -164,14 +164,22 @@ float det_log1p(float x) {
   return lu * (x / (u - 1.0f));
 }
 
-float det_sigmoid(float x) { return 1.0f / (1.0f + det_exp(-x)); }
+float det_sigmoid(float x) {
+  return 1.0f / (1.0f + det_exp(-x));
+}
 
 // x/(1+e^−x): one rounding fewer than x·sigmoid(x); the SIMD copies use the same division.
-float det_silu(float x) { return x / (1.0f + det_exp(-x)); }
+float det_silu(float x) {
+  return x / (1.0f + det_exp(-x));
+}
 
-float det_softplus(float x) { return x > 20.0f ? x : det_log1p(det_exp(x)); }
+float det_softplus(float x) {
+  return x > 20.0f ? x : det_log1p(det_exp(x));
+}
 
-float det_rsqrt(float x) { return 1.0f / std::sqrt(x); }
+float det_rsqrt(float x) {
+  return 1.0f / std::sqrt(x);
+}
 
 // Cody–Waite reduction by π/2 split in three doubles (FMA keeps each n·p_i exact before the
 // single rounding), then Taylor polynomials on |r| ≤ π/4 (sin to r^19, cos to r^20).
@@ -203,10 +211,22 @@ void det_sincos(double x, double* s, double* c) {
   const double cs = w + (((1.0 - w) - hz) + (r2 * r2) * pc);
   const int64_t q = int64_t(n) & 3;
   switch (q) {
-    case 0: *s = sn; *c = cs; break;
-    case 1: *s = cs; *c = -sn; break;
-    case 2: *s = -sn; *c = -cs; break;
-    default: *s = -cs; *c = sn; break;
+    case 0:
+      *s = sn;
+      *c = cs;
+      break;
+    case 1:
+      *s = cs;
+      *c = -sn;
+      break;
+    case 2:
+      *s = -sn;
+      *c = -cs;
+      break;
+    default:
+      *s = -cs;
+      *c = sn;
+      break;
   }
 }
 

@@ -9,7 +9,7 @@ namespace invar::detmath {
 inline constexpr float kExpHi = 88.72283935546875f;   // above: +inf
 inline constexpr float kExpLo = -87.33654022216797f;  // below: 0 (results would be subnormal)
 inline constexpr float kLog2e = 1.44269504088896341f;
-inline constexpr float kRoundMagic = 12582912.0f;     // 1.5·2^23: t + M − M rounds t to nearest
+inline constexpr float kRoundMagic = 12582912.0f;  // 1.5·2^23: t + M − M rounds t to nearest
 inline constexpr float kLn2Hi = 0.693147182464599609375f;  // float(ln 2)
 inline constexpr float kLn2Lo = -1.904654323148236e-09f;   // ln 2 − kLn2Hi
 inline constexpr float kExpP5 = 1.9875691500e-4f;
@@ -30,7 +30,7 @@ inline constexpr float kLogP3 = -1.6668057665e-1f;
 inline constexpr float kLogP2 = 2.0000714765e-1f;
 inline constexpr float kLogP1 = -2.4999993993e-1f;
 inline constexpr float kLogP0 = 3.3333331174e-1f;
-inline constexpr float kLogLn2Hi = 0.693359375f;       // 355/512: e·hi exact
-inline constexpr float kLogLn2Lo = -2.12194440e-4f;    // ln 2 − hi
+inline constexpr float kLogLn2Hi = 0.693359375f;     // 355/512: e·hi exact
+inline constexpr float kLogLn2Lo = -2.12194440e-4f;  // ln 2 − hi
 
 }  // namespace invar::detmath

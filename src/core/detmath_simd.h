@@ -25,8 +25,7 @@ namespace {
 
 inline __m512 exp_ps(__m512 x) {
   using namespace detmath;
-  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kExpLo)),
-                                  _mm512_set1_ps(kExpHi));
+  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kExpLo)), _mm512_set1_ps(kExpHi));
   const __m512 t = _mm512_mul_ps(xc, _mm512_set1_ps(kLog2e));
   const __m512 magic = _mm512_set1_ps(kRoundMagic);
   const __m512 nf = _mm512_sub_ps(_mm512_add_ps(t, magic), magic);
@@ -80,8 +79,7 @@ namespace {
 
 inline __m256 exp_ps(__m256 x) {
   using namespace detmath;
-  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLo)),
-                                  _mm256_set1_ps(kExpHi));
+  const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpLo)), _mm256_set1_ps(kExpHi));
   const __m256 t = _mm256_mul_ps(xc, _mm256_set1_ps(kLog2e));
   const __m256 magic = _mm256_set1_ps(kRoundMagic);
   const __m256 nf = _mm256_sub_ps(_mm256_add_ps(t, magic), magic);
@@ -110,7 +108,9 @@ inline __m256 exp_ps(__m256 x) {
   return y;
 }
 
-inline __m256 neg_ps(__m256 x) { return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f)); }
+inline __m256 neg_ps(__m256 x) {
+  return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f));
+}
 
 // 1/(1+e^−x)
 inline __m256 sigmoid_ps(__m256 x) {

@@ -47,7 +47,8 @@ EngineConfig config_checked(EngineConfig c) {
   if (c.max_queue < 0) throw Error("max_queue must be ≥ 0");
   if (c.cache_bytes < 0) throw Error("--cache-bytes must be ≥ 0");
   if (c.threads < 0) throw Error("--threads must be ≥ 0");
-  if (c.threads == 0) c.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (c.threads == 0)
+    c.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   return c;
 }
 
@@ -76,8 +77,8 @@ struct Engine::Impl {
 
   // Shared with callers, under mu.
   mutable std::mutex mu;
-  std::condition_variable cv_work;   // engine thread waits for input
-  std::condition_variable cv_idle;   // drain() waits for the engine to empty
+  std::condition_variable cv_work;  // engine thread waits for input
+  std::condition_variable cv_idle;  // drain() waits for the engine to empty
   std::vector<std::unique_ptr<Sequence>> inbox;
   std::vector<RequestId> cancels;
   bool stop = false, draining = false, cancel_everything = false;
@@ -184,7 +185,8 @@ struct Engine::Impl {
       step();
     } catch (const std::exception& e) {
       std::vector<Sequence*> hit;
-      for (int64_t k = 0; k < plan.n_chunks; ++k) hit.push_back(plan.chunks[static_cast<size_t>(k)].seq);
+      for (int64_t k = 0; k < plan.n_chunks; ++k)
+        hit.push_back(plan.chunks[static_cast<size_t>(k)].seq);
       plan.n_chunks = 0;
       for (Sequence* s : hit)
         if (live.count(s->id)) finish(s, FinishReason::error, e.what());
@@ -337,7 +339,8 @@ struct Engine::Impl {
     if (r.top_logprobs < 0 || r.top_logprobs > 20) throw Error("top_logprobs must be in 0..20");
     if (r.prompt_logprobs > 20) throw Error("prompt_logprobs must be in 0..20");
     for (int32_t t : r.stop_tokens)
-      if (t < 0 || t >= n_vocab) throw Error("stop token " + std::to_string(t) + " is not in the vocabulary");
+      if (t < 0 || t >= n_vocab)
+        throw Error("stop token " + std::to_string(t) + " is not in the vocabulary");
     if (!r.stop_strings.empty() && tokenizer == nullptr)
       throw Error("stop strings need a tokenizer; this engine has none");
     for (const auto& s : r.stop_strings)
@@ -396,7 +399,9 @@ EngineMetrics Engine::metrics() const {
   return impl_->snapshot;
 }
 
-const EngineConfig& Engine::config() const { return impl_->cfg; }
+const EngineConfig& Engine::config() const {
+  return impl_->cfg;
+}
 
 void Engine::drain(double timeout_s) {
   std::unique_lock lk(impl_->mu);

@@ -65,8 +65,8 @@ int32_t sample_token(const float* logits, int64_t n_vocab, const SamplingParams&
   return s.ids[static_cast<size_t>(n - 1)];
 }
 
-void logprobs_top(const float* logits, int64_t n_vocab, int32_t token, int64_t k,
-                  SamplerScratch& s, float* token_logprob, std::vector<TokenLogprob>* top) {
+void logprobs_top(const float* logits, int64_t n_vocab, int32_t token, int64_t k, SamplerScratch& s,
+                  float* token_logprob, std::vector<TokenLogprob>* top) {
   INVAR_CHECK(token >= 0 && token < n_vocab);
   s.logprobs.resize(static_cast<size_t>(n_vocab));
   log_softmax(logits, n_vocab, s.logprobs.data());

@@ -27,7 +27,7 @@ int32_t sample_token(const float* logits, int64_t n_vocab, const SamplingParams&
                      int64_t position, SamplerScratch& s);
 
 // log_softmax of logits[n_vocab]: the logprob of `token` and the k best candidates.
-void logprobs_top(const float* logits, int64_t n_vocab, int32_t token, int64_t k,
-                  SamplerScratch& s, float* token_logprob, std::vector<TokenLogprob>* top);
+void logprobs_top(const float* logits, int64_t n_vocab, int32_t token, int64_t k, SamplerScratch& s,
+                  float* token_logprob, std::vector<TokenLogprob>* top);
 
 }  // namespace invar

@@ -150,7 +150,8 @@ void Scheduler::schedule(StepPlan& plan, std::vector<Sequence*>& refused) {
     while (budget > 0 && static_cast<int64_t>(running_.size()) < cfg_.max_running &&
            !waiting_.empty()) {
       Sequence* s = waiting_.front();
-      const int64_t need = (static_cast<int64_t>(s->tokens.size()) + cfg_.block_size) / cfg_.block_size;
+      const int64_t need =
+          (static_cast<int64_t>(s->tokens.size()) + cfg_.block_size) / cfg_.block_size;
       if (cache_.blocks_obtainable() < need) {
         if (running_.empty() && plan.n_chunks == 0) {
           waiting_.pop_front();  // nothing running will ever free enough

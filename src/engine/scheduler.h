@@ -32,9 +32,9 @@ struct SchedulerConfig {
 struct ChunkPlan {
   Sequence* seq = nullptr;
   int64_t pos0 = 0, n_tokens = 0;
-  std::vector<int64_t> checkpoint_pos;   // block boundaries in (pos0, pos0 + n]
-  std::vector<int32_t> checkpoint_ids;   // cache checkpoint per boundary
-  std::vector<float*> checkpoint_dst;    // their buffers
+  std::vector<int64_t> checkpoint_pos;  // block boundaries in (pos0, pos0 + n]
+  std::vector<int32_t> checkpoint_ids;  // cache checkpoint per boundary
+  std::vector<float*> checkpoint_dst;   // their buffers
 };
 
 struct StepPlan {
@@ -53,7 +53,7 @@ class Scheduler {
  public:
   Scheduler(const SchedulerConfig& cfg, PrefixCache& cache);
 
-  void enqueue(Sequence* s);                // back of the waiting queue
+  void enqueue(Sequence* s);  // back of the waiting queue
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   // Fills plan (previous contents discarded). Sequences that can never fit are appended to
   // `refused` (removed from the queue; the caller reports them).
@@ -78,10 +78,10 @@ class Scheduler {
 
   SchedulerConfig cfg_;
   PrefixCache& cache_;
-  SlotArena states_;                  // [max_running][state_floats], allocated once
-  std::vector<Sequence*> running_;    // admission order
-  std::deque<Sequence*> waiting_;     // FIFO; preempted sequences return to the front
-  std::vector<uint8_t> planned_;      // per running index during schedule()
+  SlotArena states_;                // [max_running][state_floats], allocated once
+  std::vector<Sequence*> running_;  // admission order
+  std::deque<Sequence*> waiting_;   // FIFO; preempted sequences return to the front
+  std::vector<uint8_t> planned_;    // per running index during schedule()
   SchedulerCounters counters_;
   int64_t admit_counter_ = 0;
 };

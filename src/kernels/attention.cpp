@@ -36,7 +36,8 @@ void attention_pairs_ref(const AttentionShape& s, const KvView& kv, const float*
     const float* qv = q + i * s.d;
     float* ov = o + i * s.d;
     for (int64_t p = 0; p < n; ++p) {
-      const float* kr = kv.k_blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + g * s.d;
+      const float* kr =
+          kv.k_blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + g * s.d;
       scores[p] = reduce_dot_ref(qv, kr, s.d) * s.scale;
     }
     float mx = -__builtin_inff();
@@ -46,7 +47,8 @@ void attention_pairs_ref(const AttentionShape& s, const KvView& kv, const float*
     const float sum = reduce_sum_ref(scores, n);
     for (int64_t d = 0; d < s.d; ++d) ov[d] = 0.0f;
     for (int64_t p = 0; p < n; ++p) {
-      const float* vr = kv.v_blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + g * s.d;
+      const float* vr =
+          kv.v_blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + g * s.d;
       const float e = scores[p];
       for (int64_t d = 0; d < s.d; ++d) ov[d] = std::fma(e, vr[d], ov[d]);
     }

@@ -61,7 +61,8 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
         }
       }
 #pragma GCC unroll 16
-      for (int64_t j = 0; j < kTile; ++j) scores[j * n + p] = tree16(acc[j][0], acc[j][1]) * s.scale;
+      for (int64_t j = 0; j < kTile; ++j)
+        scores[j * n + p] = tree16(acc[j][0], acc[j][1]) * s.scale;
     }
     float* accbuf = scores + kTile * n;  // [kTile][D]
     float sum[kTile];

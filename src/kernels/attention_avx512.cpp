@@ -90,7 +90,8 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
           __m512 vc[kVChunks];
 #pragma GCC unroll 16
           for (int64_t c = 0; c < kVChunks; ++c)
-            vc[c] = m[c] == 0xffff ? _mm512_loadu_ps(vr + 16 * c) : _mm512_maskz_loadu_ps(m[c], vr + 16 * c);
+            vc[c] = m[c] == 0xffff ? _mm512_loadu_ps(vr + 16 * c)
+                                   : _mm512_maskz_loadu_ps(m[c], vr + 16 * c);
 #pragma GCC unroll 16
           for (int64_t j = 0; j < kTile; ++j) {
             const __m512 e = _mm512_set1_ps(scores[j * n + p]);
@@ -110,7 +111,8 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
       const __m512 sv = _mm512_set1_ps(sum[j]);
       for (int64_t c = 0; c < dd; c += 16) {
         const __mmask16 m = tail_mask(dd - c);
-        _mm512_mask_storeu_ps(ov + c, m, _mm512_div_ps(_mm512_maskz_loadu_ps(m, accbuf + j * dd + c), sv));
+        _mm512_mask_storeu_ps(ov + c, m,
+                              _mm512_div_ps(_mm512_maskz_loadu_ps(m, accbuf + j * dd + c), sv));
       }
     }
   }

@@ -11,8 +11,8 @@
 
 namespace invar {
 
-void conv1d_silu_ref(const float* x, const float* w, float* state, int64_t t, int64_t c,
-                     int64_t kc, float* y) {
+void conv1d_silu_ref(const float* x, const float* w, float* state, int64_t t, int64_t c, int64_t kc,
+                     float* y) {
   INVAR_CHECK(kc >= 1 && kc <= 16, "conv1d_silu: kernel size must be in [1, 16]");
   float win[16];
   for (int64_t ch = 0; ch < c; ++ch) {
@@ -32,9 +32,12 @@ void conv1d_silu(const float* x, const float* w, float* state, int64_t t, int64_
                  float* y) {
   INVAR_CHECK(kc >= 1 && kc <= 16, "conv1d_silu: kernel size must be in [1, 16]");
   switch (simd_active()) {
-    case SimdLevel::avx512: return kern_avx512::conv1d_silu(x, w, state, t, c, kc, y);
-    case SimdLevel::avx2: return kern_avx2::conv1d_silu(x, w, state, t, c, kc, y);
-    default: return conv1d_silu_ref(x, w, state, t, c, kc, y);
+    case SimdLevel::avx512:
+      return kern_avx512::conv1d_silu(x, w, state, t, c, kc, y);
+    case SimdLevel::avx2:
+      return kern_avx2::conv1d_silu(x, w, state, t, c, kc, y);
+    default:
+      return conv1d_silu_ref(x, w, state, t, c, kc, y);
   }
 }
 

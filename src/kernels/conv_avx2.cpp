@@ -10,8 +10,8 @@ using namespace simd256;
 void conv1d_silu(const float* x, const float* w, float* state, int64_t t, int64_t c, int64_t kc,
                  float* y) {
   __m256 win[16], wt[16];
-  const __m256i col = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                                         _mm256_set1_epi32(int32_t(kc)));
+  const __m256i col =
+      _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int32_t(kc)));
   for (int64_t ch = 0; ch < c; ch += 8) {
     const int64_t rem = c - ch;
     const __m256 kmask = _mm256_castsi256_ps(tail_mask(rem));

@@ -10,9 +10,9 @@ using namespace simd512;
 void conv1d_silu(const float* x, const float* w, float* state, int64_t t, int64_t c, int64_t kc,
                  float* y) {
   __m512 win[16], wt[16];
-  const __m512i col = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32(int32_t(kc)));
+  const __m512i col =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(int32_t(kc)));
   for (int64_t ch = 0; ch < c; ch += 16) {
     const __mmask16 k = tail_mask(c - ch);
     for (int64_t j = 0; j < kc; ++j)

@@ -72,7 +72,8 @@ void delta_rule(const DeltaRuleShape& s, float* state, const float* q, const flo
         return kern_avx512::delta_rule_heads(s, state, q, k, v, g, beta, o, h0, h1);
       case SimdLevel::avx2:
         return kern_avx2::delta_rule_heads(s, state, q, k, v, g, beta, o, h0, h1);
-      default: return delta_rule_heads_ref(s, state, q, k, v, g, beta, o, h0, h1);
+      default:
+        return delta_rule_heads_ref(s, state, q, k, v, g, beta, o, h0, h1);
     }
   });
 }

@@ -25,8 +25,10 @@ inline void rows_step(float* row, int64_t dk, __m256 decay, const float* kt, con
       const __m256 x = _mm256_mul_ps(load_tail(row + r * dk + i, dk - i), decay);
       store_tail(row + r * dk + i, dk - i, x);
       const __m256 p = _mm256_mul_ps(x, kk);
-      if (half) acc[r][1] = _mm256_add_ps(acc[r][1], p);
-      else acc[r][0] = _mm256_add_ps(acc[r][0], p);
+      if (half)
+        acc[r][1] = _mm256_add_ps(acc[r][1], p);
+      else
+        acc[r][0] = _mm256_add_ps(acc[r][0], p);
     }
   }
   __m256 d[R];
@@ -44,8 +46,10 @@ inline void rows_step(float* row, int64_t dk, __m256 decay, const float* kt, con
       const __m256 x = _mm256_fmadd_ps(d[r], kk, load_tail(row + r * dk + i, dk - i));
       store_tail(row + r * dk + i, dk - i, x);
       const __m256 p = _mm256_mul_ps(x, qq);
-      if (half) acc[r][1] = _mm256_add_ps(acc[r][1], p);
-      else acc[r][0] = _mm256_add_ps(acc[r][0], p);
+      if (half)
+        acc[r][1] = _mm256_add_ps(acc[r][1], p);
+      else
+        acc[r][0] = _mm256_add_ps(acc[r][0], p);
     }
   }
 #pragma GCC unroll 8
@@ -71,7 +75,8 @@ void delta_rule_heads(const DeltaRuleShape& s, float* state, const float* q, con
       const float* vt = v + (t * s.hv + h) * s.dv;
       float* ot = o + (t * s.hv + h) * s.dv;
       int64_t j = 0;
-      for (; j + 4 <= s.dv; j += 4) rows_step<4>(sh + j * dk, dk, decay, kt, qt, vt + j, b, scale, ot + j);
+      for (; j + 4 <= s.dv; j += 4)
+        rows_step<4>(sh + j * dk, dk, decay, kt, qt, vt + j, b, scale, ot + j);
       for (; j < s.dv; ++j) rows_step<1>(sh + j * dk, dk, decay, kt, qt, vt + j, b, scale, ot + j);
     }
   }

@@ -66,7 +66,8 @@ void delta_rule_heads(const DeltaRuleShape& s, float* state, const float* q, con
       const float* vt = v + (t * s.hv + h) * s.dv;
       float* ot = o + (t * s.hv + h) * s.dv;
       int64_t j = 0;
-      for (; j + 4 <= s.dv; j += 4) rows_step<4>(sh + j * dk, dk, decay, kt, qt, vt + j, b, scale, ot + j);
+      for (; j + 4 <= s.dv; j += 4)
+        rows_step<4>(sh + j * dk, dk, decay, kt, qt, vt + j, b, scale, ot + j);
       for (; j < s.dv; ++j) rows_step<1>(sh + j * dk, dk, decay, kt, qt, vt + j, b, scale, ot + j);
     }
   }

@@ -18,7 +18,9 @@ void rmsnorm_rows(const float* x, const float* w, int64_t m, int64_t n, float ep
     const float mean = reduce_sum_sq(xr, n) / float(n);
     const __m512 sc = _mm512_set1_ps(det_rsqrt(mean + eps));
     for (int64_t i = 0; i < n; i += 16)
-      store_tail(yr + i, n - i, _mm512_mul_ps(_mm512_mul_ps(load_tail(xr + i, n - i), sc), load_tail(w + i, n - i)));
+      store_tail(
+          yr + i, n - i,
+          _mm512_mul_ps(_mm512_mul_ps(load_tail(xr + i, n - i), sc), load_tail(w + i, n - i)));
   }
 }
 
@@ -42,7 +44,8 @@ void rmsnorm_gated_rows(const float* x, const float* w, const float* z, int64_t 
     const float mean = reduce_sum_sq(xr, n) / float(n);
     const __m512 sc = _mm512_set1_ps(det_rsqrt(mean + eps));
     for (int64_t i = 0; i < n; i += 16) {
-      const __m512 v = _mm512_mul_ps(_mm512_mul_ps(load_tail(xr + i, n - i), sc), load_tail(w + i, n - i));
+      const __m512 v =
+          _mm512_mul_ps(_mm512_mul_ps(load_tail(xr + i, n - i), sc), load_tail(w + i, n - i));
       store_tail(yr + i, n - i, _mm512_mul_ps(v, silu_ps(load_tail(zr + i, n - i))));
     }
   }

@@ -37,7 +37,9 @@ float reduce_sum_sq(const float* x, int64_t n) {
   return tree16(lo, hi);
 }
 
-float reduce_dot(const float* a, const float* b, int64_t n) { return dot16(a, b, n); }
+float reduce_dot(const float* a, const float* b, int64_t n) {
+  return dot16(a, b, n);
+}
 
 float exp_sub_sum(const float* x, int64_t n, float mx, float* y) {
   const __m256 m = _mm256_set1_ps(mx);
@@ -49,9 +51,8 @@ float exp_sub_sum(const float* x, int64_t n, float mx, float* y) {
     acc[(i / 8) & 1] = _mm256_add_ps(acc[(i / 8) & 1], e);
   }
   if (i < n) {
-    const __m256 e =
-        _mm256_and_ps(exp_ps(_mm256_sub_ps(load_tail(x + i, n - i), m)),
-                      _mm256_castsi256_ps(tail_mask(n - i)));
+    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(load_tail(x + i, n - i), m)),
+                                   _mm256_castsi256_ps(tail_mask(n - i)));
     store_tail(y + i, n - i, e);
     acc[(i / 8) & 1] = _mm256_add_ps(acc[(i / 8) & 1], e);
   }

@@ -29,7 +29,9 @@ float reduce_sum_sq(const float* x, int64_t n) {
   return tree16(acc);
 }
 
-float reduce_dot(const float* a, const float* b, int64_t n) { return dot16(a, b, n); }
+float reduce_dot(const float* a, const float* b, int64_t n) {
+  return dot16(a, b, n);
+}
 
 float exp_sub_sum(const float* x, int64_t n, float mx, float* y) {
   const __m512 m = _mm512_set1_ps(mx);
@@ -42,7 +44,8 @@ float exp_sub_sum(const float* x, int64_t n, float mx, float* y) {
   }
   if (i < n) {
     const __mmask16 k = tail_mask(n - i);
-    const __m512 e = _mm512_maskz_mov_ps(k, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), m)));
+    const __m512 e =
+        _mm512_maskz_mov_ps(k, exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), m)));
     _mm512_mask_storeu_ps(y + i, k, e);
     acc = _mm512_add_ps(acc, e);
   }

@@ -29,8 +29,10 @@ inline __m512 load_tail(const float* p, int64_t rem) {
   return rem >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail_mask(rem), p);
 }
 inline void store_tail(float* p, int64_t rem, __m512 v) {
-  if (rem >= 16) _mm512_storeu_ps(p, v);
-  else _mm512_mask_storeu_ps(p, tail_mask(rem), v);
+  if (rem >= 16)
+    _mm512_storeu_ps(p, v);
+  else
+    _mm512_mask_storeu_ps(p, tail_mask(rem), v);
 }
 
 // total = ((l0+l8)+(l4+l12)) + ((l2+l10)+(l6+l14)) + … exactly as reduce.h's tree.
@@ -48,7 +50,8 @@ inline float dot16(const float* a, const float* b, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
     acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
-  if (i < n) acc = _mm512_add_ps(acc, _mm512_mul_ps(load_tail(a + i, n - i), load_tail(b + i, n - i)));
+  if (i < n)
+    acc = _mm512_add_ps(acc, _mm512_mul_ps(load_tail(a + i, n - i), load_tail(b + i, n - i)));
   return tree16(acc);
 }
 
@@ -70,8 +73,10 @@ inline __m256 load_tail(const float* p, int64_t rem) {
   return _mm256_maskload_ps(p, tail_mask(rem));
 }
 inline void store_tail(float* p, int64_t rem, __m256 v) {
-  if (rem >= 8) _mm256_storeu_ps(p, v);
-  else if (rem > 0) _mm256_maskstore_ps(p, tail_mask(rem), v);
+  if (rem >= 8)
+    _mm256_storeu_ps(p, v);
+  else if (rem > 0)
+    _mm256_maskstore_ps(p, tail_mask(rem), v);
 }
 
 // lo = lanes 0..7, hi = lanes 8..15.
@@ -94,7 +99,8 @@ inline float dot16(const float* a, const float* b, int64_t n) {
     const int64_t rem = n - i;
     lo = _mm256_add_ps(lo, _mm256_mul_ps(load_tail(a + i, rem), load_tail(b + i, rem)));
     if (rem > 8)
-      hi = _mm256_add_ps(hi, _mm256_mul_ps(load_tail(a + i + 8, rem - 8), load_tail(b + i + 8, rem - 8)));
+      hi = _mm256_add_ps(
+          hi, _mm256_mul_ps(load_tail(a + i + 8, rem - 8), load_tail(b + i + 8, rem - 8)));
   }
   return tree16(lo, hi);
 }

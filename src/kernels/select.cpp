@@ -27,9 +27,12 @@ float exp_sub_sum_ref(const float* x, int64_t n, float mx, float* y) {
 
 float exp_sub_sum(const float* x, int64_t n, float mx, float* y) {
   switch (simd_active()) {
-    case SimdLevel::avx512: return kern_avx512::exp_sub_sum(x, n, mx, y);
-    case SimdLevel::avx2: return kern_avx2::exp_sub_sum(x, n, mx, y);
-    default: return exp_sub_sum_ref(x, n, mx, y);
+    case SimdLevel::avx512:
+      return kern_avx512::exp_sub_sum(x, n, mx, y);
+    case SimdLevel::avx2:
+      return kern_avx2::exp_sub_sum(x, n, mx, y);
+    default:
+      return exp_sub_sum_ref(x, n, mx, y);
   }
 }
 

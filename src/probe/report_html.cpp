@@ -40,7 +40,7 @@ double y_of(double v, double top, double h) {
 }
 
 std::string chart_svg(const Report& r) {
-  const double W = 900, H = 360, left = 70, right = 170, top = 20, bottom = 50;
+  const double W = 900, H = 300, left = 70, right = 170, top = 20, bottom = 50;
   const double pw = W - left - right, ph = H - top - bottom;
   size_t n = 1;
   for (const auto& a : r.arms) n = std::max(n, a.dlogprob_by_position.size());
@@ -89,7 +89,8 @@ std::string chart_svg(const Report& r) {
 std::string report_html(const Report& r) {
   std::string s =
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>invar probe report</title>\n"
-      "<style>body{font-family:sans-serif;margin:20px;color:#111;background:#fff}"
+      "<style>body{font-family:sans-serif;margin:20px;color:#111;background:#fff}h1{margin:0 0 8px}"
+      "td:first-child{white-space:nowrap}"
       "table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #999;padding:4px 8px;"
       "text-align:right}td:first-child,th:first-child{text-align:left}"
       ".stable{color:#1a7f37;font-weight:bold}.diverged{color:#c00;font-weight:bold}"

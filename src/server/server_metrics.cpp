@@ -33,7 +33,9 @@ std::string LatencyHistogram::exposition(const std::string& name, const std::str
   uint64_t cum = 0;
   for (size_t i = 0; i < kBounds.size(); ++i) {
     cum += counts_[i];
-    out += name + "_bucket{le=\"" + num(kBounds[i]) + "\"} " + std::to_string(cum) + "\n";
+    char le[32];
+    std::snprintf(le, sizeof le, "%g", kBounds[i]);  // bucket labels as written: 0.0025, not 0.0025000000000000001
+    out += name + "_bucket{le=\"" + le + "\"} " + std::to_string(cum) + "\n";
   }
   cum += counts_[kBounds.size()];
   out += name + "_bucket{le=\"+Inf\"} " + std::to_string(cum) + "\n";

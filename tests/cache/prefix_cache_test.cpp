@@ -1,5 +1,7 @@
 // Prefix-cache bookkeeping without a model (STYLE 7): hash chain, salt isolation, token
 // verification, the checkpoint ⇒ KV-prefix invariant under eviction, the byte budget.
+#include "cache/prefix_cache.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -7,14 +9,12 @@
 #include <random>
 #include <vector>
 
-#include "cache/prefix_cache.h"
-
 namespace invar {
 namespace {
 
-constexpr int64_t kBs = 4;           // tokens per block
-constexpr int64_t kBlockFloats = 8;  // 32 bytes → one 64-byte slot
-constexpr int64_t kStateFloats = 40; // 160 bytes → 192-byte slot
+constexpr int64_t kBs = 4;            // tokens per block
+constexpr int64_t kBlockFloats = 8;   // 32 bytes → one 64-byte slot
+constexpr int64_t kStateFloats = 40;  // 160 bytes → 192-byte slot
 
 CacheConfig config_make(int64_t budget) {
   CacheConfig c;
@@ -38,7 +38,8 @@ struct FakeSeq {
 
 float state_tag(const std::vector<int32_t>& tokens, int64_t n_blocks) {
   // The "state" after a prefix: any deterministic function of the prefix tokens.
-  uint64_t h = PrefixCache::block_key(7, std::span(tokens.data(), static_cast<size_t>(n_blocks * kBs)));
+  uint64_t h =
+      PrefixCache::block_key(7, std::span(tokens.data(), static_cast<size_t>(n_blocks * kBs)));
   return static_cast<float>(h % 1000003);
 }
 
@@ -194,7 +195,8 @@ TEST(PrefixCache, LookupRejectsTokenMismatchUnderEqualKey) {
   cache.block_release(b);
   EXPECT_EQ(cache.lookup(query, 0, 4).n_tokens, 0);
   const std::vector<int32_t> honest = {5, 6, 7, 8, 0};
-  EXPECT_EQ(cache.lookup(honest, 0, 4).n_tokens, 0) << "stored under a key its tokens do not hash to";
+  EXPECT_EQ(cache.lookup(honest, 0, 4).n_tokens, 0)
+      << "stored under a key its tokens do not hash to";
 }
 
 TEST(PrefixCache, EvictionKeepsCheckpointPrefixAndBudget) {
@@ -206,7 +208,8 @@ TEST(PrefixCache, EvictionKeepsCheckpointPrefixAndBudget) {
   for (int r = 0; r < 300; ++r) {
     FakeSeq s;
     const int32_t doc = static_cast<int32_t>(rng() % 4) * 1000;
-    s.tokens = tokens_make({{doc, 1 + static_cast<int64_t>(rng() % 20)}, {doc + 500, static_cast<int64_t>(rng() % 6)}});
+    s.tokens = tokens_make({{doc, 1 + static_cast<int64_t>(rng() % 20)},
+                            {doc + 500, static_cast<int64_t>(rng() % 6)}});
     if (seq_run(cache, s)) hits += s.cached > 0;
     EXPECT_LE(cache.stats().bytes_resident, budget);
     seq_release(cache, s);
@@ -224,7 +227,7 @@ TEST(PrefixCache, EvictsUselessLeavesBeforeCheckpoints) {
   PrefixCache cache(config_make(budget));
   FakeSeq a;
   a.tokens = tokens_make({{10, 8}, {0, 1}});  // 2 full blocks + tail
-  ASSERT_TRUE(seq_run(cache, a, false));     // indexed, no checkpoint: useless once released
+  ASSERT_TRUE(seq_run(cache, a, false));      // indexed, no checkpoint: useless once released
   seq_release(cache, a);
   FakeSeq b;
   b.tokens = tokens_make({{500, 4}, {0, 1}});
@@ -265,7 +268,8 @@ TEST(PrefixCache, RandomRequestsAndCancellationsLeaveNothingReferenced) {
   for (int r = 0; r < 200; ++r) {
     FakeSeq s;
     const int32_t doc = static_cast<int32_t>(rng() % 3) * 1000;
-    s.tokens = tokens_make({{doc, 1 + static_cast<int64_t>(rng() % 24)}, {doc + 7 * r, static_cast<int64_t>(rng() % 5)}});
+    s.tokens = tokens_make({{doc, 1 + static_cast<int64_t>(rng() % 24)},
+                            {doc + 7 * r, static_cast<int64_t>(rng() % 5)}});
     s.salt = PrefixCache::salt_key(rng() % 5 == 0 ? "other" : "");
     if (!seq_run(cache, s)) {
       seq_release(cache, s);  // refused for memory: give back what it got

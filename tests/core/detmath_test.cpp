@@ -35,7 +35,8 @@ float from_bits(uint32_t u) {
 
 // |got − ref| in units of the float spacing at ref (ref in double or long double).
 double ulp_err_f(float got, long double ref) {
-  if (std::isnan(got) || std::isnan(double(ref))) return std::isnan(got) == std::isnan(double(ref)) ? 0 : 1e30;
+  if (std::isnan(got) || std::isnan(double(ref)))
+    return std::isnan(got) == std::isnan(double(ref)) ? 0 : 1e30;
   if (std::isinf(double(ref)) || std::isinf(got)) return got == float(ref) ? 0 : 1e30;
   int e;
   std::frexp(double(ref), &e);
@@ -75,13 +76,27 @@ double max_ulp(const std::vector<float>& xs, float (*f)(float), long double (*re
   return worst;
 }
 
-long double ref_exp(long double x) { return std::exp(x); }
-long double ref_log(long double x) { return std::log(x); }
-long double ref_log1p(long double x) { return std::log1p(x); }
-long double ref_sigmoid(long double x) { return 1.0L / (1.0L + std::exp(-x)); }
-long double ref_silu(long double x) { return x / (1.0L + std::exp(-x)); }
-long double ref_softplus(long double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
-long double ref_rsqrt(long double x) { return 1.0L / std::sqrt(x); }
+long double ref_exp(long double x) {
+  return std::exp(x);
+}
+long double ref_log(long double x) {
+  return std::log(x);
+}
+long double ref_log1p(long double x) {
+  return std::log1p(x);
+}
+long double ref_sigmoid(long double x) {
+  return 1.0L / (1.0L + std::exp(-x));
+}
+long double ref_silu(long double x) {
+  return x / (1.0L + std::exp(-x));
+}
+long double ref_softplus(long double x) {
+  return x > 20 ? x : std::log1p(std::exp(x));
+}
+long double ref_rsqrt(long double x) {
+  return 1.0L / std::sqrt(x);
+}
 
 void expect_ulp(const char* name, float lo, float hi, float (*f)(float),
                 long double (*ref)(long double), double bound) {
@@ -111,7 +126,8 @@ TEST(Detmath, SincosAgainstLibm) {
       const double x = u(rng);
       double s, c;
       det_sincos(x, &s, &c);
-      const double e = std::max(ulp_err_d(s, sinl((long double)x)), ulp_err_d(c, cosl((long double)x)));
+      const double e =
+          std::max(ulp_err_d(s, sinl((long double)x)), ulp_err_d(c, cosl((long double)x)));
       if (e > worst) worst = e, wx = x;
     }
     std::printf("det_sincos |x| <= %g: max %.3f ulp (double) at %.17g\n", range, worst, wx);
@@ -124,7 +140,8 @@ TEST(Detmath, SincosAgainstLibm) {
       const double x = double(pos) * det_pow(1e7, -2.0 * j / 64.0);
       double s, c;
       det_sincos(x, &s, &c);
-      worst = std::max({worst, ulp_err_d(s, sinl((long double)x)), ulp_err_d(c, cosl((long double)x))});
+      worst =
+          std::max({worst, ulp_err_d(s, sinl((long double)x)), ulp_err_d(c, cosl((long double)x))});
     }
   }
   std::printf("det_sincos at RoPE angles: max %.3f ulp (double)\n", worst);
@@ -186,9 +203,18 @@ TEST(Detmath, SpecialValues) {
 // Inputs covering every class: random bit patterns (NaNs, infinities, subnormals, huge and tiny
 // values), the cut-offs and their neighbours, and a dense sweep of the useful range.
 std::vector<float> lane_inputs() {
-  std::vector<float> xs = {0.0f, -0.0f, kInf, -kInf, kNaN, -kNaN, 88.72283935546875f,
-                           std::nextafter(88.72283935546875f, 100.0f), -87.33654022216797f,
-                           std::nextafter(-87.33654022216797f, -100.0f), 1e-45f, -1e-45f};
+  std::vector<float> xs = {0.0f,
+                           -0.0f,
+                           kInf,
+                           -kInf,
+                           kNaN,
+                           -kNaN,
+                           88.72283935546875f,
+                           std::nextafter(88.72283935546875f, 100.0f),
+                           -87.33654022216797f,
+                           std::nextafter(-87.33654022216797f, -100.0f),
+                           1e-45f,
+                           -1e-45f};
   std::mt19937 rng(99);
   for (int i = 0; i < 200000; ++i) xs.push_back(from_bits(uint32_t(rng())));
   std::uniform_real_distribution<float> u(-100.0f, 100.0f);
@@ -205,8 +231,10 @@ void expect_lanes_equal(test::LaneFn fn, float (*scalar)(float), const char* nam
   for (SimdLevel level : {SimdLevel::avx2, SimdLevel::avx512}) {
     if (int(level) > int(simd_detect())) continue;
     ++levels;
-    if (level == SimdLevel::avx2) test::lanes_avx2(fn, xs.data(), got.data(), int64_t(xs.size()));
-    else test::lanes_avx512(fn, xs.data(), got.data(), int64_t(xs.size()));
+    if (level == SimdLevel::avx2)
+      test::lanes_avx2(fn, xs.data(), got.data(), int64_t(xs.size()));
+    else
+      test::lanes_avx512(fn, xs.data(), got.data(), int64_t(xs.size()));
     size_t bad = 0;
     for (size_t i = 0; i < xs.size(); ++i) {
       // A NaN's sign and payload are not part of the contract (the compiler may rewrite 1 + (−x)
@@ -215,8 +243,8 @@ void expect_lanes_equal(test::LaneFn fn, float (*scalar)(float), const char* nam
       if (bits(got[i]) != bits(ref[i])) {
         if (bad++ < 5)
           ADD_FAILURE() << name << " " << simd_name(level) << " x=" << xs[i] << " (0x" << std::hex
-                        << bits(xs[i]) << ") scalar 0x" << bits(ref[i]) << " simd 0x" << bits(got[i])
-                        << std::dec;
+                        << bits(xs[i]) << ") scalar 0x" << bits(ref[i]) << " simd 0x"
+                        << bits(got[i]) << std::dec;
       }
     }
     EXPECT_EQ(bad, 0u) << name << " " << simd_name(level);
@@ -224,11 +252,15 @@ void expect_lanes_equal(test::LaneFn fn, float (*scalar)(float), const char* nam
   if (levels == 0) GTEST_SKIP() << "no AVX2 on this CPU";
 }
 
-TEST(Detmath, SimdExpBitIdentical) { expect_lanes_equal(test::LaneFn::exp, det_exp, "exp"); }
+TEST(Detmath, SimdExpBitIdentical) {
+  expect_lanes_equal(test::LaneFn::exp, det_exp, "exp");
+}
 TEST(Detmath, SimdSigmoidBitIdentical) {
   expect_lanes_equal(test::LaneFn::sigmoid, det_sigmoid, "sigmoid");
 }
-TEST(Detmath, SimdSiluBitIdentical) { expect_lanes_equal(test::LaneFn::silu, det_silu, "silu"); }
+TEST(Detmath, SimdSiluBitIdentical) {
+  expect_lanes_equal(test::LaneFn::silu, det_silu, "silu");
+}
 
 }  // namespace
 }  // namespace invar

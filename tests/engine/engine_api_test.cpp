@@ -4,11 +4,14 @@
 
 #include "core/error.h"
 #include "invariance_harness.h"
+#include "tokenizer/tokenizer.h"
 
 namespace invar::testing_engine {
 namespace {
 
-const Model& tiny() { return model_get("qwen3next-tiny"); }
+const Model& tiny() {
+  return model_get("qwen3next-tiny");
+}
 
 TEST(EngineApi, RejectsBadRequestsWithAMessage) {
   EngineConfig cfg = config_base();
@@ -55,6 +58,32 @@ TEST(EngineApi, StopTokenMaxTokensAndZeroMaxTokens) {
   EXPECT_TRUE(none.generated.empty());
 }
 
+TEST(EngineApi, StopStringEndsTheRequest) {
+  const auto tok = Tokenizer::from_file(std::string(INVAR_SHARED_DIR) + "/models/qwen3next-tiny.gguf");
+  std::mt19937 rng(5);
+  const auto p = tokens_random(rng, 30, tiny().hparams().n_vocab);
+  const auto free_run = run_sequential(tiny(), config_base(), {request_make(p, 8, false)})[0];
+  ASSERT_EQ(free_run.generated.size(), 8u);
+  // The text of generated tokens 3..4 as a stop string: the request ends once it is complete.
+  const std::string text = tok->decode(std::span(free_run.generated.data() + 3, 2));
+  ASSERT_FALSE(text.empty());
+  const std::string before = tok->decode(std::span(free_run.generated.data(), 3));
+  Engine e(tiny(), tok.get(), config_base());
+  Collector col;
+  GenerationRequest r = request_make(p, 8, false);
+  r.stop_strings = {text};
+  e.submit(r, col.sink(0));
+  col.wait(1);
+  const Outcome o = col.take(0);
+  EXPECT_EQ(o.finish, FinishReason::stop);
+  // It may complete earlier if the text already appears there, never later than token 4.
+  EXPECT_LE(o.generated.size(), 5u);
+  if (before.find(text) == std::string::npos && o.generated.size() < 5u) {
+    const std::string got = tok->decode(std::span(o.generated.data(), o.generated.size()));
+    EXPECT_NE(got.find(text), std::string::npos);
+  }
+}
+
 TEST(EngineApi, PromptLogprobsComputeEveryPosition) {
   std::mt19937 rng(2);
   const auto p = tokens_random(rng, 40, tiny().hparams().n_vocab);
@@ -78,7 +107,8 @@ TEST(EngineApi, PromptLogprobsComputeEveryPosition) {
   col.wait(2);
   EXPECT_EQ(col.take(1).cached_tokens, 0) << "prompt logprobs must not skip positions";
   ASSERT_EQ(positions.size(), p.size() - 1);
-  for (size_t i = 0; i < positions.size(); ++i) EXPECT_EQ(positions[i], static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < positions.size(); ++i)
+    EXPECT_EQ(positions[i], static_cast<int64_t>(i + 1));
 }
 
 TEST(EngineApi, SeededSamplingIsReproducible) {

@@ -21,7 +21,8 @@ TEST_P(BatchInvariance, AloneVersusCrowds) {
     std::vector<GenerationRequest> reqs;
     for (int i = 0; i < n_others; ++i) {
       const int64_t len = 5 + static_cast<int64_t>(rng() % 150);
-      auto p = i % 3 == 0 ? concat(doc, tokens_random(rng, len % 40, V)) : tokens_random(rng, len, V);
+      auto p =
+          i % 3 == 0 ? concat(doc, tokens_random(rng, len % 40, V)) : tokens_random(rng, len, V);
       GenerationRequest r = request_make(p, 1 + static_cast<int64_t>(rng() % 10), false);
       r.sampling.temperature = i % 2 ? 0.8f : 0.0f;
       r.sampling.seed = static_cast<uint64_t>(i);
@@ -43,8 +44,35 @@ TEST_P(BatchInvariance, AloneVersusCrowds) {
   }
 }
 
+TEST_P(BatchInvariance, UnderPreemption) {
+  // A budget far below the crowd's needs: decode growth preempts the newest requests, which
+  // recompute (mostly from the cache) — B's bits must not notice, whichever side it is on.
+  const Model& m = model_get(GetParam());
+  const int64_t V = m.hparams().n_vocab;
+  std::mt19937 rng(46);
+  const auto b = tokens_random(rng, 70, V);
+  EngineConfig cfg = config_base();
+  cfg.max_batch_tokens = 32;
+  const Outcome alone = run_sequential(m, cfg, {request_make(b, 12, true)})[0];
+  auto slot = [](int64_t floats) { return (floats + 15) / 16 * 16 * 4; };
+  cfg.cache_bytes = 14 * slot(m.kv_block_floats(16)) + 4 * slot(m.state_floats());
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 6; ++i)
+    reqs.push_back(request_make(tokens_random(rng, 20 + static_cast<int64_t>(rng() % 30), V), 30, false));
+  reqs.insert(reqs.begin() + 3, request_make(b, 12, true));
+  EngineMetrics metrics;
+  const auto out = run_together(m, cfg, reqs, &metrics);
+  EXPECT_GT(metrics.preemptions, 0u) << "the budget never forced a preemption";
+  EXPECT_EQ(metrics.referenced_blocks, 0u);
+  expect_same_bits(alone, out[3], static_cast<int64_t>(b.size()), "under preemption");
+  for (const auto& o : out) EXPECT_EQ(o.finish, FinishReason::length) << o.error;
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, BatchInvariance, ::testing::ValuesIn(reference_models()),
-                         [](const auto& info) { return info.param == "qwen35-tiny" ? std::string("qwen35") : std::string("qwen3next"); });
+                         [](const auto& info) {
+                           return info.param == "qwen35-tiny" ? std::string("qwen35")
+                                                              : std::string("qwen3next");
+                         });
 
 }  // namespace
 }  // namespace invar::testing_engine

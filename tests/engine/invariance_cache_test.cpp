@@ -28,23 +28,26 @@ class CacheInvariance : public ::testing::TestWithParam<std::string> {
 
 TEST_P(CacheInvariance, AfterSiblingOfEveryShape) {
   const int64_t L = static_cast<int64_t>(b_.size());
-  struct Arm { const char* name; int64_t tail; };
+  struct Arm {
+    const char* name;
+    int64_t tail;
+  };
   // A = document + tail: shorter than B below its last boundary (112), shorter crossing it,
   // longer than B.
-  for (const Arm& arm : {Arm{"A shorter, not crossing", 5}, Arm{"A shorter, crossing", 15},
-                         Arm{"A longer", 40}}) {
-    const auto out = run_sequential(*m_, config_base(),
-                                    {request_make(a_with_tail(arm.tail), 3, false),
-                                     request_make(b_, 4, true)});
+  for (const Arm& arm :
+       {Arm{"A shorter, not crossing", 5}, Arm{"A shorter, crossing", 15}, Arm{"A longer", 40}}) {
+    const auto out =
+        run_sequential(*m_, config_base(),
+                       {request_make(a_with_tail(arm.tail), 3, false), request_make(b_, 4, true)});
     EXPECT_EQ(out[1].cached_tokens, 96) << arm.name;
     expect_same_bits(cold_, out[1], L, arm.name);
   }
 }
 
 TEST_P(CacheInvariance, FullHitTwice) {
-  const auto out = run_sequential(*m_, config_base(),
-                                  {request_make(b_, 4, true), request_make(b_, 4, true),
-                                   request_make(b_, 4, true)});
+  const auto out = run_sequential(
+      *m_, config_base(),
+      {request_make(b_, 4, true), request_make(b_, 4, true), request_make(b_, 4, true)});
   expect_same_bits(cold_, out[0], static_cast<int64_t>(b_.size()), "first");
   EXPECT_EQ(out[1].cached_tokens, 112);
   expect_same_bits(cold_, out[1], static_cast<int64_t>(b_.size()), "second (full hit)");
@@ -57,10 +60,11 @@ TEST_P(CacheInvariance, AfterEvictionsUnderTinyBudget) {
   // Room for B's 8 blocks and 7 checkpoints: every later request must evict.
   cfg.cache_bytes = 8 * slot(m_->kv_block_floats(16)) + 7 * slot(m_->state_floats());
   EngineMetrics metrics;
-  const auto out = run_sequential(*m_, cfg,
-                                  {request_make(a_with_tail(15), 3, false), request_make(b_, 4, true),
-                                   request_make(a_with_tail(30), 2, false), request_make(b_, 4, true)},
-                                  &metrics);
+  const auto out =
+      run_sequential(*m_, cfg,
+                     {request_make(a_with_tail(15), 3, false), request_make(b_, 4, true),
+                      request_make(a_with_tail(30), 2, false), request_make(b_, 4, true)},
+                     &metrics);
   EXPECT_GT(metrics.evictions, 0u) << "the budget never forced an eviction";
   EXPECT_LE(metrics.resident_bytes, static_cast<uint64_t>(cfg.cache_bytes));
   EXPECT_EQ(metrics.referenced_blocks, 0u);
@@ -74,15 +78,18 @@ TEST_P(CacheInvariance, PrefixCacheOff) {
   EngineConfig cfg = config_base();
   cfg.prefix_cache = false;
   EngineMetrics metrics;
-  const auto out = run_sequential(*m_, cfg, {request_make(a_with_tail(5), 3, false),
-                                             request_make(b_, 4, true)}, &metrics);
+  const auto out = run_sequential(
+      *m_, cfg, {request_make(a_with_tail(5), 3, false), request_make(b_, 4, true)}, &metrics);
   EXPECT_EQ(out[1].cached_tokens, 0);
   EXPECT_EQ(metrics.resident_blocks, 0u);
   expect_same_bits(cold_, out[1], static_cast<int64_t>(b_.size()), "prefix cache off");
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, CacheInvariance, ::testing::ValuesIn(reference_models()),
-                         [](const auto& info) { return info.param == "qwen35-tiny" ? std::string("qwen35") : std::string("qwen3next"); });
+                         [](const auto& info) {
+                           return info.param == "qwen35-tiny" ? std::string("qwen35")
+                                                              : std::string("qwen3next");
+                         });
 
 }  // namespace
 }  // namespace invar::testing_engine

@@ -19,7 +19,8 @@ class ChunkInvariance : public ::testing::TestWithParam<std::string> {
   void check(const EngineConfig& cfg, int64_t expect_cached, const std::string& what) {
     const auto cold = run_sequential(*m_, cfg, {request_make(b_, 4, true)});
     expect_same_bits(cold_, cold[0], static_cast<int64_t>(b_.size()), what + ", cold");
-    const auto warm = run_sequential(*m_, cfg, {request_make(a_, 2, false), request_make(b_, 4, true)});
+    const auto warm =
+        run_sequential(*m_, cfg, {request_make(a_, 2, false), request_make(b_, 4, true)});
     EXPECT_EQ(warm[1].cached_tokens, expect_cached) << what;
     expect_same_bits(cold_, warm[1], static_cast<int64_t>(b_.size()), what + ", after A");
   }
@@ -54,7 +55,10 @@ TEST_P(ChunkInvariance, Threads) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ChunkInvariance, ::testing::ValuesIn(reference_models()),
-                         [](const auto& info) { return info.param == "qwen35-tiny" ? std::string("qwen35") : std::string("qwen3next"); });
+                         [](const auto& info) {
+                           return info.param == "qwen35-tiny" ? std::string("qwen35")
+                                                              : std::string("qwen3next");
+                         });
 
 }  // namespace
 }  // namespace invar::testing_engine

@@ -33,7 +33,8 @@ struct Outcome {
   FinishReason finish = FinishReason::none;
   std::string error;
   bool done = false;
-  int64_t first_event = -1, last_event = -1;  // engine-wide event order (overlap = in flight together)
+  int64_t first_event = -1,
+          last_event = -1;  // engine-wide event order (overlap = in flight together)
 };
 
 // Collects events of many requests; wait() blocks until all have finished.
@@ -109,7 +110,8 @@ inline std::vector<Outcome> run_sequential(const Model& m, const EngineConfig& c
 
 // Submits all requests at once (they share engine steps), returns them in order.
 inline std::vector<Outcome> run_together(const Model& m, const EngineConfig& cfg,
-                                         const std::vector<GenerationRequest>& reqs) {
+                                         const std::vector<GenerationRequest>& reqs,
+                                         EngineMetrics* metrics = nullptr) {
   Engine engine(m, nullptr, cfg);
   Collector col;
   for (size_t i = 0; i < reqs.size(); ++i) col.sink(i);
@@ -117,6 +119,7 @@ inline std::vector<Outcome> run_together(const Model& m, const EngineConfig& cfg
   col.wait(reqs.size());
   std::vector<Outcome> out;
   for (size_t i = 0; i < reqs.size(); ++i) out.push_back(col.take(i));
+  if (metrics) *metrics = engine.metrics();
   return out;
 }
 
@@ -168,6 +171,8 @@ inline EngineConfig config_base() {
   return c;
 }
 
-inline std::vector<std::string> reference_models() { return {"qwen3next-tiny", "qwen35-tiny"}; }
+inline std::vector<std::string> reference_models() {
+  return {"qwen3next-tiny", "qwen35-tiny"};
+}
 
 }  // namespace invar::testing_engine

@@ -1,10 +1,10 @@
 // The sampler (rule N6): greedy ties, a counter-based RNG, top-k / top-p limits, logprob order.
+#include "engine/sampler.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
-
-#include "engine/sampler.h"
 
 namespace invar {
 namespace {
@@ -46,7 +46,8 @@ TEST(Sampler, TopKAndTopPLimitTheCandidates) {
   SamplingParams p;
   p.temperature = 5.0f;  // nearly flat: without limits every id appears
   std::vector<int> seen(5, 0);
-  for (int64_t pos = 0; pos < 500; ++pos) ++seen[static_cast<size_t>(sample_token(logits.data(), 5, p, pos, s))];
+  for (int64_t pos = 0; pos < 500; ++pos)
+    ++seen[static_cast<size_t>(sample_token(logits.data(), 5, p, pos, s))];
   for (int c : seen) EXPECT_GT(c, 0);
   p.top_k = 2;
   for (int64_t pos = 0; pos < 200; ++pos) {

@@ -2,6 +2,8 @@
 // chunk, that the recurrent state it receives and the KV of every earlier position are exactly
 // what a cold, unchunked run of the same tokens would have produced — so a wrong restore, a
 // checkpoint from the wrong boundary or a reused block of another prefix fails here.
+#include "engine/scheduler.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "cache/prefix_cache.h"
-#include "engine/scheduler.h"
 
 namespace invar {
 namespace {
@@ -20,7 +21,9 @@ constexpr int64_t kStateFloats = 2;  // a 64-bit prefix hash as two 32-bit halve
 uint64_t prefix_step(uint64_t h, int32_t token) {
   return PrefixCache::block_key(h ^ 0x51ed27ull, std::span<const int32_t>(&token, 1));
 }
-void hash_store(float* dst, uint64_t h) { std::memcpy(dst, &h, sizeof h); }
+void hash_store(float* dst, uint64_t h) {
+  std::memcpy(dst, &h, sizeof h);
+}
 uint64_t hash_load(const float* src) {
   uint64_t h;
   std::memcpy(&h, src, sizeof h);
@@ -37,7 +40,8 @@ struct Harness {
   int64_t checkpoints_written = 0;
 
   Harness(int64_t block_size, int64_t budget_blocks, int64_t budget_ckpts, int64_t max_batch,
-          bool prefix = true, int64_t max_running = 8) : bs(block_size) {
+          bool prefix = true, int64_t max_running = 8)
+      : bs(block_size) {
     CacheConfig cc;
     cc.block_size = bs;
     cc.block_floats = 2 * bs;  // one prefix hash per position

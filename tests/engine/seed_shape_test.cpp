@@ -18,15 +18,18 @@ TEST_P(SeedShape, EveryArmBitIdentical) {
   const auto b = concat(doc, tokens_random(rng, 30, V));  // 50 tokens: over 2 blocks
   EngineConfig base = config_base();
   const Outcome cold = run_sequential(m, base, {request_make(b, 5, true)})[0];
-  struct Arm { const char* name; int64_t a_len; };
+  struct Arm {
+    const char* name;
+    int64_t a_len;
+  };
   for (int64_t budget : {7, 32, 4096}) {
     for (const Arm& arm : {Arm{"A under 2 blocks", 31}, Arm{"A one token over", 33},
                            Arm{"A nine tokens shorter", 24}, Arm{"A nine tokens longer", 42}}) {
       EngineConfig cfg = base;
       cfg.max_batch_tokens = budget;
       const auto a = concat(doc, tokens_random(rng, arm.a_len - 20, V));
-      const auto out = run_sequential(m, cfg, {request_make(a, 3, false), request_make(b, 5, true),
-                                               request_make(b, 5, true)});
+      const auto out = run_sequential(
+          m, cfg, {request_make(a, 3, false), request_make(b, 5, true), request_make(b, 5, true)});
       const std::string what = std::string(arm.name) + ", budget " + std::to_string(budget);
       EXPECT_EQ(out[1].cached_tokens, 16) << what;  // the shared document's first block
       EXPECT_EQ(out[2].cached_tokens, 48) << what;  // B's own three blocks
@@ -37,7 +40,10 @@ TEST_P(SeedShape, EveryArmBitIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SeedShape, ::testing::ValuesIn(reference_models()),
-                         [](const auto& info) { return info.param == "qwen35-tiny" ? std::string("qwen35") : std::string("qwen3next"); });
+                         [](const auto& info) {
+                           return info.param == "qwen35-tiny" ? std::string("qwen35")
+                                                              : std::string("qwen3next");
+                         });
 
 }  // namespace
 }  // namespace invar::testing_engine

@@ -40,7 +40,8 @@ struct PagedKv {
 struct Case {
   int64_t h, hkv, d, n_pos;
 };
-const Case kCases[] = {{4, 2, 16, 37}, {2, 1, 24, 20}, {8, 2, 64, 70}, {2, 2, 256, 33}, {3, 1, 5, 9}};
+const Case kCases[] = {
+    {4, 2, 16, 37}, {2, 1, 24, 20}, {8, 2, 64, 70}, {2, 2, 256, 33}, {3, 1, 5, 9}};
 
 TEST(Attention, SimdEqualsReferenceBits) {
   ThreadPool pool(2);
@@ -79,7 +80,8 @@ TEST(Attention, ReferenceCloseToFloat64) {
         for (int64_t p = 0; p <= t; ++p) {
           double dot = 0;
           for (int64_t i = 0; i < c.d; ++i)
-            dot += double(q[size_t((t * c.h + h) * c.d + i)]) * k[size_t((p * c.hkv + g) * c.d + i)];
+            dot +=
+                double(q[size_t((t * c.h + h) * c.d + i)]) * k[size_t((p * c.hkv + g) * c.d + i)];
           sc[size_t(p)] = dot * scale;
           mx = std::max(mx, sc[size_t(p)]);
         }
@@ -87,7 +89,8 @@ TEST(Attention, ReferenceCloseToFloat64) {
         for (auto& e : sc) sum += (e = std::exp(e - mx));
         for (int64_t i = 0; i < c.d; ++i) {
           double o = 0;
-          for (int64_t p = 0; p <= t; ++p) o += sc[size_t(p)] * v[size_t((p * c.hkv + g) * c.d + i)];
+          for (int64_t p = 0; p <= t; ++p)
+            o += sc[size_t(p)] * v[size_t((p * c.hkv + g) * c.d + i)];
           expect[size_t((t * c.h + h) * c.d + i)] = o / sum;
         }
       }
@@ -108,7 +111,8 @@ TEST(Attention, InvariantToChunkingPagingAndThreads) {
   test::for_each_simd_level([&](SimdLevel) {
     PagedKv kv16(k, v, c.n_pos, c.hkv * c.d, 16, 0);
     std::vector<float> all(q.size());
-    attention(AttentionShape{c.n_pos, 0, c.h, c.hkv, c.d, scale}, kv16.view(), q.data(), all.data(), pool1);
+    attention(AttentionShape{c.n_pos, 0, c.h, c.hkv, c.d, scale}, kv16.view(), q.data(), all.data(),
+              pool1);
     for (int64_t bs : {1, 16, 64}) {
       PagedKv kv(k, v, c.n_pos, c.hkv * c.d, bs, 5);
       for (int64_t chunk : {1, 7, 50}) {
@@ -116,11 +120,11 @@ TEST(Attention, InvariantToChunkingPagingAndThreads) {
           std::vector<float> out(q.size(), -1.0f);
           for (int64_t p0 = 0; p0 < c.n_pos; p0 += chunk) {
             const int64_t n = std::min(chunk, c.n_pos - p0);
-            attention(AttentionShape{n, p0, c.h, c.hkv, c.d, scale}, kv.view(), q.data() + p0 * qrow,
-                      out.data() + p0 * qrow, *pool);
+            attention(AttentionShape{n, p0, c.h, c.hkv, c.d, scale}, kv.view(),
+                      q.data() + p0 * qrow, out.data() + p0 * qrow, *pool);
           }
-          EXPECT_EQ(bit_diff(out, all), "") << "block " << bs << " chunk " << chunk << " threads "
-                                            << pool->size();
+          EXPECT_EQ(bit_diff(out, all), "")
+              << "block " << bs << " chunk " << chunk << " threads " << pool->size();
         }
       }
     }
@@ -131,8 +135,10 @@ TEST(Attention, InvariantToChunkingPagingAndThreads) {
   k2[size_t(30 * c.hkv * c.d)] += 1.0f;
   PagedKv kv_a(k, v, c.n_pos, c.hkv * c.d, 16, 0), kv_b(k2, v, c.n_pos, c.hkv * c.d, 16, 0);
   std::vector<float> a(q.size()), b(q.size());
-  attention_ref(AttentionShape{c.n_pos, 0, c.h, c.hkv, c.d, scale}, kv_a.view(), q.data(), a.data());
-  attention_ref(AttentionShape{c.n_pos, 0, c.h, c.hkv, c.d, scale}, kv_b.view(), q.data(), b.data());
+  attention_ref(AttentionShape{c.n_pos, 0, c.h, c.hkv, c.d, scale}, kv_a.view(), q.data(),
+                a.data());
+  attention_ref(AttentionShape{c.n_pos, 0, c.h, c.hkv, c.d, scale}, kv_b.view(), q.data(),
+                b.data());
   EXPECT_EQ(bit_diff(a.data() + 29 * qrow, b.data() + 29 * qrow, size_t(qrow)), "");
   EXPECT_NE(bit_diff(a.data() + 30 * qrow, b.data() + 30 * qrow, size_t(qrow)), "");
 }

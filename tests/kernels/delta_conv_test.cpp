@@ -41,9 +41,9 @@ struct DeltaInputs {
   }
 };
 
-const DeltaRuleShape kShapes[] = {
-    {9, 2, 4, 16, 16, false}, {9, 2, 4, 16, 16, true},  {5, 1, 2, 128, 128, false},
-    {6, 2, 6, 24, 20, true},  {4, 3, 3, 5, 7, false},   {3, 2, 4, 128, 128, true}};
+const DeltaRuleShape kShapes[] = {{9, 2, 4, 16, 16, false},   {9, 2, 4, 16, 16, true},
+                                  {5, 1, 2, 128, 128, false}, {6, 2, 6, 24, 20, true},
+                                  {4, 3, 3, 5, 7, false},     {3, 2, 4, 128, 128, true}};
 
 TEST(DeltaRule, SimdEqualsReferenceBits) {
   ThreadPool pool(2);
@@ -117,9 +117,12 @@ TEST(DeltaRule, InvariantToChunkingAndThreads) {
   // And the head mapping is not a no-op: tiled and grouped differ when Hk > 1 and Hv/Hk > 1.
   DeltaRuleShape tiled = sh;
   tiled.tiled = true;
-  std::vector<float> a = in.state0, b = in.state0, oa(size_t(sh.n_tokens * sh.hv * sh.dv)), ob(oa.size());
-  delta_rule_ref(sh, a.data(), in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), oa.data());
-  delta_rule_ref(tiled, b.data(), in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(), ob.data());
+  std::vector<float> a = in.state0, b = in.state0, oa(size_t(sh.n_tokens * sh.hv * sh.dv)),
+                     ob(oa.size());
+  delta_rule_ref(sh, a.data(), in.q.data(), in.k.data(), in.v.data(), in.g.data(), in.beta.data(),
+                 oa.data());
+  delta_rule_ref(tiled, b.data(), in.q.data(), in.k.data(), in.v.data(), in.g.data(),
+                 in.beta.data(), ob.data());
   EXPECT_NE(bit_diff(oa, ob), "");
 }
 
@@ -158,7 +161,8 @@ TEST(Conv, ReferenceCloseToFloat64) {
         double acc = 0;
         for (int64_t j = 0; j < cc.kc; ++j) {
           const int64_t src = t - (cc.kc - 1) + j;  // token index; < 0 → state row kc−1+src
-          const double in = src >= 0 ? x[size_t(src * cc.c + ch)] : st0[size_t((cc.kc - 1 + src) * cc.c + ch)];
+          const double in =
+              src >= 0 ? x[size_t(src * cc.c + ch)] : st0[size_t((cc.kc - 1 + src) * cc.c + ch)];
           acc += in * w[size_t(ch * cc.kc + j)];
         }
         e[size_t(t * cc.c + ch)] = acc / (1.0 + std::exp(-acc));
@@ -182,7 +186,8 @@ TEST(Conv, InvariantToChunking) {
       std::vector<float> st((cc.kc - 1) * cc.c, 0.0f), y(x.size());
       for (int64_t t0 = 0; t0 < cc.t; t0 += chunk) {
         const int64_t n = std::min(chunk, cc.t - t0);
-        conv1d_silu(x.data() + t0 * cc.c, w.data(), st.data(), n, cc.c, cc.kc, y.data() + t0 * cc.c);
+        conv1d_silu(x.data() + t0 * cc.c, w.data(), st.data(), n, cc.c, cc.kc,
+                    y.data() + t0 * cc.c);
       }
       EXPECT_EQ(bit_diff(y, y_all), "") << "chunk " << chunk;
       EXPECT_EQ(bit_diff(st, st_all), "") << "state chunk " << chunk;

@@ -20,10 +20,15 @@ TEST(Reduce, SimdEqualsReferenceBits) {
     for (int64_t n : kLengths) {
       const auto a = test::randn(size_t(n), uint32_t(n) + 1);
       const auto b = test::randn(size_t(n), uint32_t(n) + 2);
-      EXPECT_EQ(test::float_bits(reduce_sum(a.data(), n)), test::float_bits(reduce_sum_ref(a.data(), n))) << n;
-      EXPECT_EQ(test::float_bits(reduce_sum_sq(a.data(), n)), test::float_bits(reduce_sum_sq_ref(a.data(), n))) << n;
+      EXPECT_EQ(test::float_bits(reduce_sum(a.data(), n)),
+                test::float_bits(reduce_sum_ref(a.data(), n)))
+          << n;
+      EXPECT_EQ(test::float_bits(reduce_sum_sq(a.data(), n)),
+                test::float_bits(reduce_sum_sq_ref(a.data(), n)))
+          << n;
       EXPECT_EQ(test::float_bits(reduce_dot(a.data(), b.data(), n)),
-                test::float_bits(reduce_dot_ref(a.data(), b.data(), n))) << n;
+                test::float_bits(reduce_dot_ref(a.data(), b.data(), n)))
+          << n;
     }
   });
   EXPECT_GE(levels, 1);
@@ -33,10 +38,10 @@ TEST(Reduce, SimdEqualsReferenceBits) {
 // vanish next to 1e8), the lane sums and the fixed tree give 4.
 TEST(Reduce, CanonicalOrder) {
   std::vector<float> x(32, 0.0f);
-  x[0] = 1e8f;     // lane 0
-  x[8] = 1.0f;     // lane 8
-  x[16] = -1e8f;   // lane 0 again: lane 0 = 0
-  x[4] = 3.0f;     // lane 4
+  x[0] = 1e8f;    // lane 0
+  x[8] = 1.0f;    // lane 8
+  x[16] = -1e8f;  // lane 0 again: lane 0 = 0
+  x[4] = 3.0f;    // lane 4
   float l[16] = {};
   for (int i = 0; i < 32; ++i) l[i % 16] += x[i];
   float s8[8], s4[4], s2[2];
@@ -63,7 +68,8 @@ TEST(Reduce, ReferenceCloseToFloat64) {
     const double k = (double(n) / 16 + 5) * 0x1p-24;
     EXPECT_LE(std::fabs(reduce_sum_ref(a.data(), n) - s), k * sa + 1e-30) << n;
     EXPECT_LE(std::fabs(reduce_sum_sq_ref(a.data(), n) - sq), (k + 0x1p-24) * sq + 1e-30) << n;
-    EXPECT_LE(std::fabs(reduce_dot_ref(a.data(), b.data(), n) - dot), (k + 0x1p-24) * dota + 1e-30) << n;
+    EXPECT_LE(std::fabs(reduce_dot_ref(a.data(), b.data(), n) - dot), (k + 0x1p-24) * dota + 1e-30)
+        << n;
   }
 }
 

@@ -145,7 +145,8 @@ TEST(Rope, ImropeSections) {
   full.sections = {3, 3, 2, 0};
   RopeConfig partial = full;
   partial.sections = {4, 2, 2, 0};
-  const RopeFreqs fn = rope_freqs_build(neox), ff = rope_freqs_build(full), fp = rope_freqs_build(partial);
+  const RopeFreqs fn = rope_freqs_build(neox), ff = rope_freqs_build(full),
+                  fp = rope_freqs_build(partial);
   for (int j = 0; j < 8; ++j) EXPECT_EQ(ff.rotated[size_t(j)], 1) << j;
   for (int j = 0; j < 8; ++j) EXPECT_EQ(fp.rotated[size_t(j)], j == 7 ? 0 : 1) << j;
   const auto x0 = test::randn(2 * 32, 3);

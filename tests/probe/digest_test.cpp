@@ -7,6 +7,7 @@
 
 #include "probe/analysis.h"
 #include "probe/digest.h"
+#include "probe/report.h"
 
 namespace invar::probe {
 namespace {
@@ -129,6 +130,28 @@ TEST(ProbeDigest, VerdictNeedsOneDigestPerArmAndAgreement) {
   EXPECT_EQ(within.verdict, "diverged");
   EXPECT_EQ(within.arms[0].distinct_order, 2);
   EXPECT_EQ(within.arms[0].first_divergent, 0);
+}
+
+TEST(ProbeReport, CachedTokensFoldAndTextShowsVerdict) {
+  using V = std::vector<std::optional<int64_t>>;
+  EXPECT_EQ(cached_tokens_compact(V{0, 5, 5, 5}), "0, 5\u00d73");
+  EXPECT_EQ(cached_tokens_compact(V{0, 5, 0, 5, 0, 5}), "(0, 5)\u00d73");
+  EXPECT_EQ(cached_tokens_compact(V{0, 0, 0}), "0\u00d73");
+  EXPECT_EQ(cached_tokens_compact(V{std::nullopt, 7}), "n/a, 7");
+  EXPECT_EQ(cached_tokens_compact(V{}), "-");
+  Report r;
+  r.target = "http://x:1";
+  ArmSummary a;
+  a.name = "clean";
+  a.order_digests = {"d1", "d2"};
+  a.distinct_order = 2;
+  a.first_divergent = 4;
+  r.arms = {a};
+  report_finish(r);
+  const std::string t = report_text(r);
+  EXPECT_NE(t.find("verdict: diverged"), std::string::npos) << t;
+  EXPECT_EQ(report_exit_code(r), 3);
+  EXPECT_EQ(report_json(r)["arms"][0]["first_divergent_token"], 4);
 }
 
 }  // namespace

@@ -343,7 +343,7 @@ TEST(ServeLimits, QueueLimit429AndSigtermDrain) {
   std::thread long_stream([&] {
     httplib::Client c("127.0.0.1", s.port());
     c.set_read_timeout(60, 0);
-    auto r = c.Post("/v1/completions", json{{"prompt", "long"}, {"max_tokens", 300}, {"ignore_eos", true},
+    auto r = c.Post("/v1/completions", json{{"prompt", "long"}, {"max_tokens", 900}, {"ignore_eos", true},
                                             {"stream", true}}.dump(), "application/json");
     if (r) got = r->body;
   });
