@@ -31,7 +31,8 @@ struct AttentionShape {
   float scale;       // 1/sqrt(D)
 };
 
-// q[T][H][D] → o[T][H][D]. Threads split (t, h) pairs. scratch is allocated inside per thread
+// q[T][H][D] → o[T][H][D]. Threads split queries × heads (outputs; the SIMD path in tiles of one
+// KV group's heads that share K/V loads). scratch is allocated inside per thread
 // on first use and reused (no per-call allocation after warm-up).
 void attention(const AttentionShape& s, const KvView& kv, const float* q, float* o,
                ThreadPool& pool);
