@@ -7,6 +7,7 @@
 // shared/machine.md (AVX-512 registers-only FMA, 216 / 425 GFLOP/s on 1 / 2 threads) and can be
 // overridden with --peak-gflops. Bandwidth is measured in the bench: a canonical sum over a
 // 512 MiB buffer split between the threads.
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,24 +64,45 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Best of 3 passes of a canonical sum over `buf`, split into 1 MiB pieces among the threads.
-double measure_bandwidth_gbs(const std::vector<float>& buf, ThreadPool& pool) {
+// CPU seconds of the whole process: on a machine shared with other work, wall time measures
+// the neighbours too; tokens ÷ (CPU seconds ÷ threads) is the rate the threads would reach
+// if they had their cores to themselves (an estimate: waiting threads block, they do not spin).
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+struct Timing {
+  double wall = 0, cpu = 0;
+  Timing& operator+=(const Timing& o) {
+    wall += o.wall;
+    cpu += o.cpu;
+    return *this;
+  }
+};
+
+// Best of 3 passes of a canonical sum over `buf`, split into 1 MiB pieces among the threads:
+// GB/s by wall time and by CPU time (see cpu_seconds).
+std::pair<double, double> measure_bandwidth_gbs(const std::vector<float>& buf, ThreadPool& pool) {
   const int64_t piece = 1 << 18;  // floats
   const int64_t n_pieces = int64_t(buf.size()) / piece;
   std::vector<float> sink(static_cast<size_t>(pool.size()), 0.0f);
-  double best = 0;
+  double best = 0, best_cpu = 0;
   for (int rep = 0; rep < 3; ++rep) {
     auto t0 = Clock::now();
+    const double c0 = cpu_seconds();
     pool.parallel_for(n_pieces, [&](int64_t b, int64_t e, int ti) {
       float s = 0;
       for (int64_t i = b; i < e; ++i) s += reduce_sum(buf.data() + i * piece, piece);
       sink[size_t(ti)] += s;
     });
-    const double dt = seconds_since(t0);
+    const double dt = seconds_since(t0), dc = (cpu_seconds() - c0) / pool.size();
     best = std::max(best, double(n_pieces * piece * 4) / dt / 1e9);
+    best_cpu = std::max(best_cpu, double(n_pieces * piece * 4) / dc / 1e9);
   }
   if (sink[0] == 12345.0f) std::printf(" ");  // keep the sums alive
-  return best;
+  return {best, best_cpu};
 }
 
 // Bytes of weights and multiply-adds per token, from the file's tensors: experts count K/NE of
@@ -124,8 +146,8 @@ struct SeqBuffers {
   }
 };
 
-// Runs tokens at pos0.. in one forward call; returns seconds.
-double timed_forward(const Model& m, SeqBuffers& sb, const int32_t* tokens, int64_t n,
+// Runs tokens at pos0.. in one forward call.
+Timing timed_forward(const Model& m, SeqBuffers& sb, const int32_t* tokens, int64_t n,
                      int64_t pos0, int64_t bs, ThreadPool& pool) {
   SeqChunk c;
   c.tokens = tokens;
@@ -136,8 +158,9 @@ double timed_forward(const Model& m, SeqBuffers& sb, const int32_t* tokens, int6
   c.block_size = bs;
   c.logits = sb.logits.data();
   auto t0 = Clock::now();
+  const double c0 = cpu_seconds();
   m.forward({&c, 1}, pool);
-  return seconds_since(t0);
+  return {seconds_since(t0), (cpu_seconds() - c0) / pool.size()};
 }
 
 int run_bench(const ModelBenchOptions& o) {
@@ -213,12 +236,16 @@ int run_bench(const ModelBenchOptions& o) {
   }
   std::vector<float> bw_buf(static_cast<size_t>(128) << 20, 1.0f);  // 512 MiB
 
-  std::printf("%-8s %-14s %12s %14s %10s\n", "threads", "phase", "tok/s", "roofline tok/s",
-              "fraction");
+  std::printf("%-8s %-14s %10s %10s %14s %9s %9s\n", "threads", "phase", "tok/s", "cpu tok/s",
+              "roofline tok/s", "fraction", "cpu frac");
+  auto row = [](int nt, const char* phase, double n, Timing t, double roof, double roof_cpu) {
+    std::printf("%-8d %-14s %10.1f %10.1f %14.1f %8.0f%% %8.0f%%", nt, phase, n / t.wall,
+                n / t.cpu, roof, 100 * n / t.wall / roof, 100 * n / t.cpu / roof_cpu);
+  };
   for (size_t ti = 0; ti < threads.size(); ++ti) {
     const int nt = int(threads[ti]);
     ThreadPool pool(nt);
-    const double bw = measure_bandwidth_gbs(bw_buf, pool);
+    const auto [bw, bw_cpu] = measure_bandwidth_gbs(bw_buf, pool);
     const double peak = double(peaks[std::min(ti, peaks.size() - 1)]);
     {  // warm-up: scratch for the largest batch, page-in of the mapping
       SeqBuffers sb(*model, max_prompt, bs);
@@ -226,23 +253,24 @@ int run_bench(const ModelBenchOptions& o) {
     }
     for (int64_t p : prompts) {
       SeqBuffers sb(*model, p, bs);
-      const double s = timed_forward(*model, sb, tokens.data(), p, 0, bs, pool);
+      const Timing t = timed_forward(*model, sb, tokens.data(), p, 0, bs, pool);
       const double roof = peak * 1e9 / (2 * cost.active_params);
       char phase[32];
       std::snprintf(phase, sizeof phase, "prefill %lld", (long long)p);
-      std::printf("%-8d %-14s %12.1f %14.1f %9.0f%%\n", nt, phase, double(p) / s, roof,
-                  100 * double(p) / s / roof);
+      row(nt, phase, double(p), t, roof, roof);
+      std::printf("\n");
     }
     {
       const int64_t p0 = std::min<int64_t>(128, max_prompt);
       SeqBuffers sb(*model, p0 + o.decode, bs);
       timed_forward(*model, sb, tokens.data(), p0, 0, bs, pool);
-      double s = 0;
+      Timing t;
       for (int64_t i = 0; i < o.decode; ++i)
-        s += timed_forward(*model, sb, tokens.data() + p0 + i, 1, p0 + i, bs, pool);
-      const double roof = bw * 1e9 / cost.decode_bytes;
-      std::printf("%-8d %-14s %12.1f %14.1f %9.0f%%   (bandwidth %.1f GB/s measured)\n", nt,
-                  "decode", double(o.decode) / s, roof, 100 * double(o.decode) / s / roof, bw);
+        t += timed_forward(*model, sb, tokens.data() + p0 + i, 1, p0 + i, bs, pool);
+      // The CPU-time fraction compares against the CPU-time bandwidth.
+      row(nt, "decode", double(o.decode), t, bw * 1e9 / cost.decode_bytes,
+          bw_cpu * 1e9 / cost.decode_bytes);
+      std::printf("   bandwidth %.1f GB/s (cpu time: %.1f) measured\n", bw, bw_cpu);
     }
   }
   std::printf("\nprefill roofline: peak FMA %s GFLOP/s (1, 2 threads; shared/machine.md, "

@@ -20,6 +20,7 @@ struct ProbeArgs {
   std::string api = "chat";
   std::string plan_path, preset, doc, html;
   std::vector<std::string> arms;
+  size_t doc_chars = 0;
   int runs = 0, max_tokens = 0, top_k = -1, threshold_span = -1, threshold_step = 0;
   bool json = false, no_salt = false;
 };
@@ -29,7 +30,9 @@ probe::Plan plan_build(const ProbeArgs& a) {
   probe::Plan plan;
   if (!a.preset.empty()) {
     if (a.preset != "seed") throw Error("--preset " + a.preset + ": unknown (known: seed)");
-    plan = probe::plan_preset_seed(a.doc.empty() ? "" : probe::read_text_file(a.doc));
+    std::string doc = a.doc.empty() ? probe::builtin_document() : probe::read_text_file(a.doc);
+    if (a.doc_chars > 0) doc = probe::document_truncate(doc, a.doc_chars);
+    plan = probe::plan_preset_seed(doc);
   } else {
     if (!a.doc.empty()) throw Error("--doc goes with --preset; a plan names its own documents");
     plan = probe::plan_load(a.plan_path);
@@ -114,6 +117,8 @@ Command probe_command("probe", [](CLI::App& root) -> Command::Run {
   c->add_option("--plan", a.plan_path, "plan JSON (documents, tasks, arms; see src/probe/plan.h)");
   c->add_option("--preset", a.preset, "seed: task A and B on one document, the write-up's four arms");
   c->add_option("--doc", a.doc, "document for --preset (default: built-in, ~3,000 tokens)");
+  c->add_option("--doc-chars", a.doc_chars,
+                "cut the preset's document to its first lines within N bytes (small-context models)");
   c->add_option("--runs", a.runs, "measured runs per arm (preset: 10)");
   c->add_option("--max-tokens", a.max_tokens, "tokens generated per completion (preset: 32)");
   c->add_option("--top-k", a.top_k, "candidates per token, 0..20 (preset: 20)");

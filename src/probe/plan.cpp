@@ -76,7 +76,7 @@ void plan_validate(const Plan& p) {
     if (needs_warm && !tasks.count(a.warm))
       throw Error("arms." + a.name + ".warm: a " + arm_kind_name(a.kind) +
                   " arm needs a task to run first ('" + a.warm + "' is none)");
-    if (a.runs < 1) throw Error("arms." + a.name + ".runs: must be ≥ 1");
+    if (a.runs < 1) throw Error("arms." + a.name + ".runs: must be at least 1");
   }
 }
 
@@ -183,6 +183,13 @@ Plan plan_preset_seed(const std::string& doc_text) {
   p.arms.push_back({"threshold", ArmKind::threshold, "B", "A", 2, 16, 4});
   plan_validate(p);
   return p;
+}
+
+std::string document_truncate(const std::string& text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t cut = text.rfind('\n', max_bytes);
+  if (cut == std::string::npos || cut == 0) cut = max_bytes;
+  return text.substr(0, cut + (cut < text.size() && text[cut] == '\n' ? 1 : 0));
 }
 
 const Task& plan_task(const Plan& p, const std::string& name) {

@@ -75,6 +75,9 @@ Plan plan_load(const std::string& path);
 // The write-up's plan: task A and task B on one document, arms clean / contaminated / no-cache /
 // threshold, 10 runs per arm, 32 tokens. `doc_text` empty: the built-in document.
 Plan plan_preset_seed(const std::string& doc_text);
+// The first lines of `text` that fit in `max_bytes` (cut at a line end; at least one line). For
+// servers whose context cannot hold the whole document (byte-level test vocabularies).
+std::string document_truncate(const std::string& text, size_t max_bytes);
 // The built-in ~3,000-token document (data/probe/seed_document.txt, compiled in).
 const std::string& builtin_document();
 

@@ -23,6 +23,8 @@ TEST(ProbePlan, SeedPresetIsTheWriteUpsPlan) {
   // The built-in document: ~3,000 tokens of text (about 4 bytes a token), compiled in.
   EXPECT_GT(builtin_document().size(), 10000u);
   EXPECT_LT(builtin_document().size(), 16000u);
+  // ASCII only: the tiny test models' vocabularies hold only the 128 ASCII byte tokens.
+  for (unsigned char c : builtin_document()) ASSERT_LT(c, 0x80) << "non-ASCII byte in the built-in document";
   // A and B share the document as their prefix and differ after it.
   const std::string a = task_prompt(p, plan_task(p, "A"), 0);
   const std::string b = task_prompt(p, plan_task(p, "B"), 0);
@@ -38,6 +40,16 @@ TEST(ProbePlan, SeedPresetIsTheWriteUpsPlan) {
   EXPECT_EQ(task_prompt(p, plan_task(p, "A"), 3), a + " ok ok ok");
   EXPECT_EQ(plan_request_count(p), 10 + 11 + 10 + 9 * 3);
   EXPECT_EQ(plan_preset_seed("my doc").documents[0].text, "my doc");
+}
+
+TEST(ProbePlan, DocumentTruncatesAtALineEnd) {
+  EXPECT_EQ(document_truncate("ab\ncd\nef\n", 7), "ab\ncd\n");
+  EXPECT_EQ(document_truncate("ab\ncd\nef\n", 100), "ab\ncd\nef\n");
+  EXPECT_EQ(document_truncate("abcdef", 3), "abc");
+  const std::string d = document_truncate(builtin_document(), 5000);
+  EXPECT_LE(d.size(), 5000u);
+  EXPECT_GT(d.size(), 4000u);
+  EXPECT_EQ(d.back(), '\n');
 }
 
 TEST(ProbePlan, FromJson) {

@@ -260,9 +260,14 @@ TEST(HttpServer, MetricsExposition) {
   FakeServer s;
   s.post("/v1/completions", R"({"prompt":"a","max_tokens":3})");
   s.post("/v1/completions", R"({"prompt":5})");
-  auto r = s.get("/metrics");
-  EXPECT_EQ(r->status, 200);
-  const std::string& m = r->body;
+  // Responses are counted just after they are written: let the count catch up.
+  std::string m;
+  for (int i = 0; i < 200 && m.find("status=\"400\"") == std::string::npos; ++i) {
+    auto r = s.get("/metrics");
+    EXPECT_EQ(r->status, 200);
+    m = r->body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   for (const char* line :
        {"# TYPE invar_time_to_first_token_seconds histogram", "invar_time_to_first_token_seconds_count 1",
         "invar_inter_token_latency_seconds_count 2", "invar_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1",

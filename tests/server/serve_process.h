@@ -28,6 +28,7 @@ class ServeProcess {
     log_ = std::string(INVAR_BINARY_DIR) + "/tests/server/" + name + ".log";
     std::vector<std::string> argv = {kInvarBin, "serve", "--port", "0"};
     argv.insert(argv.end(), args.begin(), args.end());
+    std::remove(log_.c_str());  // a previous run's port must not be read back
     pid_ = fork();
     if (pid_ == 0) {
       FILE* f = std::fopen(log_.c_str(), "w");
