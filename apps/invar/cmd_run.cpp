@@ -289,6 +289,7 @@ int run(const RunOptions& o) {
   }
   const double pre_s = std::chrono::duration<double>(t1 - t0).count();
   const double dec_s = std::chrono::duration<double>(t2 - t1).count();
+  std::fflush(stdout);  // the text first, then the timing line on stderr
   std::fprintf(stderr, "prompt %lld tokens %.3f s (%.1f tok/s), generated %zu tokens %.3f s "
                "(%.1f tok/s), threads %d, simd %s\n",
                (long long)n_prompt, pre_s, double(n_prompt) / pre_s, steps.size(), dec_s,
