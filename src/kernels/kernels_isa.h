@@ -14,7 +14,7 @@ namespace invar {
   float reduce_sum(const float* x, int64_t n);                                                     \
   float reduce_sum_sq(const float* x, int64_t n);                                                  \
   float reduce_dot(const float* a, const float* b, int64_t n);                                     \
-  /* y[N] = exp(x − mx) (det_exp lane-wise); returns the canonical Σ y. */                      \
+  /* y[N] = e^(x − mx) (det_exp lane-wise); returns the canonical Σ y. */                      \
   float exp_sub_sum(const float* x, int64_t n, float mx, float* y);                                \
   void rmsnorm_rows(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);    \
   void l2norm_rows(const float* x, int64_t m, int64_t n, float eps, float* y);                     \

@@ -45,7 +45,7 @@ struct LayerWeights {
   Matrix ssm_alpha;                // qwen35* {E, Hv}
   std::vector<float> conv_w;       // [CONV][Kc]
   std::vector<float> dt_bias;      // [Hv]
-  std::vector<float> ssm_a;        // [Hv] = −exp(A_log)
+  std::vector<float> ssm_a;        // [Hv] = −e^A_log
   std::vector<float> ssm_norm;     // [Dv]
   Matrix ssm_out;                  // {VAL, E}
 
