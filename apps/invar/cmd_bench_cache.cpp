@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench_registry.h"
+#include "int_list.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -80,21 +81,6 @@ Timed timed_run(Engine& e, const std::vector<int32_t>& prompt, int64_t max_token
   return t;
 }
 
-std::vector<int64_t> budgets_parse(const std::string& s) {
-  std::vector<int64_t> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      out.push_back(std::stoll(item));
-    } catch (const std::exception&) {
-      throw Error("--budgets: '" + item + "' is not a number");
-    }
-    if (out.back() < 1) throw Error("--budgets: every budget must be ≥ 1");
-  }
-  return out;
-}
-
 int bench_cache_run(const CacheBenchOptions& o) {
   if (!std::filesystem::exists(o.model))
     throw Error("model " + o.model + " not found (make one: invar make-model --out " + o.model +
@@ -145,7 +131,7 @@ int bench_cache_run(const CacheBenchOptions& o) {
   std::printf(
       "| budget tokens/step | prefill tokens | seconds | CPU s | prefill tok/s |\n"
       "|---|---|---|---|---|\n");
-  for (int64_t budget : budgets_parse(o.budgets)) {
+  for (int64_t budget : int_list_parse("--budgets", o.budgets)) {
     EngineConfig c = cfg;
     c.prefix_cache = false;
     c.max_batch_tokens = budget;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench_registry.h"
+#include "int_list.h"
 #include "core/error.h"
 #include "core/simd.h"
 #include "core/thread_pool.h"
@@ -43,22 +44,6 @@ struct ModelBenchOptions {
   std::string simd;
   bool keep = false;
 };
-
-std::vector<int64_t> list_parse(const std::string& flag, const std::string& s) {
-  std::vector<int64_t> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      out.push_back(std::stoll(item));
-    } catch (const std::exception&) {
-      throw Error(flag + ": '" + item + "' is not a number");
-    }
-    if (out.back() < 1) throw Error(flag + ": every entry must be >= 1");
-  }
-  if (out.empty()) throw Error(flag + ": empty list");
-  return out;
-}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -164,9 +149,9 @@ Timing timed_forward(const Model& m, SeqBuffers& sb, const int32_t* tokens, int6
 }
 
 int run_bench(const ModelBenchOptions& o) {
-  const auto prompts = list_parse("--prompts", o.prompts);
-  const auto threads = list_parse("--threads", o.threads);
-  const auto peaks = list_parse("--peak-gflops", o.peak);
+  const auto prompts = int_list_parse("--prompts", o.prompts);
+  const auto threads = int_list_parse("--threads", o.threads);
+  const auto peaks = int_list_parse("--peak-gflops", o.peak);
   if (!o.simd.empty()) {
     auto lvl = simd_parse(o.simd);
     if (!lvl) throw Error("--simd: '" + o.simd + "' is not one of off, avx2, avx512");

@@ -15,30 +15,20 @@ namespace {
 constexpr int64_t kTile = kAttnHeadTile;
 constexpr int64_t kPBlock = 32;  // V rows per block (32 KiB at D = 256)
 
-inline const float* kv_row(const float* const* blocks, const KvView& kv, int64_t p, int64_t off) {
-  return blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + off;
-}
-
 }  // namespace
 
 void attention_units(const AttentionShape& s, const KvView& kv, const float* q, float* o,
                      int64_t u0, int64_t u1, float* scores) {
-  const int64_t group = s.h / s.hkv;
-  const int64_t tiles = attention_tiles_per_group(s);
   const int64_t dd = s.d;
   for (int64_t u = u0; u < u1; ++u) {
-    const int64_t t = u / (s.hkv * tiles);
-    const int64_t g = (u / tiles) % s.hkv;
-    const int64_t h0 = g * group + (u % tiles) * kTile;
-    const int64_t nh = std::min(kTile, g * group + group - h0);
-    const int64_t n = s.pos0 + t + 1;
+    const auto [t, g, h0, nh, n] = attention_unit(s, u);
     // Heads past nh reuse head 0's query; their results are never stored.
     const float* qh[kTile];
     for (int64_t j = 0; j < kTile; ++j) qh[j] = q + (t * s.h + h0 + (j < nh ? j : 0)) * dd;
 
     // score[j][p] = canonical dot(q_j, K[p]) · scale
     for (int64_t p = 0; p < n; ++p) {
-      const float* kr = kv_row(kv.k_blocks, kv, p, g * dd);
+      const float* kr = attention_kv_row(kv.k_blocks, kv, p, g * dd);
       __m256 acc[kTile][2];
 #pragma GCC unroll 16
       for (int64_t j = 0; j < kTile; ++j) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
@@ -85,7 +75,7 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
         for (int64_t j = 0; j < kTile; ++j)
           acc[j] = pb == 0 ? _mm256_setzero_ps() : load_tail(accbuf + j * dd + c0, rem);
         for (int64_t p = pb; p < pe; ++p) {
-          const float* vr = kv_row(kv.v_blocks, kv, p, g * dd + c0);
+          const float* vr = attention_kv_row(kv.v_blocks, kv, p, g * dd + c0);
           const __m256 vc = rem >= 8 ? _mm256_loadu_ps(vr) : load_tail(vr, rem);
 #pragma GCC unroll 16
           for (int64_t j = 0; j < kTile; ++j)

@@ -3,6 +3,7 @@
 // scalar reference beside it. Private to src/kernels.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/attention.h"
@@ -41,6 +42,27 @@ inline int64_t attention_tiles_per_group(const AttentionShape& s) {
 }
 inline int64_t attention_unit_count(const AttentionShape& s) {
   return s.n_tokens * s.hkv * attention_tiles_per_group(s);
+}
+
+// One work unit, decoded: query token t (keys 0..n−1), KV head g, query heads h0 .. h0+nh−1.
+struct AttentionUnit {
+  int64_t t, g, h0, nh, n;
+};
+inline AttentionUnit attention_unit(const AttentionShape& s, int64_t u) {
+  const int64_t group = s.h / s.hkv;
+  const int64_t tiles = attention_tiles_per_group(s);
+  AttentionUnit a;
+  a.t = u / (s.hkv * tiles);
+  a.g = (u / tiles) % s.hkv;
+  a.h0 = a.g * group + (u % tiles) * kAttnHeadTile;
+  a.nh = std::min(kAttnHeadTile, a.g * group + group - a.h0);
+  a.n = s.pos0 + a.t + 1;
+  return a;
+}
+// Row of position p in a paged K or V history, `off` floats into the row.
+inline const float* attention_kv_row(const float* const* blocks, const KvView& kv, int64_t p,
+                                     int64_t off) {
+  return blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + off;
 }
 
 namespace kern_avx2 {
