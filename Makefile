@@ -1,10 +1,26 @@
 # Thin wrapper: CMake + CTest do the work. `make test` and `make run` install what is missing first.
-BUILD    ?= build
-JOBS     ?= $(shell nproc)
-INVAR    := $(BUILD)/apps/invar/invar
-MODEL    ?= models/default.gguf
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+JOBS       ?= $(shell nproc)
+INVAR      := $(BUILD)/apps/invar/invar
+MODEL      ?= models/default.gguf
+# Extra configure arguments for every build tree (e.g. -DCMAKE_CXX_COMPILER_LAUNCHER=ccache).
+CMAKE_ARGS ?=
+CLANG_FORMAT ?= clang-format
 
-.PHONY: all deps configure build test run bench fuzz clean
+# Every C/C++ source of the repository; build trees, generated models and node_modules excluded.
+SOURCES = $(shell find . \( -path './build*' -o -path ./out -o -path ./models -o -path ./.git \
+  -o -path ./.cache -o -name node_modules \) -prune -o -type f \
+  \( -name '*.c' -o -name '*.cc' -o -name '*.cpp' -o -name '*.h' -o -name '*.hpp' \) -print | sort)
+
+# A sanitizer report fails the test that triggered it, with a stack trace.
+SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+.PHONY: all deps configure build test test-sanitize test-asan test-tsan soak format check-format \
+  run bench clean
 
 all: build
 
@@ -12,13 +28,40 @@ deps:
 	@scripts/install-deps
 
 configure: deps
-	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE soak
+
+# AddressSanitizer + UndefinedBehaviorSanitizer over every test, then ThreadSanitizer over the
+# engine (scheduler included) and server tests; each in its own build tree at -O1.
+test-sanitize: test-asan test-tsan
+
+test-asan: deps
+	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Release -DINVAR_SANITIZE=address $(CMAKE_ARGS)
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@cd $(ASAN_BUILD) && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) -LE soak
+
+test-tsan: deps
+	@test -f $(TSAN_BUILD)/CMakeCache.txt || cmake -S . -B $(TSAN_BUILD) -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Release -DINVAR_SANITIZE=thread $(CMAKE_ARGS)
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target tests-engine tests-server
+	@cd $(TSAN_BUILD) && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) -L 'engine|server' -LE soak
+
+# The long fuzz / soak runs, which stay out of `make test`.
+soak: build
+	@cd $(BUILD) && ctest --output-on-failure -L soak
+
+format:
+	@$(CLANG_FORMAT) -i --style=file $(SOURCES)
+
+check-format:
+	@$(CLANG_FORMAT) --dry-run -Werror --style=file $(SOURCES) || \
+	  { echo "check-format: these files differ from .clang-format; 'make format' rewrites them"; exit 1; }
 
 $(MODEL): | build
 	@mkdir -p $(dir $(MODEL))
@@ -30,9 +73,5 @@ run: build $(MODEL)
 bench: build
 	@scripts/run-bench $(INVAR)
 
-# Long fuzz / soak runs stay out of `make test`.
-soak: build
-	@cd $(BUILD) && ctest --output-on-failure -L soak
-
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -39,8 +39,9 @@ function(invar_test name)
   target_link_libraries(${name} PRIVATE ${A_LIBS} GTest::gtest GTest::gtest_main)
   target_compile_definitions(${name} PRIVATE
     INVAR_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
-    INVAR_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared"
+    INVAR_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data"
     INVAR_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   invar_isa_flags("${A_SOURCES}")
   add_test(NAME ${name} COMMAND ${name})
   if(A_TIMEOUT)
@@ -51,4 +52,14 @@ function(invar_test name)
   if(A_LABELS)
     set_tests_properties(${name} PROPERTIES LABELS "${A_LABELS}")
   endif()
+  foreach(label ${A_LABELS})
+    invar_label_target(${label} ${name})
+  endforeach()
+endfunction()
+
+# invar_label_target(LABEL TARGET): TARGET is built by `tests-LABEL`, the target that builds every
+# executable the tests labelled LABEL run (a sanitizer run builds only those; tests/CMakeLists.txt).
+function(invar_label_target label target)
+  set_property(GLOBAL APPEND PROPERTY INVAR_TEST_LABELS ${label})
+  set_property(GLOBAL APPEND PROPERTY INVAR_TEST_TARGETS_${label} ${target})
 endfunction()

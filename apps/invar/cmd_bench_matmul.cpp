@@ -4,7 +4,7 @@
 // interleaved (rep 1 of each, rep 2 of each, ...) so drifting machine load hits all alike.
 //
 // OpenBLAS is loaded with dlopen at bench time only, after OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE
-// are removed from the environment (they pin its AVX2 kernel; see shared/machine.md), so the
+// are removed from the environment (they pin its AVX2 kernel; see docs/machine.md), so the
 // comparison is against its best kernel for this CPU, and no other command pays for its threads.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593 in AVX-512 intrinsics

@@ -4,7 +4,7 @@
 //   decode tok/s (one token per call after a prompt) against the memory roofline
 //     measured read bandwidth ÷ bytes of weights one decoded token reads.
 // The peak FMA rate is not measured here (it needs ISA-specific code); it is taken from
-// shared/machine.md (AVX-512 registers-only FMA, 216 / 425 GFLOP/s on 1 / 2 threads) and can be
+// docs/machine.md (AVX-512 registers-only FMA, 216 / 425 GFLOP/s on 1 / 2 threads) and can be
 // overridden with --peak-gflops. Bandwidth is measured in the bench: a canonical sum over a
 // 512 MiB buffer split between the threads.
 #include <time.h>
@@ -258,7 +258,7 @@ int run_bench(const ModelBenchOptions& o) {
       std::printf("   bandwidth %.1f GB/s (cpu time: %.1f) measured\n", bw, bw_cpu);
     }
   }
-  std::printf("\nprefill roofline: peak FMA %s GFLOP/s (1, 2 threads; shared/machine.md, "
+  std::printf("\nprefill roofline: peak FMA %s GFLOP/s (1, 2 threads; docs/machine.md, "
               "AVX-512) / (2 x active params)\n", o.peak.c_str());
   return 0;
 }

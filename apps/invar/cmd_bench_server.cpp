@@ -25,7 +25,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct ServerBenchOptions {
-  std::string model = std::string(INVAR_SOURCE_DIR) + "/../shared/models/qwen3next-tiny.gguf";
+  std::string model = std::string(INVAR_SOURCE_DIR) + "/tests/data/models/qwen3next-tiny.gguf";
   std::string url;  // "" → in-process server
   double duration_s = 120;
   int concurrency = 32;

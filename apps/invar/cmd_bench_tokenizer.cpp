@@ -14,7 +14,7 @@ namespace {
 
 struct TokBenchArgs {
   std::string tokenizer = std::string(INVAR_SOURCE_DIR) + "/data/qwen3/tokenizer.json";
-  std::string text = std::string(INVAR_SOURCE_DIR) + "/../shared/seed/prefix-cache-changed-the-answer.txt";
+  std::string text = std::string(INVAR_SOURCE_DIR) + "/tests/data/seed/prefix-cache-changed-the-answer.txt";
   int repeat = 100;
   int runs = 3;
 };

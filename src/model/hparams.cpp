@@ -1,5 +1,5 @@
 // Hyper-parameters and tensor validation for qwen3next / qwen35 / qwen35moe, following the keys,
-// defaults and tensor shapes llama.cpp uses (../shared/reference/qwen3next-math.md §1-2 and the
+// defaults and tensor shapes llama.cpp uses (docs/qwen3next-math.md §1-2 and the
 // qwen35 section). Everything the forward pass will touch is checked here, so a file that
 // passes cannot make the model code index out of range.
 #include "model/hparams.h"

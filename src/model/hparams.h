@@ -1,5 +1,5 @@
 // Hyper-parameters of the hybrid families, read from GGUF exactly as llama.cpp reads them
-// (../shared/reference/qwen3next-math.md §1 and the qwen35 section). Letters in brackets are
+// (docs/qwen3next-math.md §1 and the qwen35 section). Letters in brackets are
 // the names the math document uses.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Random-weight GGUF models. Scales follow ../shared/reference/qwen3next-math.md ("Random-weight
+// Random-weight GGUF models. Scales follow docs/qwen3next-math.md ("Random-weight
 // test models: caveat") and the reference tiny models: residual-writing projections std 0.2,
 // embeddings 0.15, input projections 0.4/sqrt(fan_in), effective norm weights ≈ 1, ssm_a < 0.
 // With these, greedy continuations vary instead of repeating the input token.

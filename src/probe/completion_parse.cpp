@@ -1,4 +1,4 @@
-// Response shapes (see /work/shared/prior-art and the OpenAI reference):
+// Response shapes (see docs/prior-art and the OpenAI reference):
 //   content: choices[0].logprobs.content[] = {token, logprob, bytes, [id], top_logprobs: [{token,
 //            logprob, bytes, [id]}]}: OpenAI/vLLM chat, llama.cpp chat *and* completions.
 //   legacy:  choices[0].logprobs = {tokens: [t], token_logprobs: [lp], top_logprobs: [{t: lp}],

@@ -1,5 +1,5 @@
 // Scheduler policies of hybrid (attention + recurrent state) prefix caches, as pure functions.
-// Facts about vLLM: ../shared/prior-art/vllm-hybrid-prefix-cache.md.
+// Facts about vLLM: docs/prior-art/vllm-hybrid-prefix-cache.md.
 #pragma once
 
 #include <cstdint>

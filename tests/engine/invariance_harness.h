@@ -21,7 +21,7 @@ namespace invar::testing_engine {
 inline const Model& model_get(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Model>> models;
   auto& m = models[name];
-  if (!m) m = Model::load(std::string(INVAR_SHARED_DIR) + "/models/" + name + ".gguf");
+  if (!m) m = Model::load(std::string(INVAR_TEST_DATA_DIR) + "/models/" + name + ".gguf");
   return *m;
 }
 

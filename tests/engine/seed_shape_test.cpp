@@ -1,4 +1,4 @@
-// The write-up's experiment (../shared/seed/prefix-cache-changed-the-answer.txt) replayed at
+// The write-up's experiment (tests/data/seed/prefix-cache-changed-the-answer.txt) replayed at
 // block size 16: A and B share a document; A under two blocks while B is over, A one token over
 // the threshold, and A changed by nine tokens. In vLLM's align mode these arms differed; here
 // every arm must give B the same bits as B cold, on the first (partial hit) and the second

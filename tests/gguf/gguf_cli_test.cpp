@@ -12,7 +12,7 @@ namespace invar {
 namespace {
 
 const std::string kInvar = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
-const std::string kShared = INVAR_SHARED_DIR;
+const std::string kData = INVAR_TEST_DATA_DIR;
 
 struct Result {
   int status;
@@ -42,7 +42,7 @@ const char* kSmall =
     "2048 --rope-base 50000";
 
 TEST(GgufCli, MakeModelIsDeterministicForEveryArch) {
-  const std::string vocab = " --vocab " + kShared + "/models/qwen3next-tiny.gguf";
+  const std::string vocab = " --vocab " + kData + "/models/qwen3next-tiny.gguf";
   for (const char* arch : {"qwen3next", "qwen35", "qwen35moe"}) {
     const std::string a = test::temp_path("a.gguf"), b = test::temp_path("b.gguf");
     const std::string common = std::string(" --arch ") + arch + kSmall + vocab + " --type q8_0";
@@ -75,7 +75,7 @@ TEST(GgufCli, MakeModelIsDeterministicForEveryArch) {
 TEST(GgufCli, MakeModelFlagsReachTheFile) {
   const std::string p = test::temp_path("flags.gguf");
   Result r = run(
-      "make-model --arch qwen35moe" + std::string(kSmall) + " --vocab " + kShared +
+      "make-model --arch qwen35moe" + std::string(kSmall) + " --vocab " + kData +
       "/models/qwen35-tiny.gguf --tied --fused-gate-up --sections 2 1 1 --type bf16 --out " + p);
   ASSERT_EQ(r.status, 0) << r.out;
   auto f = GgufFile::open(p);
@@ -111,7 +111,7 @@ TEST(GgufCli, MakeModelRejectsBadFlags) {
   Result r = run("make-model --arch llama --out " + test::temp_path("x.gguf"));
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has(r.out, "--arch must be qwen3next, qwen35 or qwen35moe, not 'llama'")) << r.out;
-  r = run("make-model --heads 3 --heads-kv 2 --vocab " + kShared +
+  r = run("make-model --heads 3 --heads-kv 2 --vocab " + kData +
           "/models/qwen35-tiny.gguf --out " + test::temp_path("x.gguf"));
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has(r.out, "--heads must be a multiple of --heads-kv")) << r.out;
@@ -120,7 +120,7 @@ TEST(GgufCli, MakeModelRejectsBadFlags) {
 }
 
 TEST(GgufCli, InspectPrintsTheReferenceHparams) {
-  Result r = run("inspect " + kShared + "/models/qwen3next-tiny.gguf");
+  Result r = run("inspect " + kData + "/models/qwen3next-tiny.gguf");
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char* s : {"architecture: qwen3next",
                         "n_embd = 64",
@@ -145,7 +145,7 @@ TEST(GgufCli, InspectPrintsTheReferenceHparams) {
                         "tokenizer.ggml.tokens",
                         "[string × 401]"})
     EXPECT_TRUE(has(r.out, s)) << s << "\n" << r.out;
-  r = run("inspect --no-tensors " + kShared + "/models/qwen35-tiny.gguf");
+  r = run("inspect --no-tensors " + kData + "/models/qwen35-tiny.gguf");
   ASSERT_EQ(r.status, 0) << r.out;
   for (const char* s :
        {"architecture: qwen35", "n_embd = 96", "n_ff = 160", "rope_sections = [2, 1, 1, 0]",

@@ -2,26 +2,26 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "model/gguf.h"
 #include "model/hparams.h"
+#include "test_data.h"
 
 namespace invar {
 namespace {
 
-const std::string kShared = INVAR_SHARED_DIR;
+const std::string kData = INVAR_TEST_DATA_DIR;
 
 nlohmann::json load_config(const std::string& name) {
-  std::ifstream in(kShared + "/reference/" + name + ".json");
-  EXPECT_TRUE(in.good()) << name;
-  return nlohmann::json::parse(in).at("config");
+  return test::load_reference(name).at("config");
 }
 
 void expect_matches_config(const std::string& name, Arch arch) {
   const nlohmann::json c = load_config(name);
-  auto f = GgufFile::open(kShared + "/models/" + name + ".gguf");
+  auto f = GgufFile::open(kData + "/models/" + name + ".gguf");
   EXPECT_EQ(f->version(), 3u);
   EXPECT_EQ(f->alignment(), 32u);
   const Hparams hp = hparams_from_gguf(*f);
@@ -89,7 +89,7 @@ TEST(GgufReference, Qwen35TinyMatchesConfig) {
 
 TEST(GgufReference, KnownTensorValues) {
   // qwen3next-tiny: ssm_a holds −exp(A_log) (negative), norms are effective weights near 1.
-  auto f = GgufFile::open(kShared + "/models/qwen3next-tiny.gguf");
+  auto f = GgufFile::open(kData + "/models/qwen3next-tiny.gguf");
   const GgufTensorInfo* a = f->find_tensor("blk.0.ssm_a");
   ASSERT_NE(a, nullptr);
   ASSERT_EQ(a->ne, std::vector<int64_t>({4}));
@@ -107,12 +107,36 @@ TEST(GgufReference, KnownTensorValues) {
 }
 
 TEST(GgufReference, DescribeNamesTheFields) {
-  auto f = GgufFile::open(kShared + "/models/qwen35-tiny.gguf");
+  auto f = GgufFile::open(kData + "/models/qwen35-tiny.gguf");
   const std::string d = hparams_describe(hparams_from_gguf(*f));
   EXPECT_NE(d.find("arch = qwen35"), std::string::npos) << d;
   EXPECT_NE(d.find("n_embd = 96"), std::string::npos) << d;
   EXPECT_NE(d.find("rope_sections = [2, 1, 1, 0]"), std::string::npos) << d;
   EXPECT_NE(d.find("layers = RRARRA"), std::string::npos) << d;
+}
+
+// The reference files carry their format version; a file of another version (or none) is refused
+// with a message naming the file and both versions, never read as if it were current.
+TEST(ReferenceFormat, RefusesOtherVersions) {
+  EXPECT_EQ(test::load_reference("qwen3next-tiny").at("format").get<int>(), test::kReferenceFormat);
+  const std::string dir = std::string(INVAR_BINARY_DIR) + "/tests/gguf";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/reference_format_test.json";
+  for (const std::string& body :
+       {std::string(R"({"format":2,"config":{}})"), std::string(R"({"format":"1","config":{}})"),
+        std::string(R"({"config":{}})")}) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << body;
+    try {
+      test::load_reference_file(path);
+      ADD_FAILURE() << "accepted " << body;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("the tests read format 1"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << R"({"format":1,"config":{}})";
+  EXPECT_EQ(test::load_reference_file(path).at("config"), nlohmann::json::object());
 }
 
 }  // namespace

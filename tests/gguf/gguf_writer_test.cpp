@@ -10,7 +10,7 @@
 namespace invar {
 namespace {
 
-const std::string kShared = INVAR_SHARED_DIR;
+const std::string kData = INVAR_TEST_DATA_DIR;
 
 GgufValue scalar(GgufType t, uint64_t u, int64_t i, double f) {
   GgufValue v;
@@ -121,7 +121,7 @@ TEST(GgufWriter, EveryValueAndTensorTypeRoundTrips) {
 
 TEST(GgufWriter, ReferenceFilesAreReproducedByteForByte) {
   for (const char* name : {"qwen3next-tiny", "qwen35-tiny"}) {
-    const std::string src = kShared + "/models/" + name + ".gguf";
+    const std::string src = kData + "/models/" + name + ".gguf";
     auto f = GgufFile::open(src);
     const std::string out = test::temp_path(std::string(name) + ".gguf");
     test::rewrite(*f, out, {}, {}, nullptr);

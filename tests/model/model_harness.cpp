@@ -93,12 +93,12 @@ void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from
 }
 
 std::string test_model_path(const std::string& name) {
-  const std::string shared = INVAR_SHARED_DIR;
-  if (name != "qwen35moe-generated") return shared + "/models/" + name + ".gguf";
+  const std::string data = INVAR_TEST_DATA_DIR;
+  if (name != "qwen35moe-generated") return data + "/models/" + name + ".gguf";
   const std::string dir = std::string(INVAR_BINARY_DIR) + "/tests/model";
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/qwen35moe-generated.gguf";
-  write_tiny_qwen35moe(path, shared + "/models/qwen35-tiny.gguf");
+  write_tiny_qwen35moe(path, data + "/models/qwen35-tiny.gguf");
   return path;
 }
 

@@ -37,7 +37,7 @@ std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b,
 void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from);
 
 // The model a test binary runs on: INVAR_TEST_MODEL names a reference model in
-// shared/models, or "qwen35moe-generated" for write_tiny_qwen35moe into the binary dir.
+// tests/data/models, or "qwen35moe-generated" for write_tiny_qwen35moe into the binary dir.
 std::string test_model_path(const std::string& name);
 
 }  // namespace invar::test

@@ -1,5 +1,5 @@
 // End-to-end goldens (STYLE 6): the forward pass against the float64 oracle in
-// shared/reference/<model>.json. Per sequence: every stored logit within 1e-4, the greedy
+// tests/data/reference/<model>.json. Per sequence: every stored logit within 1e-4, the greedy
 // continuation identical, and the logprobs of the oracle's top-20 ids within 1e-4 at every
 // greedy step. Built once per reference model (INVAR_TEST_MODEL).
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 
 #include "kernels/select.h"
 #include "model_harness.h"
+#include "test_data.h"
 
 namespace invar::test {
 namespace {
@@ -18,10 +19,7 @@ namespace {
 constexpr double kTol = 1e-4;
 
 const nlohmann::json& oracle() {
-  static const nlohmann::json j = [] {
-    std::ifstream in(std::string(INVAR_SHARED_DIR) + "/reference/" INVAR_TEST_MODEL ".json");
-    return nlohmann::json::parse(in);
-  }();
+  static const nlohmann::json j = load_reference(INVAR_TEST_MODEL);
   return j;
 }
 

@@ -12,7 +12,7 @@
 namespace {
 
 const std::string kInvar = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
-const std::string kModel = std::string(INVAR_SHARED_DIR) + "/models/qwen35-tiny.gguf";
+const std::string kModel = std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf";
 
 struct Result {
   int status;

@@ -19,7 +19,7 @@
 namespace invar::server::testing {
 
 inline const std::string kInvarBin = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
-inline const std::string kTinyModel = std::string(INVAR_SHARED_DIR) + "/models/qwen3next-tiny.gguf";
+inline const std::string kTinyModel = std::string(INVAR_TEST_DATA_DIR) + "/models/qwen3next-tiny.gguf";
 
 class ServeProcess {
  public:

@@ -1,4 +1,4 @@
-// The simulator against the facts in ../shared/prior-art/vllm-hybrid-prefix-cache.md and the
+// The simulator against the facts in docs/prior-art/vllm-hybrid-prefix-cache.md and the
 // write-up's experiment (document 3,100 tokens; A = 3,196, B = 4,000 in total; block 1600, MTP).
 #include <gtest/gtest.h>
 

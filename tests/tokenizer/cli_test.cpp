@@ -41,13 +41,13 @@ TEST(TokenizeCli, TextToIdsAndBack) {
 }
 
 TEST(TokenizeCli, ReferenceGgufVocabulary) {
-  const auto ref = invar::test::load_json(invar::test::shared_path("reference/qwen35-tiny.json"));
+  const auto ref = invar::test::load_reference("qwen35-tiny");
   const auto& c = ref["tokenize"][0];
   const std::string text = c["text"];
   ASSERT_EQ(text.find('\''), std::string::npos);
   std::string want;
   for (const auto& id : c["ids"]) want += (want.empty() ? "" : " ") + std::to_string(id.get<int>());
-  const auto r = run("tokenize " + invar::test::shared_path("models/qwen35-tiny.gguf") + " --text '" + text + "'");
+  const auto r = run("tokenize " + invar::test::data_path("models/qwen35-tiny.gguf") + " --text '" + text + "'");
   EXPECT_EQ(r.out, want + "\n");
 }
 
@@ -57,7 +57,7 @@ TEST(TokenizeCli, UsageErrorsExitNonZero) {
 }
 
 TEST(ChatFormatCli, RendersChatCaseAndRefusesWhatItCannotRender) {
-  const auto cases = invar::test::load_json(invar::test::shared_path("tokenizers/qwen3/chat_cases.json"));
+  const auto cases = invar::test::load_json(invar::test::data_path("tokenizers/qwen3/chat_cases.json"));
   const auto& c = cases[0];
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("invar_chat_" + std::to_string(::getpid()) + ".json")).string();

@@ -20,8 +20,8 @@ class ReferenceVocab : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ReferenceVocab, TokenizeSectionAndPrompts) {
   const std::string name = GetParam();
-  const auto ref = test::load_json(test::shared_path("reference/" + name + ".json"));
-  auto gguf = GgufFile::open(test::shared_path("models/" + name + ".gguf"));
+  const auto ref = test::load_reference(name);
+  auto gguf = GgufFile::open(test::data_path("models/" + name + ".gguf"));
   Tokenizer tok(vocab_from_gguf(*gguf));
   EXPECT_EQ(tok.n_vocab(), ref["n_vocab"].get<int64_t>());
   for (const auto& [text, id] : ref["special_ids"].items()) EXPECT_EQ(tok.token_id(text), id.get<int32_t>());
@@ -69,7 +69,7 @@ TEST(GgufVocab, WrittenQwen3VocabReadsBackIdentically) {
 
   // Same ids from both sources, on the case file.
   Tokenizer a(v), b(r);
-  const auto cases = test::load_json(test::shared_path("tokenizers/qwen3/cases.json"));
+  const auto cases = test::load_json(test::data_path("tokenizers/qwen3/cases.json"));
   for (const auto& c : cases) {
     const std::string text = c["text"];
     EXPECT_EQ(a.encode(text, true), b.encode(text, true)) << printable(text);
@@ -111,7 +111,7 @@ TEST(GgufVocab, UnsupportedModelsAreClearErrors) {
 }
 
 TEST(GgufVocab, TinyVocabRefusesBytesItHasNoTokenFor) {
-  auto gguf = GgufFile::open(test::shared_path("models/qwen35-tiny.gguf"));
+  auto gguf = GgufFile::open(test::data_path("models/qwen35-tiny.gguf"));
   Tokenizer tok(vocab_from_gguf(*gguf));
   try {
     tok.encode("caf\xC3\xA9", false);

@@ -52,7 +52,7 @@ TEST_F(Qwen3Tokenizer, VocabularyFacts) {
 }
 
 TEST_F(Qwen3Tokenizer, EncodeCases) {
-  const auto cases = test::load_json(test::shared_path("tokenizers/qwen3/cases.json"));
+  const auto cases = test::load_json(test::data_path("tokenizers/qwen3/cases.json"));
   ASSERT_EQ(cases.size(), 84u);
   int failed = 0;
   for (const auto& c : cases) {
@@ -68,7 +68,7 @@ TEST_F(Qwen3Tokenizer, EncodeCases) {
 }
 
 TEST_F(Qwen3Tokenizer, DecodeCases) {
-  const auto cases = test::load_json(test::shared_path("tokenizers/qwen3/decode_cases.json"));
+  const auto cases = test::load_json(test::data_path("tokenizers/qwen3/decode_cases.json"));
   ASSERT_EQ(cases.size(), 10u);
   for (const auto& c : cases) {
     const std::vector<int32_t> ids = c["ids"];
@@ -78,7 +78,7 @@ TEST_F(Qwen3Tokenizer, DecodeCases) {
 }
 
 TEST_F(Qwen3Tokenizer, ChatCases) {
-  const auto cases = test::load_json(test::shared_path("tokenizers/qwen3/chat_cases.json"));
+  const auto cases = test::load_json(test::data_path("tokenizers/qwen3/chat_cases.json"));
   ASSERT_EQ(cases.size(), 6u);
   for (const auto& c : cases) {
     std::vector<ChatMessage> msgs;
@@ -99,7 +99,7 @@ TEST_F(Qwen3Tokenizer, ChatCases) {
 }
 
 TEST_F(Qwen3Tokenizer, RoundTripIsNfcOfInput) {
-  const auto cases = test::load_json(test::shared_path("tokenizers/qwen3/cases.json"));
+  const auto cases = test::load_json(test::data_path("tokenizers/qwen3/cases.json"));
   for (const auto& c : cases) {
     const std::string text = c["text"];
     const auto ids = tok().encode(text, true);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "test_data.h"
+
 namespace invar::test {
 
 inline nlohmann::json load_json(const std::string& path) {
@@ -18,7 +20,6 @@ inline nlohmann::json load_json(const std::string& path) {
   return nlohmann::json::parse(ss.str());
 }
 
-inline std::string shared_path(const std::string& rel) { return std::string(INVAR_SHARED_DIR) + "/" + rel; }
 inline std::string source_path(const std::string& rel) { return std::string(INVAR_SOURCE_DIR) + "/" + rel; }
 
 // Text with non-ASCII and control bytes escaped, for failure messages.
