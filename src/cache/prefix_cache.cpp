@@ -32,8 +32,8 @@ CacheBudget PrefixCache::budget_plan(const CacheConfig& cfg) {
   b.cache_bytes = cfg.cache_bytes;
   b.block_kv_bytes = SlotArena::slot_bytes_for(cfg.block_floats);
   b.block_meta_bytes = static_cast<int64_t>(sizeof(BlockMeta)) +
-                       cfg.block_size * static_cast<int64_t>(sizeof(int32_t)) +
-                       LruList::kIdBytes + SlotArena::kIdBytes + kIndexEntryBytes;
+                       cfg.block_size * static_cast<int64_t>(sizeof(int32_t)) + LruList::kIdBytes +
+                       SlotArena::kIdBytes + kIndexEntryBytes;
   b.checkpoint_state_bytes = SlotArena::slot_bytes_for(cfg.state_floats);
   b.checkpoint_meta_bytes =
       static_cast<int64_t>(sizeof(int32_t)) + LruList::kIdBytes + SlotArena::kIdBytes;
@@ -276,10 +276,12 @@ void PrefixCache::block_commit(std::span<const int32_t> table, int64_t index,
   uint64_t parent_key = key_mask(salt_key(salt));
   if (index > 0) {
     const BlockMeta& pm = meta_[static_cast<size_t>(table[static_cast<size_t>(index - 1)])];
-    INVAR_CHECK(pm.stage != kOpen, "block " + std::to_string(index) + " committed before its parent");
+    INVAR_CHECK(pm.stage != kOpen,
+                "block " + std::to_string(index) + " committed before its parent");
     parent_key = pm.key;
   }
-  const auto block_tokens = tokens.subspan(static_cast<size_t>(index * bs), static_cast<size_t>(bs));
+  const auto block_tokens =
+      tokens.subspan(static_cast<size_t>(index * bs), static_cast<size_t>(bs));
   const uint64_t key = key_mask(block_key(parent_key, block_tokens));
   m.key = key;
   m.parent_key = parent_key;
@@ -373,7 +375,8 @@ void PrefixCache::check_invariants() const {
     }
     if (m.ref == 0) ++unreferenced;
     if (m.checkpoint >= 0)
-      INVAR_CHECK(owner_[static_cast<size_t>(m.checkpoint)] == b && attached_.contains(m.checkpoint));
+      INVAR_CHECK(owner_[static_cast<size_t>(m.checkpoint)] == b &&
+                  attached_.contains(m.checkpoint));
     const bool useless = m.ref == 0 && m.n_children == 0 && m.checkpoint < 0;
     INVAR_CHECK(useless == useless_.contains(b), "useless list " + std::to_string(b));
   }

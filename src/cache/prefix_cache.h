@@ -42,12 +42,12 @@ struct CacheConfig {
 // What one block and one checkpoint cost against the budget, and what it can hold.
 struct CacheBudget {
   int64_t cache_bytes = 0;
-  int64_t block_kv_bytes = 0;            // one block's KV slot (0 for a model without attention)
-  int64_t block_meta_bytes = 0;          // its tokens, links and index entry
-  int64_t checkpoint_state_bytes = 0;    // one checkpoint's state slot (0 without recurrence)
-  int64_t checkpoint_meta_bytes = 0;     // its links
-  int64_t blocks_max = 0;                // blocks the budget holds with no checkpoint
-  int64_t checkpoints_max = 0;           // checkpoints it holds with no block
+  int64_t block_kv_bytes = 0;          // one block's KV slot (0 for a model without attention)
+  int64_t block_meta_bytes = 0;        // its tokens, links and index entry
+  int64_t checkpoint_state_bytes = 0;  // one checkpoint's state slot (0 without recurrence)
+  int64_t checkpoint_meta_bytes = 0;   // its links
+  int64_t blocks_max = 0;              // blocks the budget holds with no checkpoint
+  int64_t checkpoints_max = 0;         // checkpoints it holds with no block
 
   int64_t block_bytes() const { return block_kv_bytes + block_meta_bytes; }
   int64_t checkpoint_bytes() const { return checkpoint_state_bytes + checkpoint_meta_bytes; }
@@ -119,8 +119,8 @@ class PrefixCache {
   // key and indexes it — or, when an identical block is already indexed, leaves it private and
   // gives the checkpoint to the indexed twin (same tokens ⇒ same bits by the contract).
   // Consumes `checkpoint` (−1: none).
-  void block_commit(std::span<const int32_t> table, int64_t index,
-                    std::span<const int32_t> tokens, std::string_view salt, int32_t checkpoint);
+  void block_commit(std::span<const int32_t> table, int64_t index, std::span<const int32_t> tokens,
+                    std::string_view salt, int32_t checkpoint);
 
   // Blocks block_acquire() could hand out now, counting evictable ones (an estimate from above
   // only where an unreferenced block is pinned by a referenced child of a duplicate chain).

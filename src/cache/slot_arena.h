@@ -47,10 +47,10 @@ class SlotArena {
 
   int64_t stride_ = 0;  // floats per slot
   int64_t max_slots_ = 0;
-  int64_t per_segment_ = 1;     // slots per segment
-  int64_t segment_bytes_ = 0;   // one segment's allocation, whole pages
-  int64_t n_made_ = 0;          // ids 0..n_made_−1 exist
-  int64_t n_warm_ = 0;          // slots whose memory may be resident
+  int64_t per_segment_ = 1;    // slots per segment
+  int64_t segment_bytes_ = 0;  // one segment's allocation, whole pages
+  int64_t n_made_ = 0;         // ids 0..n_made_−1 exist
+  int64_t n_warm_ = 0;         // slots whose memory may be resident
   std::vector<float*> segments_;
   std::vector<int32_t> free_;   // stack of released ids (most recently released on top)
   std::vector<uint8_t> state_;  // [n_made_] kFree, kCold or kUsed

@@ -14,7 +14,7 @@ enum class SeqPhase { waiting, running, finished };
 struct ScheduledSeq {
   std::vector<int32_t> tokens;  // prompt, then every generated token
   int64_t n_prompt = 0;
-  std::string cache_salt;  // isolates its prefix-cache chain
+  std::string cache_salt;    // isolates its prefix-cache chain
   bool cache_lookup = true;  // false: every position is computed (prompt logprobs want them all)
   SeqPhase phase = SeqPhase::waiting;
 

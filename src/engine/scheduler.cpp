@@ -187,7 +187,8 @@ void Scheduler::commit(const StepPlan& plan) {
       int32_t checkpoint = -1;
       if (ci < c.checkpoint_pos.size() && c.checkpoint_pos[ci] == boundary)
         checkpoint = c.checkpoint_ids[ci++];
-      if (cfg_.prefix_cache) cache_.block_commit(s->blocks, i, s->tokens, s->cache_salt, checkpoint);
+      if (cfg_.prefix_cache)
+        cache_.block_commit(s->blocks, i, s->tokens, s->cache_salt, checkpoint);
     }
     INVAR_CHECK(ci == c.checkpoint_pos.size(), "a checkpoint did not land on a committed block");
   }

@@ -77,10 +77,9 @@ class Scheduler {
 
   SchedulerConfig cfg_;
   PrefixCache& cache_;
-  SlotArena states_;                // [max_running][state_floats], allocated once
+  SlotArena states_;                    // [max_running][state_floats]: live state per running seq
   std::vector<ScheduledSeq*> running_;  // admission order
   std::deque<ScheduledSeq*> waiting_;   // FIFO; preempted sequences return to the front
-  std::vector<uint8_t> planned_;    // per running index during schedule()
   SchedulerCounters counters_;
 };
 

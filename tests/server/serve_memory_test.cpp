@@ -18,7 +18,8 @@ using json = nlohmann::json;
 namespace {
 
 constexpr int64_t kBudget = int64_t{64} << 20;
-// Everything but the model and the cache: code, heap, thread stacks, HTTP and tokenizer.
+// Everything but the model, the cache and the live states: code, heap, thread stacks, HTTP,
+// tokenizer and (this model being tiny) the forward pass's buffers.
 constexpr int64_t kFixedOverhead = int64_t{48} << 20;
 constexpr int64_t kMaxRunning = 64;  // the engine's default: one live state each
 
@@ -80,10 +81,11 @@ TEST(ServeMemory, AttentionFreeModelStaysWithinBudget) {
   const int64_t rss = status_kib(srv.pid(), "VmRSS") * 1024;
   const int64_t bound = model_bytes + kBudget + kFixedOverhead + kMaxRunning * live_state;
   EXPECT_LT(rss, bound) << "resident " << rss << " B, model " << model_bytes << " B";
-  std::printf("resident %.1f MiB; bound %.1f MiB (model %.1f MiB + budget 64 MiB + fixed 48 MiB + "
-              "live states %.1f MiB)\n",
-              rss / 1048576.0, bound / 1048576.0, model_bytes / 1048576.0,
-              kMaxRunning * live_state / 1048576.0);
+  std::printf(
+      "resident %.1f MiB; bound %.1f MiB (model %.1f MiB + budget 64 MiB + fixed 48 MiB + "
+      "live states %.1f MiB)\n",
+      rss / 1048576.0, bound / 1048576.0, model_bytes / 1048576.0,
+      kMaxRunning * live_state / 1048576.0);
 }
 
 }  // namespace
