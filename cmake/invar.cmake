@@ -1,8 +1,16 @@
 # invar_library(NAME DIR DEPS...): a static library from every .cpp in DIR.
 # Files named *_avx2.cpp / *_avx512.cpp get their ISA flags; dispatch happens at run time.
 function(invar_library name)
-  cmake_parse_arguments(A "" "" "DEPS;INCLUDES" ${ARGN})
-  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  # SOURCES: these files instead of every *.cpp of the directory; EXCLUDE: files left out.
+  cmake_parse_arguments(A "" "" "DEPS;INCLUDES;SOURCES;EXCLUDE" ${ARGN})
+  if(A_SOURCES)
+    list(TRANSFORM A_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/ OUTPUT_VARIABLE srcs)
+  else()
+    file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  endif()
+  foreach(x ${A_EXCLUDE})
+    list(REMOVE_ITEM srcs ${CMAKE_CURRENT_SOURCE_DIR}/${x})
+  endforeach()
   if(NOT srcs)
     add_library(${name} INTERFACE)
     target_include_directories(${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)

@@ -1,5 +1,5 @@
 // An intrusive doubly linked list over ids 0..n−1, in least-recently-used order (front = oldest).
-// Every operation is O(1) and allocation-free after construction.
+// Every operation is O(1) and allocation-free; grow() makes room for more ids.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +11,14 @@ namespace invar {
 
 class LruList {
  public:
-  explicit LruList(int64_t n)
-      : prev_(static_cast<size_t>(n), kOut), next_(static_cast<size_t>(n), kOut) {}
+  static constexpr int64_t kIdBytes = 2 * sizeof(int32_t);  // memory per id
+
+  explicit LruList(int64_t n = 0) { grow(n); }
+  void grow(int64_t n) {  // ids 0..n−1 exist (never shrinks)
+    if (n <= static_cast<int64_t>(prev_.size())) return;
+    prev_.resize(static_cast<size_t>(n), kOut);
+    next_.resize(static_cast<size_t>(n), kOut);
+  }
 
   bool contains(int32_t i) const { return prev_[static_cast<size_t>(i)] != kOut; }
   bool empty() const { return head_ == kNone; }

@@ -12,31 +12,52 @@ namespace invar {
 
 namespace {
 
-int64_t slots_for(int64_t budget, int64_t slot_floats) {
-  const int64_t stride_bytes = std::max<int64_t>((slot_floats + 15) / 16 * 16, 16) * 4;
-  return std::min<int64_t>(budget / stride_bytes, (int64_t{1} << 31) - 1);
+// An index entry: a hash-map node (next pointer + key + block id, allocator rounding) and its
+// share of the bucket array.
+constexpr int64_t kIndexEntryBytes = 48;
+
+int64_t slots_within(int64_t budget, int64_t slot_cost) {
+  return std::min<int64_t>(budget / slot_cost, (int64_t{1} << 31) - 1);
+}
+
+std::string mib(int64_t bytes) {
+  const int64_t tenths = (bytes * 10 + (1 << 19)) >> 20;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " MiB";
 }
 
 }  // namespace
 
+CacheBudget PrefixCache::budget_plan(const CacheConfig& cfg) {
+  CacheBudget b;
+  b.cache_bytes = cfg.cache_bytes;
+  b.block_kv_bytes = SlotArena::slot_bytes_for(cfg.block_floats);
+  b.block_meta_bytes = static_cast<int64_t>(sizeof(BlockMeta)) +
+                       cfg.block_size * static_cast<int64_t>(sizeof(int32_t)) + LruList::kIdBytes +
+                       SlotArena::kIdBytes + kIndexEntryBytes;
+  b.checkpoint_state_bytes = SlotArena::slot_bytes_for(cfg.state_floats);
+  b.checkpoint_meta_bytes =
+      static_cast<int64_t>(sizeof(int32_t)) + LruList::kIdBytes + SlotArena::kIdBytes;
+  b.blocks_max = slots_within(cfg.cache_bytes, b.block_bytes());
+  b.checkpoints_max = slots_within(cfg.cache_bytes, b.checkpoint_bytes());
+  return b;
+}
+
+std::string CacheBudget::describe() const {
+  return "cache budget " + mib(cache_bytes) + " shared by KV blocks (" +
+         std::to_string(block_kv_bytes) + " B KV + " + std::to_string(block_meta_bytes) +
+         " B metadata each, at most " + std::to_string(blocks_max) + ") and checkpoints (" +
+         std::to_string(checkpoint_state_bytes) + " B state + " +
+         std::to_string(checkpoint_meta_bytes) + " B metadata each, at most " +
+         std::to_string(checkpoints_max) + ")";
+}
+
 PrefixCache::PrefixCache(const CacheConfig& cfg)
     : cfg_(cfg),
-      blocks_(cfg.block_floats, slots_for(cfg.cache_bytes, cfg.block_floats)),
-      checkpoints_(cfg.state_floats, slots_for(cfg.cache_bytes, cfg.state_floats)),
-      useless_(blocks_.capacity()),
-      attached_(checkpoints_.capacity()) {
-  INVAR_CHECK(cfg.block_size > 0 && cfg.checkpoint_every > 0 && cfg.cache_bytes >= 0);
-  const auto nb = static_cast<size_t>(blocks_.capacity());
-  ref_.assign(nb, 0);
-  indexed_.assign(nb, 0);
-  key_.assign(nb, 0);
-  parent_key_.assign(nb, 0);
-  parent_.assign(nb, -1);
-  n_children_.assign(nb, 0);
-  checkpoint_.assign(nb, -1);
-  tokens_.assign(nb * static_cast<size_t>(cfg.block_size), 0);
-  owner_.assign(static_cast<size_t>(checkpoints_.capacity()), -1);
-  index_.reserve(nb);
+      budget_(budget_plan(cfg)),
+      blocks_(cfg.block_floats, budget_.blocks_max),
+      checkpoints_(cfg.state_floats, budget_.checkpoints_max) {
+  INVAR_CHECK(cfg.block_size > 0 && cfg.checkpoint_every > 0 && cfg.cache_bytes >= 0 &&
+              cfg.key_bits >= 0 && cfg.key_bits <= 64);
 }
 
 uint64_t PrefixCache::salt_key(std::string_view salt) {
@@ -48,41 +69,42 @@ uint64_t PrefixCache::block_key(uint64_t parent_key, std::span<const int32_t> to
   return XXH3_64bits_withSeed(tokens.data(), tokens.size_bytes(), parent_key);
 }
 
+uint64_t PrefixCache::key_mask(uint64_t key) const {
+  return cfg_.key_bits >= 64 ? key : key & ((uint64_t{1} << cfg_.key_bits) - 1);
+}
+
 bool PrefixCache::tokens_equal(int32_t b, std::span<const int32_t> tokens) const {
   const int32_t* stored = tokens_.data() + static_cast<size_t>(b) * cfg_.block_size;
   return static_cast<int64_t>(tokens.size()) == cfg_.block_size &&
          std::memcmp(stored, tokens.data(), tokens.size_bytes()) == 0;
 }
 
-PrefixHit PrefixCache::lookup(std::span<const int32_t> tokens, uint64_t salt,
+PrefixHit PrefixCache::lookup(std::span<const int32_t> tokens, std::string_view salt,
                               int64_t max_tokens) const {
   PrefixHit hit;
   const int64_t bs = cfg_.block_size;
   const int64_t n_full = std::min<int64_t>(static_cast<int64_t>(tokens.size()), max_tokens) / bs;
-  uint64_t parent_key = salt;
+  uint64_t parent_key = key_mask(salt_key(salt));
   int32_t parent = -1;
   int64_t usable = 0;  // blocks up to the last one carrying a checkpoint
   for (int64_t i = 0; i < n_full; ++i) {
     const auto block_tokens = tokens.subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs));
-    const uint64_t key = block_key(parent_key, block_tokens);
+    const uint64_t key = key_mask(block_key(parent_key, block_tokens));
     const auto it = index_.find(key);
     if (it == index_.end()) break;
     const int32_t b = it->second;
+    const BlockMeta& m = meta_[static_cast<size_t>(b)];
     // A key match is only a claim: the tokens and the parent must match too.
-    if (!tokens_equal(b, block_tokens) || parent_[static_cast<size_t>(b)] != parent ||
-        parent_key_[static_cast<size_t>(b)] != parent_key)
-      break;
+    if (!tokens_equal(b, block_tokens) || m.parent != parent || m.parent_key != parent_key) break;
     hit.blocks.push_back(b);
-    hit.keys.push_back(key);
-    if (checkpoint_[static_cast<size_t>(b)] >= 0) {
+    if (m.checkpoint >= 0) {
       usable = i + 1;
-      hit.checkpoint = checkpoint_[static_cast<size_t>(b)];
+      hit.checkpoint = m.checkpoint;
     }
     parent_key = key;
     parent = b;
   }
   hit.blocks.resize(static_cast<size_t>(usable));
-  hit.keys.resize(static_cast<size_t>(usable));
   hit.n_tokens = usable * bs;
   if (usable == 0) hit.checkpoint = -1;
   return hit;
@@ -97,20 +119,23 @@ void PrefixCache::hit_apply(const PrefixHit& hit, float* state) {
   ++hits_;
   hit_tokens_ += hit.n_tokens;
   for (int32_t b : hit.blocks) {
-    INVAR_CHECK(indexed_[static_cast<size_t>(b)], "stale prefix hit");
-    if (ref_[static_cast<size_t>(b)]++ == 0) {
+    INVAR_CHECK(indexed(b), "stale prefix hit");
+    if (meta_[static_cast<size_t>(b)].ref++ == 0) {
       --unreferenced_indexed_;
       ++referenced_;
     }
     useless_update(b);
   }
-  std::memcpy(state, checkpoints_.data(hit.checkpoint),
-              static_cast<size_t>(cfg_.state_floats) * sizeof(float));
+  if (cfg_.state_floats > 0)
+    std::memcpy(state, checkpoints_.data(hit.checkpoint),
+                static_cast<size_t>(cfg_.state_floats) * sizeof(float));
   attached_.touch(hit.checkpoint);
 }
 
 bool PrefixCache::room_make(int64_t bytes) {
-  while (bytes_used_ + bytes > cfg_.cache_bytes) {
+  while (blocks_used_ * budget_.block_bytes() + checkpoints_used_ * budget_.checkpoint_bytes() +
+             bytes >
+         cfg_.cache_bytes) {
     if (!useless_.empty()) {
       block_evict(useless_.front());
     } else if (!attached_.empty()) {
@@ -122,103 +147,155 @@ bool PrefixCache::room_make(int64_t bytes) {
   return true;
 }
 
+// Ids are made one at a time by the arenas: the per-id tables follow them.
+void PrefixCache::tables_grow() {
+  const auto nb = static_cast<size_t>(blocks_.made());
+  if (meta_.size() < nb) {
+    meta_.resize(nb);
+    tokens_.resize(nb * static_cast<size_t>(cfg_.block_size));
+    useless_.grow(blocks_.made());
+  }
+  const auto nc = static_cast<size_t>(checkpoints_.made());
+  if (owner_.size() < nc) {
+    owner_.resize(nc, -1);
+    attached_.grow(checkpoints_.made());
+  }
+}
+
+// Freed slots keep their pages for fast reuse until the two arenas together would hold more
+// than the budget; then the free slots of both give their pages back.
+void PrefixCache::memory_trim() {
+  if (blocks_.bytes_warm() + checkpoints_.bytes_warm() <= cfg_.cache_bytes) return;
+  blocks_.trim();
+  checkpoints_.trim();
+}
+
 void PrefixCache::block_evict(int32_t b) {
-  const auto ub = static_cast<size_t>(b);
-  INVAR_CHECK(indexed_[ub] && ref_[ub] == 0 && n_children_[ub] == 0 && checkpoint_[ub] < 0);
+  BlockMeta& m = meta_[static_cast<size_t>(b)];
+  INVAR_CHECK(m.stage == kIndexed && m.ref == 0 && m.n_children == 0 && m.checkpoint < 0);
   useless_.remove(b);
-  index_.erase(key_[ub]);
-  indexed_[ub] = 0;
+  index_.erase(m.key);
+  m.stage = kOpen;
   --unreferenced_indexed_;
-  const int32_t p = parent_[ub];
-  parent_[ub] = -1;
+  const int32_t p = m.parent;
+  m.parent = -1;
   if (p >= 0) {
-    --n_children_[static_cast<size_t>(p)];
+    --meta_[static_cast<size_t>(p)].n_children;
     useless_update(p);
   }
   blocks_.release(b);
-  bytes_used_ -= blocks_.slot_bytes();
+  --blocks_used_;
   ++evicted_blocks_;
 }
 
 void PrefixCache::checkpoint_evict(int32_t c) {
   const int32_t b = owner_[static_cast<size_t>(c)];
-  INVAR_CHECK(b >= 0 && checkpoint_[static_cast<size_t>(b)] == c);
+  INVAR_CHECK(b >= 0 && meta_[static_cast<size_t>(b)].checkpoint == c);
   attached_.remove(c);
-  checkpoint_[static_cast<size_t>(b)] = -1;
+  meta_[static_cast<size_t>(b)].checkpoint = -1;
   owner_[static_cast<size_t>(c)] = -1;
   checkpoints_.release(c);
-  bytes_used_ -= checkpoints_.slot_bytes();
+  --checkpoints_used_;
   ++evicted_checkpoints_;
   useless_update(b);
 }
 
 void PrefixCache::checkpoint_attach(int32_t b, int32_t c) {
-  checkpoint_[static_cast<size_t>(b)] = c;
+  meta_[static_cast<size_t>(b)].checkpoint = c;
   owner_[static_cast<size_t>(c)] = b;
   attached_.push_back(c);
   useless_update(b);
 }
 
 void PrefixCache::useless_update(int32_t b) {
-  const auto ub = static_cast<size_t>(b);
-  const bool useless = indexed_[ub] && ref_[ub] == 0 && n_children_[ub] == 0 && checkpoint_[ub] < 0;
+  const BlockMeta& m = meta_[static_cast<size_t>(b)];
+  const bool useless = m.stage == kIndexed && m.ref == 0 && m.n_children == 0 && m.checkpoint < 0;
   if (useless && !useless_.contains(b)) useless_.push_back(b);
   if (!useless && useless_.contains(b)) useless_.remove(b);
 }
 
 int32_t PrefixCache::block_acquire() {
-  if (!room_make(blocks_.slot_bytes())) return -1;
+  if (!room_make(budget_.block_bytes())) return -1;
   const int32_t b = blocks_.acquire();
   INVAR_CHECK(b >= 0, "block arena smaller than the byte budget");
-  bytes_used_ += blocks_.slot_bytes();
-  ref_[static_cast<size_t>(b)] = 1;
+  tables_grow();
+  memory_trim();
+  ++blocks_used_;
+  BlockMeta& m = meta_[static_cast<size_t>(b)];
+  m = BlockMeta{};
+  m.ref = 1;
   ++referenced_;
   return b;
 }
 
 void PrefixCache::block_release(int32_t b) {
-  const auto ub = static_cast<size_t>(b);
-  INVAR_CHECK(b >= 0 && b < blocks_.capacity() && ref_[ub] > 0, "block " + std::to_string(b));
-  if (--ref_[ub] > 0) return;
+  INVAR_CHECK(b >= 0 && b < blocks_.made() && meta_[static_cast<size_t>(b)].ref > 0,
+              "block " + std::to_string(b));
+  BlockMeta& m = meta_[static_cast<size_t>(b)];
+  if (--m.ref > 0) return;
   --referenced_;
-  if (indexed_[ub]) {
+  if (m.stage == kIndexed) {
     // Stays findable until evicted (STYLE 8); its release time orders eviction.
     ++unreferenced_indexed_;
     useless_update(b);
-    if (checkpoint_[ub] >= 0) attached_.touch(checkpoint_[ub]);
+    if (m.checkpoint >= 0) attached_.touch(m.checkpoint);
   } else {
+    m.stage = kOpen;
     blocks_.release(b);
-    bytes_used_ -= blocks_.slot_bytes();
+    --blocks_used_;
   }
 }
 
 int32_t PrefixCache::checkpoint_acquire() {
-  if (!room_make(checkpoints_.slot_bytes())) return -1;
+  if (!room_make(budget_.checkpoint_bytes())) return -1;
   const int32_t c = checkpoints_.acquire();
   INVAR_CHECK(c >= 0, "checkpoint arena smaller than the byte budget");
-  bytes_used_ += checkpoints_.slot_bytes();
+  tables_grow();
+  memory_trim();
+  ++checkpoints_used_;
   owner_[static_cast<size_t>(c)] = -1;
   return c;
 }
 
 void PrefixCache::checkpoint_release(int32_t c) {
-  INVAR_CHECK(c >= 0 && owner_[static_cast<size_t>(c)] == -1, "checkpoint " + std::to_string(c));
+  INVAR_CHECK(c >= 0 && c < checkpoints_.made() && owner_[static_cast<size_t>(c)] == -1,
+              "checkpoint " + std::to_string(c));
   checkpoints_.release(c);
-  bytes_used_ -= checkpoints_.slot_bytes();
+  --checkpoints_used_;
 }
 
-void PrefixCache::block_commit(int32_t block, int64_t index, uint64_t parent_key, uint64_t key,
-                               std::span<const int32_t> tokens, int32_t checkpoint) {
-  const auto ub = static_cast<size_t>(block);
-  INVAR_CHECK(ref_[ub] > 0 && !indexed_[ub], "block " + std::to_string(block));
-  INVAR_CHECK(static_cast<int64_t>(tokens.size()) == cfg_.block_size);
+void PrefixCache::block_commit(std::span<const int32_t> table, int64_t index,
+                               std::span<const int32_t> tokens, std::string_view salt,
+                               int32_t checkpoint) {
+  const int64_t bs = cfg_.block_size;
+  INVAR_CHECK(index >= 0 && index < static_cast<int64_t>(table.size()) &&
+              (index + 1) * bs <= static_cast<int64_t>(tokens.size()));
+  const int32_t block = table[static_cast<size_t>(index)];
+  BlockMeta& m = meta_[static_cast<size_t>(block)];
+  INVAR_CHECK(m.ref > 0 && m.stage == kOpen, "block " + std::to_string(block));
+  uint64_t parent_key = key_mask(salt_key(salt));
+  if (index > 0) {
+    const BlockMeta& pm = meta_[static_cast<size_t>(table[static_cast<size_t>(index - 1)])];
+    INVAR_CHECK(pm.stage != kOpen,
+                "block " + std::to_string(index) + " committed before its parent");
+    parent_key = pm.key;
+  }
+  const auto block_tokens =
+      tokens.subspan(static_cast<size_t>(index * bs), static_cast<size_t>(bs));
+  const uint64_t key = key_mask(block_key(parent_key, block_tokens));
+  m.key = key;
+  m.parent_key = parent_key;
+  m.stage = kCommitted;
+  std::memcpy(tokens_.data() + static_cast<size_t>(block) * static_cast<size_t>(bs),
+              block_tokens.data(), block_tokens.size_bytes());
   auto give_back = [&] {
     if (checkpoint >= 0) checkpoint_release(checkpoint);
   };
   if (const auto it = index_.find(key); it != index_.end()) {
     const int32_t twin = it->second;
-    if (tokens_equal(twin, tokens) && parent_key_[static_cast<size_t>(twin)] == parent_key) {
-      if (checkpoint >= 0 && checkpoint_[static_cast<size_t>(twin)] < 0) {
+    BlockMeta& tm = meta_[static_cast<size_t>(twin)];
+    if (tokens_equal(twin, block_tokens) && tm.parent_key == parent_key) {
+      if (checkpoint >= 0 && tm.checkpoint < 0) {
         checkpoint_attach(twin, checkpoint);
       } else {
         give_back();
@@ -236,81 +313,88 @@ void PrefixCache::block_commit(int32_t block, int64_t index, uint64_t parent_key
     if (pit == index_.end()) return give_back();
     parent = pit->second;
   }
-  indexed_[ub] = 1;
-  key_[ub] = key;
-  parent_key_[ub] = parent_key;
-  parent_[ub] = parent;
-  std::memcpy(tokens_.data() + ub * static_cast<size_t>(cfg_.block_size), tokens.data(),
-              tokens.size_bytes());
+  m.stage = kIndexed;
+  m.parent = parent;
   index_.emplace(key, block);
   if (parent >= 0) {
-    ++n_children_[static_cast<size_t>(parent)];
+    ++meta_[static_cast<size_t>(parent)].n_children;
     useless_update(parent);
   }
   if (checkpoint >= 0) checkpoint_attach(block, checkpoint);
 }
 
 int64_t PrefixCache::blocks_obtainable() const {
-  const int64_t free_bytes = cfg_.cache_bytes - bytes_used_ +
-                             unreferenced_indexed_ * blocks_.slot_bytes() +
-                             attached_.size() * checkpoints_.slot_bytes();
-  return free_bytes / blocks_.slot_bytes();
+  const int64_t free_bytes = cfg_.cache_bytes - blocks_used_ * budget_.block_bytes() -
+                             checkpoints_used_ * budget_.checkpoint_bytes() +
+                             unreferenced_indexed_ * budget_.block_bytes() +
+                             attached_.size() * budget_.checkpoint_bytes();
+  return free_bytes / budget_.block_bytes();
 }
 
 CacheStats PrefixCache::stats() const {
   CacheStats s;
-  s.blocks_capacity = blocks_.capacity();
-  s.blocks_resident = blocks_.in_use();
+  s.blocks_capacity = budget_.blocks_max;
+  s.blocks_resident = blocks_used_;
   s.blocks_referenced = referenced_;
   s.blocks_indexed = static_cast<int64_t>(index_.size());
-  s.checkpoints_resident = checkpoints_.in_use();
-  s.bytes_resident = bytes_used_;
+  s.checkpoints_resident = checkpoints_used_;
+  s.bytes_kv = blocks_used_ * budget_.block_kv_bytes;
+  s.bytes_checkpoints = checkpoints_used_ * budget_.checkpoint_state_bytes;
+  s.bytes_metadata =
+      blocks_used_ * budget_.block_meta_bytes + checkpoints_used_ * budget_.checkpoint_meta_bytes;
+  s.bytes_resident = s.bytes_kv + s.bytes_checkpoints + s.bytes_metadata;
   s.evicted_blocks = evicted_blocks_;
   s.evicted_checkpoints = evicted_checkpoints_;
   s.lookups = lookups_;
   s.hits = hits_;
   s.hit_tokens = hit_tokens_;
   s.collisions = collisions_;
+  s.budget = budget_;
   return s;
 }
 
 void PrefixCache::check_invariants() const {
+  INVAR_CHECK(blocks_.in_use() == blocks_used_ && checkpoints_.in_use() == checkpoints_used_,
+              "arenas and charges disagree");
   const int64_t used =
-      blocks_.in_use() * blocks_.slot_bytes() + checkpoints_.in_use() * checkpoints_.slot_bytes();
-  INVAR_CHECK(used == bytes_used_, std::to_string(used) + " vs " + std::to_string(bytes_used_));
-  INVAR_CHECK(bytes_used_ <= cfg_.cache_bytes);
+      blocks_used_ * budget_.block_bytes() + checkpoints_used_ * budget_.checkpoint_bytes();
+  INVAR_CHECK(used <= cfg_.cache_bytes, std::to_string(used) + " bytes charged");
+  INVAR_CHECK(blocks_.bytes_warm() + checkpoints_.bytes_warm() <= cfg_.cache_bytes,
+              "free slots hold more memory than the budget");
   INVAR_CHECK(static_cast<int64_t>(index_.size()) <= blocks_.in_use());
-  std::vector<int32_t> children(ref_.size(), 0);
+  std::vector<int32_t> children(meta_.size(), 0);
   int64_t unreferenced = 0;
   for (const auto& [key, b] : index_) {
-    const auto ub = static_cast<size_t>(b);
-    INVAR_CHECK(indexed_[ub] && key_[ub] == key, "index entry " + std::to_string(b));
-    if (parent_[ub] >= 0) {
+    const BlockMeta& m = meta_[static_cast<size_t>(b)];
+    INVAR_CHECK(m.stage == kIndexed && m.key == key, "index entry " + std::to_string(b));
+    if (m.parent >= 0) {
       // Every resident prefix is complete: the parent is indexed under the parent key.
-      INVAR_CHECK(indexed_[static_cast<size_t>(parent_[ub])], "orphan block " + std::to_string(b));
-      INVAR_CHECK(key_[static_cast<size_t>(parent_[ub])] == parent_key_[ub]);
-      ++children[static_cast<size_t>(parent_[ub])];
+      INVAR_CHECK(indexed(m.parent), "orphan block " + std::to_string(b));
+      INVAR_CHECK(meta_[static_cast<size_t>(m.parent)].key == m.parent_key);
+      ++children[static_cast<size_t>(m.parent)];
     }
-    if (ref_[ub] == 0) ++unreferenced;
-    const int32_t c = checkpoint_[ub];
-    if (c >= 0) INVAR_CHECK(owner_[static_cast<size_t>(c)] == b && attached_.contains(c));
-    const bool useless = ref_[ub] == 0 && n_children_[ub] == 0 && c < 0;
+    if (m.ref == 0) ++unreferenced;
+    if (m.checkpoint >= 0)
+      INVAR_CHECK(owner_[static_cast<size_t>(m.checkpoint)] == b &&
+                  attached_.contains(m.checkpoint));
+    const bool useless = m.ref == 0 && m.n_children == 0 && m.checkpoint < 0;
     INVAR_CHECK(useless == useless_.contains(b), "useless list " + std::to_string(b));
   }
   INVAR_CHECK(unreferenced == unreferenced_indexed_);
   int64_t referenced = 0;
-  for (int32_t r : ref_) referenced += r > 0;
-  INVAR_CHECK(referenced == referenced_);
-  for (size_t b = 0; b < ref_.size(); ++b) {
-    INVAR_CHECK(children[b] == n_children_[b], "children of " + std::to_string(b));
-    if (!indexed_[b])
-      INVAR_CHECK(checkpoint_[b] < 0 && !useless_.contains(static_cast<int32_t>(b)));
+  for (size_t b = 0; b < meta_.size(); ++b) {
+    const BlockMeta& m = meta_[b];
+    referenced += m.ref > 0;
+    INVAR_CHECK(children[b] == m.n_children, "children of " + std::to_string(b));
+    if (m.stage != kIndexed)
+      INVAR_CHECK(m.checkpoint < 0 && !useless_.contains(static_cast<int32_t>(b)));
   }
+  INVAR_CHECK(referenced == referenced_);
   int64_t attached = 0;
   for (size_t c = 0; c < owner_.size(); ++c)
     if (owner_[c] >= 0) {
       ++attached;
-      INVAR_CHECK(checkpoint_[static_cast<size_t>(owner_[c])] == static_cast<int32_t>(c));
+      INVAR_CHECK(meta_[static_cast<size_t>(owner_[c])].checkpoint == static_cast<int32_t>(c));
     }
   INVAR_CHECK(attached == attached_.size());
 }

@@ -2,18 +2,25 @@
 // full blocks keyed by a hash chain, recurrent-state checkpoints attached to the block they
 // end, and LRU eviction under one byte budget. Pure bookkeeping: it never runs the model.
 //
-// Keys: key(block 0) = H(salt key, tokens), key(block i) = H(key(block i−1), tokens); tokens
-// are verified on every hit. A checkpoint attached to indexed block i holds the recurrent state
-// after the last token of block i, so "blocks 0..i resident + checkpoint on i" is a complete
-// restart point. Invariant kept by eviction: every indexed block's parent is indexed, so every
-// resident checkpoint keeps its whole KV prefix. Only leaves (no indexed child) are evicted;
-// a block that holds a checkpoint loses the checkpoint first.
+// Keys are the cache's own: key(block 0) = H(salt key, tokens), key(block i) = H(key(block i−1),
+// tokens), computed when a block is committed (callers pass blocks and tokens, as vLLM's
+// BlockPool.cache_full_blocks takes them); tokens are verified on every hit. A checkpoint
+// attached to indexed block i holds the recurrent state after the last token of block i, so
+// "blocks 0..i resident + checkpoint on i" is a complete restart point. Invariant kept by
+// eviction: every indexed block's parent is indexed, so every resident checkpoint keeps its
+// whole KV prefix. Only leaves (no indexed child) are evicted; a block that holds a checkpoint
+// loses the checkpoint first.
+//
+// Memory: each block is charged its KV slot plus its bookkeeping (tokens, links, index entry),
+// each checkpoint its state slot plus its links, so the budget bounds everything that grows with
+// the number of blocks; tables grow with the ids actually used, never with the capacity.
 //
 // Plan, then apply: lookup() is a query; hit_apply(), block_acquire(), block_commit() mutate.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -28,14 +35,29 @@ struct CacheConfig {
   int64_t block_floats = 0;      // floats per KV block (Model::kv_block_floats(block_size))
   int64_t state_floats = 0;      // floats per checkpoint (Model::state_floats)
   int64_t checkpoint_every = 1;  // checkpoints at boundaries that are multiples of N blocks
-  int64_t cache_bytes = 0;       // budget for every KV block (referenced or cached) + checkpoints
+  int64_t cache_bytes = 0;       // budget for every block (referenced or cached) + checkpoints
+  int key_bits = 64;             // chain keys keep their low key_bits bits (tests force collisions)
+};
+
+// What one block and one checkpoint cost against the budget, and what it can hold.
+struct CacheBudget {
+  int64_t cache_bytes = 0;
+  int64_t block_kv_bytes = 0;          // one block's KV slot (0 for a model without attention)
+  int64_t block_meta_bytes = 0;        // its tokens, links and index entry
+  int64_t checkpoint_state_bytes = 0;  // one checkpoint's state slot (0 without recurrence)
+  int64_t checkpoint_meta_bytes = 0;   // its links
+  int64_t blocks_max = 0;              // blocks the budget holds with no checkpoint
+  int64_t checkpoints_max = 0;         // checkpoints it holds with no block
+
+  int64_t block_bytes() const { return block_kv_bytes + block_meta_bytes; }
+  int64_t checkpoint_bytes() const { return checkpoint_state_bytes + checkpoint_meta_bytes; }
+  std::string describe() const;  // one line for the start-up log
 };
 
 // What lookup() found: the longest run of indexed full blocks that ends at a checkpoint.
 struct PrefixHit {
   int64_t n_tokens = 0;         // tokens served from the cache (n_blocks · block_size)
   std::vector<int32_t> blocks;  // [n_blocks] block ids, in prefix order
-  std::vector<uint64_t> keys;   // [n_blocks] chain keys of those blocks
   int32_t checkpoint = -1;      // state after the last block; −1 when n_tokens = 0
 };
 
@@ -45,10 +67,14 @@ struct CacheStats {
   int64_t blocks_referenced = 0;     // blocks with ref > 0 (held by requests)
   int64_t blocks_indexed = 0;        // blocks findable by lookup
   int64_t checkpoints_resident = 0;  // attached + in flight
-  int64_t bytes_resident = 0;        // ≤ cache_bytes, always
+  int64_t bytes_resident = 0;        // ≤ cache_bytes, always: the sum of the three below
+  int64_t bytes_kv = 0;              // KV slots of resident blocks
+  int64_t bytes_checkpoints = 0;     // state slots of resident checkpoints
+  int64_t bytes_metadata = 0;        // bookkeeping of resident blocks and checkpoints
   int64_t evicted_blocks = 0, evicted_checkpoints = 0;
   int64_t lookups = 0, hits = 0, hit_tokens = 0;
   int64_t collisions = 0;  // equal keys with different tokens (never reused)
+  CacheBudget budget;
 };
 
 class PrefixCache {
@@ -57,14 +83,19 @@ class PrefixCache {
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
 
+  // The chain's hash function (XXH3): the first block's parent is salt_key(cache salt).
   static uint64_t salt_key(std::string_view salt);
   static uint64_t block_key(uint64_t parent_key, std::span<const int32_t> tokens);
+  // What a cache with this configuration charges per block and per checkpoint.
+  static CacheBudget budget_plan(const CacheConfig& cfg);
 
   const CacheConfig& config() const { return cfg_; }
+  const CacheBudget& budget() const { return budget_; }
 
-  // Query: the longest reusable prefix of tokens using at most max_tokens tokens (callers pass
-  // length − 1 so at least one token is recomputed to produce logits).
-  PrefixHit lookup(std::span<const int32_t> tokens, uint64_t salt_key, int64_t max_tokens) const;
+  // Query: the longest reusable prefix of tokens under this salt using at most max_tokens tokens
+  // (callers pass length − 1 so at least one token is recomputed to produce logits).
+  PrefixHit lookup(std::span<const int32_t> tokens, std::string_view salt,
+                   int64_t max_tokens) const;
   // Apply: references the hit's blocks and copies its checkpoint into state[state_floats].
   // Counts a lookup (and a hit when n_tokens > 0). hit must come from lookup() with no
   // mutation in between.
@@ -82,42 +113,56 @@ class PrefixCache {
   void checkpoint_release(int32_t checkpoint);
   float* checkpoint_data(int32_t checkpoint) const { return checkpoints_.data(checkpoint); }
 
-  // Block `block` (referenced by the caller) now holds the full block `index` of a sequence:
-  // tokens[block_size], chain key `key` with parent key `parent_key`. Indexes it — or, when an
-  // identical block is already indexed, leaves `block` private and gives the checkpoint to the
-  // indexed twin (same tokens ⇒ same bits by the contract). Consumes `checkpoint` (−1: none).
-  void block_commit(int32_t block, int64_t index, uint64_t parent_key, uint64_t key,
-                    std::span<const int32_t> tokens, int32_t checkpoint);
+  // A sequence under `salt` with block table `table` and tokens `tokens` has computed full
+  // block `index`: table[index] (referenced by the caller) holds tokens [index·bs, (index+1)·bs),
+  // and blocks 0..index−1 were committed before (or came from a hit). Computes the block's chain
+  // key and indexes it — or, when an identical block is already indexed, leaves it private and
+  // gives the checkpoint to the indexed twin (same tokens ⇒ same bits by the contract).
+  // Consumes `checkpoint` (−1: none).
+  void block_commit(std::span<const int32_t> table, int64_t index, std::span<const int32_t> tokens,
+                    std::string_view salt, int32_t checkpoint);
 
   // Blocks block_acquire() could hand out now, counting evictable ones (an estimate from above
   // only where an unreferenced block is pinned by a referenced child of a duplicate chain).
   int64_t blocks_obtainable() const;
-  int64_t block_ref(int32_t block) const { return ref_[static_cast<size_t>(block)]; }
+  int64_t block_ref(int32_t block) const { return meta_[static_cast<size_t>(block)].ref; }
   CacheStats stats() const;
   // Aborts if any bookkeeping invariant is broken (tests call it after every operation).
   void check_invariants() const;
 
  private:
+  uint64_t key_mask(uint64_t key) const;
   bool room_make(int64_t bytes);
+  void tables_grow();
+  void memory_trim();
   void block_evict(int32_t b);
   void checkpoint_evict(int32_t c);
   void checkpoint_attach(int32_t b, int32_t c);
   void useless_update(int32_t b);
   bool tokens_equal(int32_t b, std::span<const int32_t> tokens) const;
 
+  // What the cache knows of one block id.
+  struct BlockMeta {
+    uint64_t key = 0;         // chain key, once committed
+    uint64_t parent_key = 0;  // the key it was chained from (the salt key for a first block)
+    int32_t ref = 0;
+    int32_t parent = -1;      // indexed parent block, −1 for a first block
+    int32_t n_children = 0;   // indexed blocks whose parent is this one
+    int32_t checkpoint = -1;  // attached checkpoint, −1 if none
+    uint8_t stage = 0;        // kOpen (being filled), kCommitted (key set, private), kIndexed
+  };
+  static constexpr uint8_t kOpen = 0, kCommitted = 1, kIndexed = 2;
+  bool indexed(int32_t b) const { return meta_[static_cast<size_t>(b)].stage == kIndexed; }
+
   CacheConfig cfg_;
+  CacheBudget budget_;
   SlotArena blocks_;
   SlotArena checkpoints_;
-  int64_t bytes_used_ = 0;
-  // Per block [capacity]:
-  std::vector<int32_t> ref_;
-  std::vector<uint8_t> indexed_;
-  std::vector<uint64_t> key_, parent_key_;
-  std::vector<int32_t> parent_;      // indexed parent block, −1 for a first block
-  std::vector<int32_t> n_children_;  // indexed blocks whose parent is this one
-  std::vector<int32_t> checkpoint_;  // attached checkpoint, −1 if none
-  std::vector<int32_t> tokens_;      // [capacity][block_size] tokens of indexed blocks
-  // Per checkpoint [capacity]:
+  int64_t blocks_used_ = 0, checkpoints_used_ = 0;  // charged: referenced/indexed, acquired
+  // Per block id made so far (grown by tables_grow()):
+  std::vector<BlockMeta> meta_;
+  std::vector<int32_t> tokens_;  // [ids][block_size] tokens of committed blocks
+  // Per checkpoint id made so far:
   std::vector<int32_t> owner_;  // block it is attached to, −1 while in flight
   std::unordered_map<uint64_t, int32_t> index_;
   // Eviction order. useless_: indexed leaves, unreferenced, without a checkpoint (they can

@@ -1,39 +1,59 @@
-// Fixed-size float slots carved from one allocation made at start-up (STYLE 10): KV blocks and
-// recurrent-state checkpoints live here, so the hot path never allocates. The allocation is
-// virtual until touched, so an arena sized for the whole budget costs only what is used.
+// Fixed-size float slots for KV blocks and recurrent-state checkpoints (STYLE 10: the hot path
+// never allocates once a slot id has been used). Storage grows in segments as new ids are first
+// handed out, and ids are reused before new ones are made, so memory follows the most slots
+// ever in use at once, never the theoretical capacity.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 #include <vector>
 
 namespace invar {
 
 class SlotArena {
  public:
-  // slot_floats ≥ 0 (rounded up to 64-byte multiples); n_slots ≥ 0.
-  SlotArena(int64_t slot_floats, int64_t n_slots);
+  // Bytes one slot of slot_floats floats occupies: rounded up to 64-byte multiples (cache lines,
+  // aligned vector loads); 0 floats take no memory at all (ids only).
+  static int64_t slot_bytes_for(int64_t slot_floats);
+  // Bytes of bookkeeping per slot id ever handed out (free list + in-use flag).
+  static constexpr int64_t kIdBytes = sizeof(int32_t) + sizeof(uint8_t);
+
+  // slot_floats ≥ 0; max_slots ≥ 0 ids at most.
+  SlotArena(int64_t slot_floats, int64_t max_slots);
+  ~SlotArena();
   SlotArena(const SlotArena&) = delete;
   SlotArena& operator=(const SlotArena&) = delete;
 
-  int32_t acquire();           // a free slot, or -1 when all are in use
+  int32_t acquire();           // a free slot, or -1 when all max_slots are in use
   void release(int32_t slot);  // slot must be in use
-  float* data(int32_t slot) const { return mem_.get() + static_cast<int64_t>(slot) * stride_; }
+  float* data(int32_t slot) const {
+    if (stride_ == 0) return nullptr;
+    return segments_[static_cast<size_t>(slot / per_segment_)] +
+           static_cast<int64_t>(slot % per_segment_) * stride_;
+  }
+  // Returns the memory of free slots to the system (whole pages inside them); their next use
+  // starts from zeroed pages. Returns the bytes given back.
+  int64_t trim();
 
-  int64_t capacity() const { return n_slots_; }
-  int64_t in_use() const { return n_slots_ - static_cast<int64_t>(free_.size()); }
+  int64_t capacity() const { return max_slots_; }
+  int64_t in_use() const { return n_made_ - static_cast<int64_t>(free_.size()); }
+  int64_t made() const { return n_made_; }  // ids handed out so far (storage exists for these)
   int64_t slot_bytes() const { return stride_ * static_cast<int64_t>(sizeof(float)); }
+  // Slot memory that may be resident: in-use slots plus free slots not trimmed since last use.
+  int64_t bytes_warm() const { return n_warm_ * slot_bytes(); }
 
  private:
-  struct FreeDeleter {
-    void operator()(float* p) const { std::free(p); }
-  };
+  float* segment_make();
+
   int64_t stride_ = 0;  // floats per slot
-  int64_t n_slots_ = 0;
-  std::unique_ptr<float, FreeDeleter> mem_;
-  std::vector<int32_t> free_;  // stack of free slots (lowest id on top at start)
-  std::vector<uint8_t> used_;  // [n_slots] 1 while acquired (double-release check)
+  int64_t max_slots_ = 0;
+  int64_t per_segment_ = 1;    // slots per segment
+  int64_t segment_bytes_ = 0;  // one segment's allocation, whole pages
+  int64_t n_made_ = 0;         // ids 0..n_made_−1 exist
+  int64_t n_warm_ = 0;         // slots whose memory may be resident
+  std::vector<float*> segments_;
+  std::vector<int32_t> free_;   // stack of released ids (most recently released on top)
+  std::vector<uint8_t> state_;  // [n_made_] kFree, kCold or kUsed
 };
 
 }  // namespace invar

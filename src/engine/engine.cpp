@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
+#include "engine/sequence.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar {
@@ -89,7 +90,7 @@ struct Engine::Impl {
   // Engine thread only.
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> live;
   StepPlan plan;
-  std::vector<Sequence*> refused;
+  std::vector<ScheduledSeq*> refused;
   std::vector<SeqChunk> batch;
   std::vector<float> logits;
   std::vector<int64_t> logits_offset;
@@ -186,7 +187,7 @@ struct Engine::Impl {
     } catch (const std::exception& e) {
       std::vector<Sequence*> hit;
       for (int64_t k = 0; k < plan.n_chunks; ++k)
-        hit.push_back(plan.chunks[static_cast<size_t>(k)].seq);
+        hit.push_back(static_cast<Sequence*>(plan.chunks[static_cast<size_t>(k)].seq));
       plan.n_chunks = 0;
       for (Sequence* s : hit)
         if (live.count(s->id)) finish(s, FinishReason::error, e.what());
@@ -197,8 +198,8 @@ struct Engine::Impl {
     const auto t0 = std::chrono::steady_clock::now();
     refused.clear();
     sched.schedule(plan, refused);
-    for (Sequence* s : refused)
-      finish(s, FinishReason::error,
+    for (ScheduledSeq* s : refused)
+      finish(static_cast<Sequence*>(s), FinishReason::error,
              "request needs more KV cache than --cache-bytes (" + std::to_string(cfg.cache_bytes) +
                  " bytes) can hold");
     if (plan.n_chunks == 0) return;
@@ -209,7 +210,7 @@ struct Engine::Impl {
     for (int64_t k = 0; k < plan.n_chunks; ++k) {
       const ChunkPlan& c = plan.chunks[static_cast<size_t>(k)];
       logits_offset[static_cast<size_t>(k)] = rows * n_vocab;
-      rows += c.seq->wants_all_logits() ? c.n_tokens : 1;
+      rows += static_cast<const Sequence*>(c.seq)->wants_all_logits() ? c.n_tokens : 1;
     }
     if (static_cast<int64_t>(logits.size()) < rows * n_vocab)
       logits.resize(static_cast<size_t>(rows * n_vocab));
@@ -226,7 +227,7 @@ struct Engine::Impl {
       sc.checkpoint_pos = c.checkpoint_pos.data();
       sc.checkpoint_dst = c.checkpoint_dst.data();
       sc.n_checkpoints = static_cast<int64_t>(c.checkpoint_pos.size());
-      sc.all_logits = c.seq->wants_all_logits();
+      sc.all_logits = static_cast<const Sequence*>(c.seq)->wants_all_logits();
       sc.logits = logits.data() + logits_offset[static_cast<size_t>(k)];
     }
     model.forward(std::span<const SeqChunk>(batch.data(), batch.size()), pool);
@@ -240,7 +241,7 @@ struct Engine::Impl {
   }
 
   void postprocess(const ChunkPlan& c, const float* rows) {
-    Sequence* s = c.seq;
+    auto* s = static_cast<Sequence*>(c.seq);
     const bool all = s->wants_all_logits();
     const auto V = static_cast<size_t>(n_vocab);
     if (s->req.capture_logits) {
@@ -367,7 +368,8 @@ Engine::~Engine() {
 RequestId Engine::submit(GenerationRequest req, EventSink sink) {
   impl_->validate(req);
   auto s = std::make_unique<Sequence>();
-  s->salt_key = PrefixCache::salt_key(req.cache_salt);
+  s->cache_salt = req.cache_salt;
+  s->cache_lookup = req.prompt_logprobs < 0;
   s->tokens = req.prompt;
   s->tokens.reserve(req.prompt.size() + static_cast<size_t>(req.max_tokens) + 1);
   s->n_prompt = static_cast<int64_t>(req.prompt.size());
@@ -401,6 +403,10 @@ EngineMetrics Engine::metrics() const {
 
 const EngineConfig& Engine::config() const {
   return impl_->cfg;
+}
+
+const CacheBudget& Engine::cache_budget() const {
+  return impl_->cache.budget();
 }
 
 void Engine::drain(double timeout_s) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cache/prefix_cache.h"
 #include "model/model.h"
 
 namespace invar {
@@ -103,6 +104,7 @@ class Engine {
   void cancel(RequestId id);
   EngineMetrics metrics() const;
   const EngineConfig& config() const;
+  const CacheBudget& cache_budget() const;  // fixed at construction
   // Stops admitting work; waits up to timeout_s for running requests, then cancels the rest.
   void drain(double timeout_s);
 

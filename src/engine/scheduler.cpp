@@ -15,12 +15,12 @@ Scheduler::Scheduler(const SchedulerConfig& cfg, PrefixCache& cache)
   running_.reserve(static_cast<size_t>(cfg.max_running));
 }
 
-void Scheduler::enqueue(Sequence* s) {
+void Scheduler::enqueue(ScheduledSeq* s) {
   s->phase = SeqPhase::waiting;
   waiting_.push_back(s);
 }
 
-bool Scheduler::blocks_ensure(Sequence* s, int64_t n_positions) {
+bool Scheduler::blocks_ensure(ScheduledSeq* s, int64_t n_positions) {
   const int64_t need = (n_positions + cfg_.block_size - 1) / cfg_.block_size;
   while (static_cast<int64_t>(s->blocks.size()) < need) {
     const int32_t b = cache_.block_acquire();
@@ -31,45 +31,41 @@ bool Scheduler::blocks_ensure(Sequence* s, int64_t n_positions) {
   return true;
 }
 
-void Scheduler::admit(Sequence* s) {
-  const bool lookup = cfg_.prefix_cache && s->req.prompt_logprobs < 0;
+void Scheduler::admit(ScheduledSeq* s) {
+  const bool lookup = cfg_.prefix_cache && s->cache_lookup;
   PrefixHit hit;
   if (lookup) {
     const int64_t n = static_cast<int64_t>(s->tokens.size());
-    hit = cache_.lookup(s->tokens, s->salt_key, n - 1);
+    hit = cache_.lookup(s->tokens, s->cache_salt, n - 1);
   }
   s->state_slot = states_.acquire();
   INVAR_CHECK(s->state_slot >= 0, "more running sequences than state slots");
   float* state = states_.data(s->state_slot);
-  if (hit.n_tokens == 0)
+  if (hit.n_tokens == 0 && cfg_.state_floats > 0)
     std::memset(state, 0, static_cast<size_t>(cfg_.state_floats) * sizeof(float));
   if (lookup) cache_.hit_apply(hit, state);
   s->blocks = hit.blocks;
   s->block_ptrs.clear();
   for (int32_t b : s->blocks) s->block_ptrs.push_back(cache_.block_data(b));
-  s->keys = hit.keys;
   s->n_done = hit.n_tokens;
   if (s->cached_tokens < 0) {
     s->cached_tokens = hit.n_tokens;
     counters_.cached_tokens += hit.n_tokens;
   }
-  ++counters_.admitted;
   s->phase = SeqPhase::running;
-  s->admit_order = ++admit_counter_;
   running_.push_back(s);
 }
 
-void Scheduler::release_all(Sequence* s) {
+void Scheduler::release_all(ScheduledSeq* s) {
   for (int32_t b : s->blocks) cache_.block_release(b);
   s->blocks.clear();
   s->block_ptrs.clear();
-  s->keys.clear();
   s->n_done = 0;
   if (s->state_slot >= 0) states_.release(s->state_slot);
   s->state_slot = -1;
 }
 
-void Scheduler::preempt(Sequence* s) {
+void Scheduler::preempt(ScheduledSeq* s) {
   release_all(s);
   running_.erase(std::find(running_.begin(), running_.end(), s));
   s->phase = SeqPhase::waiting;
@@ -77,7 +73,7 @@ void Scheduler::preempt(Sequence* s) {
   ++counters_.preemptions;
 }
 
-void Scheduler::remove(Sequence* s) {
+void Scheduler::remove(ScheduledSeq* s) {
   release_all(s);
   if (s->phase == SeqPhase::running) {
     running_.erase(std::find(running_.begin(), running_.end(), s));
@@ -88,7 +84,7 @@ void Scheduler::remove(Sequence* s) {
   s->phase = SeqPhase::finished;
 }
 
-void Scheduler::chunk_add(StepPlan& plan, Sequence* s, int64_t n) {
+void Scheduler::chunk_add(StepPlan& plan, ScheduledSeq* s, int64_t n) {
   if (plan.n_chunks == static_cast<int64_t>(plan.chunks.size())) plan.chunks.emplace_back();
   ChunkPlan& c = plan.chunks[static_cast<size_t>(plan.n_chunks++)];
   c.seq = s;
@@ -112,7 +108,7 @@ void Scheduler::chunk_add(StepPlan& plan, Sequence* s, int64_t n) {
   }
 }
 
-void Scheduler::schedule(StepPlan& plan, std::vector<Sequence*>& refused) {
+void Scheduler::schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused) {
   // Each round either plans something, or preempts (frees memory), or refuses: bounded.
   for (int64_t round = 0;; ++round) {
     plan.n_chunks = 0;
@@ -121,7 +117,7 @@ void Scheduler::schedule(StepPlan& plan, std::vector<Sequence*>& refused) {
     // 1. Decode: one token per running sequence with one token left, oldest first. Blocks
     //    come from the newest sequences if they must (preempt-and-recompute).
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-      Sequence* s = running_[i];
+      ScheduledSeq* s = running_[i];
       if (s->remaining() != 1) continue;
       bool ok = blocks_ensure(s, s->n_done + 1);
       while (!ok && running_.size() > i + 1) {
@@ -137,7 +133,7 @@ void Scheduler::schedule(StepPlan& plan, std::vector<Sequence*>& refused) {
     }
     // 2. Prefill chunks of running sequences, as far as budget and blocks allow.
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-      Sequence* s = running_[i];
+      ScheduledSeq* s = running_[i];
       if (s->remaining() <= 1) continue;
       int64_t n = std::min(s->remaining(), budget);
       blocks_ensure(s, s->n_done + n);
@@ -149,7 +145,7 @@ void Scheduler::schedule(StepPlan& plan, std::vector<Sequence*>& refused) {
     // 3. Admission, FIFO: only when the cache can hold the whole prompt (+ the first token).
     while (budget > 0 && static_cast<int64_t>(running_.size()) < cfg_.max_running &&
            !waiting_.empty()) {
-      Sequence* s = waiting_.front();
+      ScheduledSeq* s = waiting_.front();
       const int64_t need =
           (static_cast<int64_t>(s->tokens.size()) + cfg_.block_size) / cfg_.block_size;
       if (cache_.blocks_obtainable() < need) {
@@ -181,22 +177,18 @@ void Scheduler::commit(const StepPlan& plan) {
   const int64_t bs = cfg_.block_size;
   for (int64_t k = 0; k < plan.n_chunks; ++k) {
     const ChunkPlan& c = plan.chunks[static_cast<size_t>(k)];
-    Sequence* s = c.seq;
+    ScheduledSeq* s = c.seq;
     INVAR_CHECK(s->n_done == c.pos0);
     s->n_done += c.n_tokens;
     size_t ci = 0;
-    for (int64_t i = static_cast<int64_t>(s->keys.size()); (i + 1) * bs <= s->n_done; ++i) {
+    // Blocks below pos0 were committed by earlier steps (or came from the hit).
+    for (int64_t i = c.pos0 / bs; (i + 1) * bs <= s->n_done; ++i) {
       const int64_t boundary = (i + 1) * bs;
       int32_t checkpoint = -1;
       if (ci < c.checkpoint_pos.size() && c.checkpoint_pos[ci] == boundary)
         checkpoint = c.checkpoint_ids[ci++];
-      const uint64_t parent = i == 0 ? s->salt_key : s->keys.back();
-      const auto toks = std::span<const int32_t>(s->tokens).subspan(static_cast<size_t>(i * bs),
-                                                                    static_cast<size_t>(bs));
-      const uint64_t key = PrefixCache::block_key(parent, toks);
       if (cfg_.prefix_cache)
-        cache_.block_commit(s->blocks[static_cast<size_t>(i)], i, parent, key, toks, checkpoint);
-      s->keys.push_back(key);
+        cache_.block_commit(s->blocks, i, s->tokens, s->cache_salt, checkpoint);
     }
     INVAR_CHECK(ci == c.checkpoint_pos.size(), "a checkpoint did not land on a committed block");
   }

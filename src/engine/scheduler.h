@@ -16,7 +16,7 @@
 
 #include "cache/prefix_cache.h"
 #include "cache/slot_arena.h"
-#include "engine/sequence.h"
+#include "engine/scheduled_seq.h"
 
 namespace invar {
 
@@ -30,7 +30,7 @@ struct SchedulerConfig {
 };
 
 struct ChunkPlan {
-  Sequence* seq = nullptr;
+  ScheduledSeq* seq = nullptr;
   int64_t pos0 = 0, n_tokens = 0;
   std::vector<int64_t> checkpoint_pos;  // block boundaries in (pos0, pos0 + n]
   std::vector<int32_t> checkpoint_ids;  // cache checkpoint per boundary
@@ -45,7 +45,6 @@ struct StepPlan {
 
 struct SchedulerCounters {
   int64_t preemptions = 0;
-  int64_t admitted = 0;
   int64_t cached_tokens = 0;  // sum of tokens served from cache at admission
 };
 
@@ -53,37 +52,35 @@ class Scheduler {
  public:
   Scheduler(const SchedulerConfig& cfg, PrefixCache& cache);
 
-  void enqueue(Sequence* s);  // back of the waiting queue
+  void enqueue(ScheduledSeq* s);  // back of the waiting queue
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   // Fills plan (previous contents discarded). Sequences that can never fit are appended to
   // `refused` (removed from the queue; the caller reports them).
-  void schedule(StepPlan& plan, std::vector<Sequence*>& refused);
+  void schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused);
   // After the model ran the plan: advance progress, commit full blocks and their checkpoints.
   void commit(const StepPlan& plan);
   // Finished or cancelled: releases everything the sequence holds and forgets it.
-  void remove(Sequence* s);
+  void remove(ScheduledSeq* s);
 
-  float* state(const Sequence& s) const { return states_.data(s.state_slot); }
-  const std::vector<Sequence*>& running() const { return running_; }
-  const std::deque<Sequence*>& waiting() const { return waiting_; }
+  float* state(const ScheduledSeq& s) const { return states_.data(s.state_slot); }
+  const std::vector<ScheduledSeq*>& running() const { return running_; }
+  const std::deque<ScheduledSeq*>& waiting() const { return waiting_; }
   const SchedulerCounters& counters() const { return counters_; }
   const SchedulerConfig& config() const { return cfg_; }
 
  private:
-  bool blocks_ensure(Sequence* s, int64_t n_positions);
-  void admit(Sequence* s);
-  void preempt(Sequence* s);
-  void chunk_add(StepPlan& plan, Sequence* s, int64_t n);
-  void release_all(Sequence* s);
+  bool blocks_ensure(ScheduledSeq* s, int64_t n_positions);
+  void admit(ScheduledSeq* s);
+  void preempt(ScheduledSeq* s);
+  void chunk_add(StepPlan& plan, ScheduledSeq* s, int64_t n);
+  void release_all(ScheduledSeq* s);
 
   SchedulerConfig cfg_;
   PrefixCache& cache_;
-  SlotArena states_;                // [max_running][state_floats], allocated once
-  std::vector<Sequence*> running_;  // admission order
-  std::deque<Sequence*> waiting_;   // FIFO; preempted sequences return to the front
-  std::vector<uint8_t> planned_;    // per running index during schedule()
+  SlotArena states_;                    // [max_running][state_floats]: live state per running seq
+  std::vector<ScheduledSeq*> running_;  // admission order
+  std::deque<ScheduledSeq*> waiting_;   // FIFO; preempted sequences return to the front
   SchedulerCounters counters_;
-  int64_t admit_counter_ = 0;
 };
 
 }  // namespace invar

@@ -1,7 +1,9 @@
 // Backend over the real model: GGUF → Model + Tokenizer (its vocabulary is in the same file)
 // → Engine.
 #include <algorithm>
+#include <cstdio>
 
+#include "cache/slot_arena.h"
 #include "core/error.h"
 #include "core/numerics_version.h"
 #include "server/backend.h"
@@ -34,6 +36,12 @@ class EngineBackend : public Backend {
       if (id >= 0 && std::find(eos_.begin(), eos_.end(), id) == eos_.end()) eos_.push_back(id);
     }
     engine_ = std::make_unique<Engine>(*model_, tok_.get(), cfg);
+    // What memory the engine may add to the model's: the cache budget, and the live recurrent
+    // state of each running request, which the budget does not cover.
+    const int64_t live_bytes = SlotArena::slot_bytes_for(model_->state_floats());
+    std::fprintf(stderr, "invar serve: %s; live state %lld B per running request (up to %lld)\n",
+                 engine_->cache_budget().describe().c_str(), static_cast<long long>(live_bytes),
+                 static_cast<long long>(engine_->config().max_running));
   }
   ~EngineBackend() override { engine_.reset(); }  // the engine goes before the model
 

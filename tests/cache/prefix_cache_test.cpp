@@ -1,12 +1,15 @@
 // Prefix-cache bookkeeping without a model (STYLE 7): hash chain, salt isolation, token
-// verification, the checkpoint ⇒ KV-prefix invariant under eviction, the byte budget.
+// verification, the checkpoint ⇒ KV-prefix invariant under eviction, the byte budget and what
+// it counts.
 #include "cache/prefix_cache.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace invar {
@@ -25,13 +28,16 @@ CacheConfig config_make(int64_t budget) {
   return c;
 }
 
+// What one block and one checkpoint are charged: slot + bookkeeping.
+const int64_t kBlockBytes = PrefixCache::budget_plan(config_make(0)).block_bytes();
+const int64_t kCheckpointBytes = PrefixCache::budget_plan(config_make(0)).checkpoint_bytes();
+
 // A sequence as the engine drives it: blocks filled in order, each committed when full with
 // a checkpoint whose contents encode (sequence tag, block index) so restores can be checked.
 struct FakeSeq {
   std::vector<int32_t> tokens;
   std::vector<int32_t> blocks;
-  std::vector<uint64_t> keys;
-  uint64_t salt = 0;
+  std::string salt;
   float state[kStateFloats] = {};
   int64_t cached = 0;
 };
@@ -52,7 +58,6 @@ bool seq_run(PrefixCache& cache, FakeSeq& s, bool checkpoints = true) {
   cache.check_invariants();
   s.cached = hit.n_tokens;
   s.blocks = hit.blocks;
-  s.keys = hit.keys;
   if (hit.n_tokens > 0) {
     EXPECT_EQ(s.state[0], state_tag(s.tokens, hit.n_tokens / kBs)) << "restored the wrong state";
   }
@@ -66,11 +71,7 @@ bool seq_run(PrefixCache& cache, FakeSeq& s, bool checkpoints = true) {
       std::memset(cache.checkpoint_data(c), 0, sizeof(float) * kStateFloats);
       cache.checkpoint_data(c)[0] = state_tag(s.tokens, i + 1);
     }
-    const uint64_t parent = i == 0 ? s.salt : s.keys.back();
-    const auto toks = std::span(s.tokens).subspan(static_cast<size_t>(i * kBs), kBs);
-    const uint64_t key = PrefixCache::block_key(parent, toks);
-    cache.block_commit(b, i, parent, key, toks, c);
-    s.keys.push_back(key);
+    cache.block_commit(s.blocks, i, s.tokens, s.salt, c);
     cache.check_invariants();
   }
   return true;
@@ -150,11 +151,11 @@ TEST(PrefixCache, SaltIsolates) {
   PrefixCache cache(config_make(1 << 20));
   FakeSeq a;
   a.tokens = tokens_make({{10, 9}});
-  a.salt = PrefixCache::salt_key("alice");
+  a.salt = "alice";
   ASSERT_TRUE(seq_run(cache, a));
   seq_release(cache, a);
   FakeSeq b = a;
-  b.salt = PrefixCache::salt_key("bob");
+  b.salt = "bob";
   ASSERT_TRUE(seq_run(cache, b));
   EXPECT_EQ(b.cached, 0);
   seq_release(cache, b);
@@ -165,20 +166,20 @@ TEST(PrefixCache, SaltIsolates) {
 }
 
 TEST(PrefixCache, TokensVerifiedOnKeyCollision) {
-  PrefixCache cache(config_make(1 << 20));
+  CacheConfig cfg = config_make(1 << 20);
+  cfg.key_bits = 0;  // every block claims the same key
+  PrefixCache cache(cfg);
   const std::vector<int32_t> t1 = {1, 2, 3, 4}, t2 = {9, 9, 9, 9};
-  const uint64_t forged = 12345;  // both blocks claim the same key
   const int32_t b1 = cache.block_acquire();
-  cache.block_commit(b1, 0, 0, forged, t1, cache.checkpoint_acquire());
+  cache.block_commit(std::span(&b1, 1), 0, t1, "", cache.checkpoint_acquire());
   const int32_t b2 = cache.block_acquire();
-  cache.block_commit(b2, 0, 0, forged, t2, cache.checkpoint_acquire());
+  cache.block_commit(std::span(&b2, 1), 0, t2, "", cache.checkpoint_acquire());
   EXPECT_EQ(cache.stats().collisions, 1);
   cache.check_invariants();
-  // A lookup that computes the forged key from other tokens must not reuse b1: emulate by
-  // checking lookup over t2 finds nothing (its real key is not indexed) and the index keeps b1.
+  // A lookup whose key matches b1's must not reuse b1: the tokens differ.
   std::vector<int32_t> q = t2;
   q.push_back(0);
-  EXPECT_EQ(cache.lookup(q, 0, 4).n_tokens, 0);
+  EXPECT_EQ(cache.lookup(q, "", 4).n_tokens, 0);
   cache.block_release(b1);
   cache.block_release(b2);
   EXPECT_EQ(cache.stats().blocks_indexed, 1);
@@ -186,22 +187,22 @@ TEST(PrefixCache, TokensVerifiedOnKeyCollision) {
 }
 
 TEST(PrefixCache, LookupRejectsTokenMismatchUnderEqualKey) {
-  // Index a block under the key that t_query would hash to, but with other tokens.
-  PrefixCache cache(config_make(1 << 20));
+  // The stored block and the query share a key (key_bits 0: one key for all) but not tokens.
+  CacheConfig cfg = config_make(1 << 20);
+  cfg.key_bits = 0;
+  PrefixCache cache(cfg);
   const std::vector<int32_t> stored = {5, 6, 7, 8}, query = {1, 2, 3, 4, 0};
-  const uint64_t key = PrefixCache::block_key(0, std::span(query.data(), 4));
   const int32_t b = cache.block_acquire();
-  cache.block_commit(b, 0, 0, key, stored, cache.checkpoint_acquire());
+  cache.block_commit(std::span(&b, 1), 0, stored, "", cache.checkpoint_acquire());
   cache.block_release(b);
-  EXPECT_EQ(cache.lookup(query, 0, 4).n_tokens, 0);
+  EXPECT_EQ(cache.lookup(query, "", 4).n_tokens, 0);
   const std::vector<int32_t> honest = {5, 6, 7, 8, 0};
-  EXPECT_EQ(cache.lookup(honest, 0, 4).n_tokens, 0)
-      << "stored under a key its tokens do not hash to";
+  EXPECT_EQ(cache.lookup(honest, "", 4).n_tokens, 4) << "the block's own tokens must still hit";
 }
 
 TEST(PrefixCache, EvictionKeepsCheckpointPrefixAndBudget) {
   // Budget for ~10 blocks + a few checkpoints: a stream of requests forces evictions.
-  const int64_t budget = 10 * 64 + 4 * 192;
+  const int64_t budget = 10 * kBlockBytes + 4 * kCheckpointBytes;
   PrefixCache cache(config_make(budget));
   std::mt19937 rng(1);
   int64_t hits = 0;
@@ -223,7 +224,7 @@ TEST(PrefixCache, EvictionKeepsCheckpointPrefixAndBudget) {
 }
 
 TEST(PrefixCache, EvictsUselessLeavesBeforeCheckpoints) {
-  const int64_t budget = 6 * 64 + 1 * 192;
+  const int64_t budget = 6 * kBlockBytes + 1 * kCheckpointBytes;
   PrefixCache cache(config_make(budget));
   FakeSeq a;
   a.tokens = tokens_make({{10, 8}, {0, 1}});  // 2 full blocks + tail
@@ -236,7 +237,7 @@ TEST(PrefixCache, EvictsUselessLeavesBeforeCheckpoints) {
   // Needs 5 blocks: the 2 useless ones must go, b's checkpointed block must stay.
   FakeSeq c;
   c.tokens = tokens_make({{900, 17}});
-  const PrefixHit none = cache.lookup(c.tokens, 0, 16);
+  const PrefixHit none = cache.lookup(c.tokens, "", 16);
   cache.hit_apply(none, c.state);
   for (int i = 0; i < 3; ++i) c.blocks.push_back(cache.block_acquire());
   EXPECT_EQ(cache.stats().evicted_blocks, 0);
@@ -244,12 +245,12 @@ TEST(PrefixCache, EvictsUselessLeavesBeforeCheckpoints) {
   EXPECT_EQ(cache.stats().evicted_blocks, 1);
   EXPECT_EQ(cache.stats().evicted_checkpoints, 0);
   FakeSeq b2 = b;
-  EXPECT_EQ(cache.lookup(b2.tokens, 0, 4).n_tokens, 4);
+  EXPECT_EQ(cache.lookup(b2.tokens, "", 4).n_tokens, 4);
   seq_release(cache, c);
 }
 
 TEST(PrefixCache, AcquireFailsWhenAllReferenced) {
-  PrefixCache cache(config_make(3 * 64));
+  PrefixCache cache(config_make(3 * kBlockBytes));
   std::vector<int32_t> held;
   for (int i = 0; i < 3; ++i) held.push_back(cache.block_acquire());
   EXPECT_EQ(cache.block_acquire(), -1);
@@ -261,7 +262,7 @@ TEST(PrefixCache, AcquireFailsWhenAllReferenced) {
 }
 
 TEST(PrefixCache, RandomRequestsAndCancellationsLeaveNothingReferenced) {
-  const int64_t budget = 40 * 64 + 10 * 192;
+  const int64_t budget = 40 * kBlockBytes + 10 * kCheckpointBytes;
   PrefixCache cache(config_make(budget));
   std::mt19937 rng(7);
   std::vector<FakeSeq> live;
@@ -270,7 +271,7 @@ TEST(PrefixCache, RandomRequestsAndCancellationsLeaveNothingReferenced) {
     const int32_t doc = static_cast<int32_t>(rng() % 3) * 1000;
     s.tokens = tokens_make({{doc, 1 + static_cast<int64_t>(rng() % 24)},
                             {doc + 7 * r, static_cast<int64_t>(rng() % 5)}});
-    s.salt = PrefixCache::salt_key(rng() % 5 == 0 ? "other" : "");
+    s.salt = rng() % 5 == 0 ? "other" : "";
     if (!seq_run(cache, s)) {
       seq_release(cache, s);  // refused for memory: give back what it got
     } else {
@@ -290,6 +291,86 @@ TEST(PrefixCache, RandomRequestsAndCancellationsLeaveNothingReferenced) {
   EXPECT_GT(st.hits, 0);
   EXPECT_EQ(st.blocks_resident, st.blocks_indexed) << "a private block leaked";
   cache.check_invariants();
+}
+
+int64_t resident_kib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  return -1;
+}
+
+TEST(PrefixCache, BookkeepingIsChargedToTheBudget) {
+  // A model without attention layers: blocks have no KV, only tokens and links.
+  CacheConfig cfg = config_make(0);
+  cfg.block_floats = 0;
+  const CacheBudget plan = PrefixCache::budget_plan(cfg);
+  EXPECT_EQ(plan.block_kv_bytes, 0);
+  EXPECT_GE(plan.block_meta_bytes, kBs * static_cast<int64_t>(sizeof(int32_t)) + 16);
+  EXPECT_GT(plan.checkpoint_meta_bytes, 0);
+  cfg.cache_bytes = 6 * plan.block_bytes() + plan.block_bytes() / 2;
+  PrefixCache cache(cfg);
+  std::vector<int32_t> held;
+  for (int32_t b; (b = cache.block_acquire()) >= 0;) held.push_back(b);
+  EXPECT_EQ(held.size(), 6u) << "blocks without KV must still be charged";
+  CacheStats st = cache.stats();
+  EXPECT_EQ(st.bytes_kv, 0);
+  EXPECT_EQ(st.bytes_metadata, 6 * plan.block_meta_bytes);
+  ASSERT_LE(plan.checkpoint_bytes(), 3 * plan.block_bytes());
+  EXPECT_EQ(st.bytes_resident, st.bytes_kv + st.bytes_checkpoints + st.bytes_metadata);
+  EXPECT_LE(st.bytes_resident, cfg.cache_bytes);
+  for (int i = 0; i < 3; ++i) cache.block_release(held[static_cast<size_t>(i)]);
+  const int32_t c = cache.checkpoint_acquire();
+  ASSERT_GE(c, 0);
+  st = cache.stats();
+  EXPECT_EQ(st.bytes_checkpoints, plan.checkpoint_state_bytes);
+  EXPECT_EQ(st.bytes_metadata, 3 * plan.block_meta_bytes + plan.checkpoint_meta_bytes);
+  cache.check_invariants();
+  EXPECT_NE(plan.describe().find("metadata"), std::string::npos) << plan.describe();
+}
+
+TEST(PrefixCache, MemoryFollowsUseNotCapacity) {
+  // The shape that once made a 1 GiB budget cost 5 GB: millions of possible blocks, none used.
+  CacheConfig cfg = config_make(int64_t{1} << 30);
+  cfg.block_floats = 0;
+  cfg.block_size = 64;
+  const int64_t before = resident_kib();
+  {
+    PrefixCache cache(cfg);
+    EXPECT_GT(cache.budget().blocks_max, 1'000'000);
+    std::vector<int32_t> held;
+    for (int i = 0; i < 1000; ++i) held.push_back(cache.block_acquire());
+    EXPECT_LT(resident_kib() - before, 4 * 1024) << "tables sized from capacity, not use";
+    for (int32_t b : held) cache.block_release(b);
+  }
+}
+
+TEST(PrefixCache, FreedSlotsReturnTheirPagesWhenTheOtherKindNeedsTheBudget) {
+  // Large slots: fill the budget with blocks, free them, then fill it with checkpoints.
+  CacheConfig cfg = config_make(0);
+  cfg.block_floats = 16 << 10;  // 64 KiB
+  cfg.state_floats = 16 << 10;
+  const CacheBudget plan = PrefixCache::budget_plan(cfg);
+  cfg.cache_bytes = 256 * plan.block_bytes();  // about 16 MiB
+  PrefixCache cache(cfg);
+  const int64_t before = resident_kib();
+  std::vector<int32_t> held;
+  for (int32_t b; (b = cache.block_acquire()) >= 0;) {
+    std::memset(cache.block_data(b), 1, static_cast<size_t>(plan.block_kv_bytes));
+    held.push_back(b);
+  }
+  for (int32_t b : held) cache.block_release(b);
+  held.clear();
+  for (int32_t c; (c = cache.checkpoint_acquire()) >= 0;) {
+    std::memset(cache.checkpoint_data(c), 1, static_cast<size_t>(plan.checkpoint_state_bytes));
+    held.push_back(c);
+  }
+  EXPECT_GT(held.size(), 200u);
+  const int64_t grown = (resident_kib() - before) * 1024;
+  EXPECT_LT(grown, cfg.cache_bytes + (1 << 20)) << "both kinds resident at once";
+  cache.check_invariants();
+  for (int32_t c : held) cache.checkpoint_release(c);
 }
 
 }  // namespace

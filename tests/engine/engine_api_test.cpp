@@ -129,8 +129,7 @@ TEST(EngineApi, RandomLoadWithCancellationsLeaksNothing) {
   EngineConfig cfg = config_base();
   cfg.max_batch_tokens = 48;
   cfg.max_running = 8;
-  auto slot = [](int64_t floats) { return (floats + 15) / 16 * 16 * 4; };
-  cfg.cache_bytes = 40 * slot(m.kv_block_floats(16)) + 8 * slot(m.state_floats());
+  cfg.cache_bytes = cache_bytes_for(m, 16, 40, 8);
   Engine e(m, nullptr, cfg);
   Collector col;
   std::mt19937 rng(4);

@@ -54,8 +54,7 @@ TEST_P(BatchInvariance, UnderPreemption) {
   EngineConfig cfg = config_base();
   cfg.max_batch_tokens = 32;
   const Outcome alone = run_sequential(m, cfg, {request_make(b, 12, true)})[0];
-  auto slot = [](int64_t floats) { return (floats + 15) / 16 * 16 * 4; };
-  cfg.cache_bytes = 12 * slot(m.kv_block_floats(16)) + slot(m.state_floats());
+  cfg.cache_bytes = cache_bytes_for(m, 16, 12, 1);
   std::vector<GenerationRequest> reqs;
   for (int i = 0; i < 8; ++i)
     reqs.push_back(

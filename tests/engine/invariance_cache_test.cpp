@@ -56,9 +56,8 @@ TEST_P(CacheInvariance, FullHitTwice) {
 
 TEST_P(CacheInvariance, AfterEvictionsUnderTinyBudget) {
   EngineConfig cfg = config_base();
-  auto slot = [](int64_t floats) { return (floats + 15) / 16 * 16 * 4; };
   // Room for B's 8 blocks and 7 checkpoints: every later request must evict.
-  cfg.cache_bytes = 8 * slot(m_->kv_block_floats(16)) + 7 * slot(m_->state_floats());
+  cfg.cache_bytes = cache_bytes_for(*m_, 16, 8, 7);
   EngineMetrics metrics;
   const auto out =
       run_sequential(*m_, cfg,

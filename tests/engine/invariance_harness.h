@@ -13,10 +13,23 @@
 #include <string>
 #include <vector>
 
+#include "cache/prefix_cache.h"
 #include "engine/engine.h"
 #include "model/model.h"
 
 namespace invar::testing_engine {
+
+// A --cache-bytes that holds exactly n_blocks KV blocks and n_checkpoints checkpoints of m,
+// each with what the cache charges for its bookkeeping.
+inline int64_t cache_bytes_for(const Model& m, int64_t block_size, int64_t n_blocks,
+                               int64_t n_checkpoints) {
+  CacheConfig cc;
+  cc.block_size = block_size;
+  cc.block_floats = m.kv_block_floats(block_size);
+  cc.state_floats = m.state_floats();
+  const CacheBudget cost = PrefixCache::budget_plan(cc);
+  return n_blocks * cost.block_bytes() + n_checkpoints * cost.checkpoint_bytes();
+}
 
 inline const Model& model_get(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Model>> models;

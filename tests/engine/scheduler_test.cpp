@@ -30,13 +30,19 @@ uint64_t hash_load(const float* src) {
   return h;
 }
 
+// The engine's side of a request, as far as these tests need it.
+struct TestSeq : ScheduledSeq {
+  int64_t max_tokens = 0;
+  int64_t n_generated = 0;
+};
+
 struct Harness {
   int64_t bs;
   std::unique_ptr<PrefixCache> cache;
   std::unique_ptr<Scheduler> sched;
-  std::vector<std::unique_ptr<Sequence>> seqs;
+  std::vector<std::unique_ptr<TestSeq>> seqs;
   StepPlan plan;
-  std::vector<Sequence*> refused;
+  std::vector<ScheduledSeq*> refused;
   int64_t checkpoints_written = 0;
 
   Harness(int64_t block_size, int64_t budget_blocks, int64_t budget_ckpts, int64_t max_batch,
@@ -46,9 +52,8 @@ struct Harness {
     cc.block_size = bs;
     cc.block_floats = 2 * bs;  // one prefix hash per position
     cc.state_floats = kStateFloats;
-    // slots round to 16 floats (64 bytes)
-    const int64_t block_bytes = (2 * bs + 15) / 16 * 16 * 4;
-    cc.cache_bytes = budget_blocks * block_bytes + budget_ckpts * 64;
+    const CacheBudget cost = PrefixCache::budget_plan(cc);
+    cc.cache_bytes = budget_blocks * cost.block_bytes() + budget_ckpts * cost.checkpoint_bytes();
     cache = std::make_unique<PrefixCache>(cc);
     SchedulerConfig sc;
     sc.block_size = bs;
@@ -59,14 +64,12 @@ struct Harness {
     sched = std::make_unique<Scheduler>(sc, *cache);
   }
 
-  Sequence* add(std::vector<int32_t> prompt, int64_t max_tokens, std::string salt = "") {
-    auto s = std::make_unique<Sequence>();
-    s->id = seqs.size() + 1;
-    s->req.prompt = prompt;
-    s->req.max_tokens = max_tokens;
+  TestSeq* add(std::vector<int32_t> prompt, int64_t max_tokens, std::string salt = "") {
+    auto s = std::make_unique<TestSeq>();
+    s->max_tokens = max_tokens;
     s->tokens = std::move(prompt);
     s->n_prompt = static_cast<int64_t>(s->tokens.size());
-    s->salt_key = PrefixCache::salt_key(salt);
+    s->cache_salt = salt;
     sched->enqueue(s.get());
     seqs.push_back(std::move(s));
     return seqs.back().get();
@@ -74,7 +77,7 @@ struct Harness {
 
   // The fake forward: checks inputs against the cold truth, writes outputs.
   void run_chunk(const ChunkPlan& c) {
-    Sequence* s = c.seq;
+    ScheduledSeq* s = c.seq;
     uint64_t h = 0;
     for (int64_t p = 0; p < c.pos0; ++p) {
       h = prefix_step(h, s->tokens[static_cast<size_t>(p)]);
@@ -98,19 +101,19 @@ struct Harness {
   }
 
   // One engine step; returns the sequences that finished. rng picks generated tokens.
-  std::vector<Sequence*> step(std::mt19937& rng, int64_t max_batch) {
+  std::vector<TestSeq*> step(std::mt19937& rng, int64_t max_batch) {
     refused.clear();
     sched->schedule(plan, refused);
     EXPECT_TRUE(refused.empty());
     EXPECT_LE(plan.n_tokens, max_batch);
     for (int64_t k = 0; k < plan.n_chunks; ++k) run_chunk(plan.chunks[static_cast<size_t>(k)]);
     sched->commit(plan);
-    std::vector<Sequence*> done;
+    std::vector<TestSeq*> done;
     for (int64_t k = 0; k < plan.n_chunks; ++k) {
-      Sequence* s = plan.chunks[static_cast<size_t>(k)].seq;
+      auto* s = static_cast<TestSeq*>(plan.chunks[static_cast<size_t>(k)].seq);
       if (s->remaining() > 0) continue;
       s->tokens.push_back(static_cast<int32_t>(rng() % 50));
-      if (++s->n_generated >= s->req.max_tokens) {
+      if (++s->n_generated >= s->max_tokens) {
         sched->remove(s);
         done.push_back(s);
       }
@@ -149,7 +152,7 @@ TEST(Scheduler, SiblingWarmsThePrefixAndHitIsExact) {
     for (int i = 0; i < 9; ++i) b.push_back(80 + i);
     h.add(a, 2);
     while (h.sched->has_work()) h.step(rng, budget);
-    Sequence* sb = h.add(b, 2);
+    TestSeq* sb = h.add(b, 2);
     while (h.sched->has_work()) h.step(rng, budget);
     EXPECT_EQ(sb->cached_tokens, 32) << "budget " << budget;
   }
@@ -160,7 +163,7 @@ TEST(Scheduler, NoPrefixCacheNoHitNoCheckpoint) {
   std::mt19937 rng(3);
   h.add(doc_tokens(20, 1), 1);
   while (h.sched->has_work()) h.step(rng, 64);
-  Sequence* b = h.add(doc_tokens(20, 1), 1);
+  TestSeq* b = h.add(doc_tokens(20, 1), 1);
   while (h.sched->has_work()) h.step(rng, 64);
   EXPECT_EQ(b->cached_tokens, 0);
   EXPECT_EQ(h.checkpoints_written, 0);
@@ -174,7 +177,7 @@ TEST(Scheduler, RandomLoadWithPreemptionAndCancellationLeaksNothing) {
   std::mt19937 rng(11);
   int64_t submitted = 0, finished = 0, cancelled = 0, hits = 0;
   int64_t max_bytes = 0;
-  std::vector<Sequence*> live;
+  std::vector<TestSeq*> live;
   for (int iter = 0; iter < 5000 && (submitted < 200 || h.sched->has_work()); ++iter) {
     while (submitted < 200 && rng() % 2 == 0) {
       const int32_t doc = static_cast<int32_t>(rng() % 3);
@@ -189,7 +192,7 @@ TEST(Scheduler, RandomLoadWithPreemptionAndCancellationLeaksNothing) {
       live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
       ++cancelled;
     }
-    for (Sequence* s : h.step(rng, max_batch)) {
+    for (TestSeq* s : h.step(rng, max_batch)) {
       ++finished;
       hits += s->cached_tokens > 0;
       live.erase(std::find(live.begin(), live.end(), s));

@@ -70,6 +70,7 @@ class ServeProcess {
     }
   }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   std::string log() const {
     std::ifstream in(log_);

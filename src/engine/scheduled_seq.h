@@ -1,0 +1,32 @@
+// The scheduler's part of a request: its tokens, how far the model has computed them, and the
+// KV blocks and live state it holds. The engine's Sequence adds what it reports; the scheduler
+// and its tests see only this.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace invar {
+
+enum class SeqPhase { waiting, running, finished };
+
+struct ScheduledSeq {
+  std::vector<int32_t> tokens;  // prompt, then every generated token
+  int64_t n_prompt = 0;
+  std::string cache_salt;    // isolates its prefix-cache chain
+  bool cache_lookup = true;  // false: every position is computed (prompt logprobs want them all)
+  SeqPhase phase = SeqPhase::waiting;
+
+  // Compute progress (reset by preemption: recompute from the cache or from scratch).
+  int64_t n_done = 0;              // positions whose KV and state are computed
+  std::vector<int32_t> blocks;     // block table: block i holds positions [i·bs, (i+1)·bs)
+  std::vector<float*> block_ptrs;  // [blocks] data pointers, as SeqChunk::kv_blocks wants them
+  int32_t state_slot = -1;         // live recurrent state slot while running
+
+  int64_t cached_tokens = -1;  // tokens served from cache at first admission (survives preemption)
+
+  int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - n_done; }
+};
+
+}  // namespace invar

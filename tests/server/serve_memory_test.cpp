@@ -1,0 +1,91 @@
+// Memory bounded by --cache-bytes for any model shape: a model with no attention layer (every
+// KV block empty, so the budget admits hundreds of thousands of blocks) served by the real
+// `invar serve` at a 64 MiB budget. After enough distinct prompts to fill and evict the cache,
+// the process's resident memory stays under model file + budget + the stated overhead.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+
+#include "serve_process.h"
+
+using namespace invar::server::testing;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr int64_t kBudget = int64_t{64} << 20;
+// Everything but the model, the cache and the live states: code, heap, thread stacks, HTTP,
+// tokenizer and (this model being tiny) the forward pass's buffers.
+constexpr int64_t kFixedOverhead = int64_t{48} << 20;
+constexpr int64_t kMaxRunning = 64;  // the engine's default: one live state each
+
+int64_t status_kib(pid_t pid, const std::string& field) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind(field + ":", 0) == 0) return std::stoll(line.substr(field.size() + 1));
+  return -1;
+}
+
+double metric(const std::string& text, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex("\n" + name + " ([0-9.e+-]+)\n"))) return -1;
+  return std::stod(m[1]);
+}
+
+int64_t log_number(const std::string& log, const std::string& before) {
+  const auto p = log.find(before);
+  return p == std::string::npos ? -1 : std::atoll(log.c_str() + p + before.size());
+}
+
+TEST(ServeMemory, AttentionFreeModelStaysWithinBudget) {
+  const std::string model = std::string(INVAR_BINARY_DIR) + "/tests/server/gdn_only.gguf";
+  // full_attention_interval above the layer count: every layer is a Gated DeltaNet.
+  const std::string make = kInvarBin + " make-model --interval 1000 --vocab " + kTinyModel +
+                           " --out " + model + " > /dev/null";
+  ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  std::ifstream mf(model, std::ios::binary | std::ios::ate);
+  const int64_t model_bytes = mf.tellg();
+  ASSERT_GT(model_bytes, 0);
+
+  ServeProcess srv({"--model", model, "--block-size", "16", "--threads", "1", "--cache-bytes",
+                    std::to_string(kBudget)},
+                   "serve_memory");
+  ASSERT_NE(srv.port(), 0) << "server did not start:\n" << srv.log();
+  const std::string log = srv.log();
+  ASSERT_NE(log.find("cache budget 64.0 MiB"), std::string::npos) << log;
+  ASSERT_NE(log.find(" B KV + "), std::string::npos) << log;
+  EXPECT_EQ(log_number(log, "KV blocks ("), 0) << "this model should have no KV: " << log;
+  const int64_t live_state = log_number(log, "live state ");
+  ASSERT_GT(live_state, 0) << log;
+
+  httplib::Client c("127.0.0.1", srv.port());
+  c.set_read_timeout(60, 0);
+  std::mt19937 rng(3);
+  for (int r = 0; r < 60; ++r) {
+    json ids = json::array();
+    for (int i = 0; i < 240; ++i) ids.push_back(static_cast<int>(rng() % 400));
+    const json body = {{"prompt", ids}, {"max_tokens", 2}};
+    auto res = c.Post("/v1/completions", body.dump(), "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+  }
+  const std::string m = c.Get("/metrics")->body;
+  EXPECT_GT(metric(m, "invar_cache_evictions_total"), 0) << "the budget was never full";
+  EXPECT_LE(metric(m, "invar_cache_resident_bytes"), static_cast<double>(kBudget));
+
+  const int64_t rss = status_kib(srv.pid(), "VmRSS") * 1024;
+  const int64_t bound = model_bytes + kBudget + kFixedOverhead + kMaxRunning * live_state;
+  EXPECT_LT(rss, bound) << "resident " << rss << " B, model " << model_bytes << " B";
+  std::printf(
+      "resident %.1f MiB; bound %.1f MiB (model %.1f MiB + budget 64 MiB + fixed 48 MiB + "
+      "live states %.1f MiB)\n",
+      rss / 1048576.0, bound / 1048576.0, model_bytes / 1048576.0,
+      kMaxRunning * live_state / 1048576.0);
+}
+
+}  // namespace
