@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "tokenizer/tokenizer.h"
 
 namespace invar {
 
@@ -38,9 +37,6 @@ struct Sequence {
   int64_t logits_reported = 0;     // capture_logits: rows for positions < this were sent
   int64_t prompt_lp_reported = 1;  // prompt_logprobs: positions < this were sent
   std::vector<std::pair<int64_t, std::vector<float>>> logits_pending;
-  std::unique_ptr<StreamDecoder> decoder;  // stop strings only
-  std::string text;                        // decoded text so far (stop strings only)
-  bool cancel_requested = false;
 
   int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - n_done; }
   bool wants_all_logits() const { return req.capture_logits || req.prompt_logprobs >= 0; }

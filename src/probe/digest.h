@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/sha256.h"
 #include "probe/completion.h"
 
 namespace invar::probe {
@@ -24,7 +25,6 @@ struct Digests {
   std::string text;    // hex SHA-256 of the text
 };
 
-std::string sha256_hex(std::string_view bytes);
 Digests completion_digests(const Completion& c);
 
 // The identity of a candidate used for matching across runs: "#<id>" or "t:<text>".
