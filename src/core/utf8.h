@@ -21,6 +21,8 @@ std::string lossy(std::string_view s);
 size_t incomplete_tail(std::string_view s);
 
 // Length of the longest prefix of s that does not end inside an unfinished character.
-inline size_t complete_prefix(std::string_view s) { return s.size() - incomplete_tail(s); }
+inline size_t complete_prefix(std::string_view s) {
+  return s.size() - incomplete_tail(s);
+}
 
 }  // namespace invar::utf8

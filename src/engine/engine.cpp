@@ -119,10 +119,9 @@ struct Engine::Impl {
     refused.clear();
     sched.schedule(plan, refused);
     for (Sequence* s : refused)
-      finish(s, FinishReason::error,
-             "request needs more KV cache than --cache-bytes (" + std::to_string(cfg.cache_bytes) +
-                 " bytes) can hold",
-             ErrorKind::context_overflow);
+      fail(s, ErrorKind::context_overflow,
+           "request needs more KV cache than --cache-bytes (" + std::to_string(cfg.cache_bytes) +
+               " bytes) can hold");
     if (plan.n_chunks == 0) return;
     runner.run(plan, sched);
     sched.commit(plan);
@@ -148,7 +147,7 @@ struct Engine::Impl {
         hit.push_back(plan.chunks[static_cast<size_t>(k)].seq);
       plan.n_chunks = 0;
       for (Sequence* s : hit)
-        if (live.count(s->id)) finish(s, FinishReason::error, e.what(), ErrorKind::internal);
+        if (live.count(s->id)) fail(s, ErrorKind::internal, e.what());
     }
   }
 
@@ -162,13 +161,16 @@ struct Engine::Impl {
     sched.enqueue(p);
   }
 
-  void finish(Sequence* s, FinishReason reason, std::string error = {},
-              ErrorKind kind = ErrorKind::internal) {
+  void fail(Sequence* s, ErrorKind kind, std::string error) {
     RequestEvent ev;
-    ev.kind = EventKind::finished;
-    ev.finish = reason;
     ev.error = std::move(error);
     ev.error_kind = kind;
+    finish(s, FinishReason::error, std::move(ev));
+  }
+
+  void finish(Sequence* s, FinishReason reason, RequestEvent&& ev = {}) {
+    ev.kind = EventKind::finished;
+    ev.finish = reason;
     ev.logits = std::move(s->logits_pending);
     ev.prompt_tokens = s->n_prompt;
     ev.cached_tokens = std::max<int64_t>(s->cached_tokens, 0);
@@ -233,14 +235,24 @@ RequestId Engine::submit(GenerationRequest req, EventSink sink) {
   return impl_->queue.submit(std::move(s));
 }
 
-void Engine::cancel(RequestId id) { impl_->queue.cancel(id); }
+void Engine::cancel(RequestId id) {
+  impl_->queue.cancel(id);
+}
 
-EngineMetrics Engine::metrics() const { return impl_->queue.metrics(); }
+EngineMetrics Engine::metrics() const {
+  return impl_->queue.metrics();
+}
 
-const EngineConfig& Engine::config() const { return impl_->cfg; }
+const EngineConfig& Engine::config() const {
+  return impl_->cfg;
+}
 
-int64_t Engine::n_ctx() const { return impl_->limits.n_ctx; }
+int64_t Engine::n_ctx() const {
+  return impl_->limits.n_ctx;
+}
 
-void Engine::drain(double timeout_s) { impl_->queue.drain(timeout_s); }
+void Engine::drain(double timeout_s) {
+  impl_->queue.drain(timeout_s);
+}
 
 }  // namespace invar

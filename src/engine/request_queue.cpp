@@ -11,9 +11,9 @@ RequestId RequestQueue::submit(std::unique_ptr<Sequence> s) {
     throw EngineError(ErrorKind::shutting_down, "", "the engine is shutting down");
   const int64_t queued = static_cast<int64_t>(snapshot_.requests_waiting + inbox_.size());
   if (queued >= max_queue_)
-    throw EngineError(ErrorKind::overloaded, "",
-                      "overloaded: the queue is full (" + std::to_string(queued) +
-                          " requests waiting)");
+    throw EngineError(
+        ErrorKind::overloaded, "",
+        "overloaded: the queue is full (" + std::to_string(queued) + " requests waiting)");
   s->id = next_id_++;
   const RequestId id = s->id;
   inbox_.push_back(std::move(s));
@@ -54,9 +54,8 @@ void RequestQueue::take(Intake& in, bool busy) {
   in.fresh.clear();
   in.cancels.clear();
   std::unique_lock lk(mu_);
-  cv_work_.wait(lk, [&] {
-    return stop_ || cancel_all_ || busy || !inbox_.empty() || !cancels_.empty();
-  });
+  cv_work_.wait(
+      lk, [&] { return stop_ || cancel_all_ || busy || !inbox_.empty() || !cancels_.empty(); });
   in.stop = stop_;
   in.fresh.swap(inbox_);
   in.cancels.swap(cancels_);

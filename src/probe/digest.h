@@ -1,5 +1,6 @@
-// The three SHA-256 digests of one completion (DESIGN.md §5). Text equality is never evidence:
-// the order digest sees a runner-up moving even when the chosen token stays.
+// The three SHA-256 digests of one completion (DESIGN.md §5; the one definition, documented in
+// docs/digest.md and used by `invar run` too). Text equality is never evidence: the order
+// digest sees a runner-up moving even when the chosen token stays.
 //
 // Byte stream hashed per generated token, in generation order:
 //   key(chosen) logprob(chosen) u32 k { key(cand) logprob(cand) } * k
