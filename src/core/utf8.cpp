@@ -98,4 +98,17 @@ size_t incomplete_tail(std::string_view s) {
   return 0;
 }
 
+std::string release_complete(std::string& pending, size_t n) {
+  n = complete_prefix(std::string_view(pending).substr(0, n));
+  std::string out = lossy(std::string_view(pending).substr(0, n));
+  pending.erase(0, n);
+  return out;
+}
+
+std::string release_all(std::string& pending) {
+  std::string out = lossy(pending);
+  pending.clear();
+  return out;
+}
+
 }  // namespace invar::utf8

@@ -25,4 +25,11 @@ inline size_t complete_prefix(std::string_view s) {
   return s.size() - incomplete_tail(s);
 }
 
+// The hold-back of streamed text, which never releases half a character: removes from the
+// front of `pending` the longest prefix of its first n bytes that ends on a character
+// boundary and returns it as text (ill-formed bytes as U+FFFD).
+std::string release_complete(std::string& pending, size_t n);
+// The end of a stream: all of `pending` as text, an unfinished character as U+FFFD.
+std::string release_all(std::string& pending);
+
 }  // namespace invar::utf8

@@ -23,17 +23,11 @@ std::string TextAssembler::push(std::string_view token_bytes) {
   }
   // Keep the last max_stop − 1 bytes: they may be the start of a stop string.
   size_t keep = max_stop_ > 0 ? max_stop_ - 1 : 0;
-  size_t n = pending_.size() > keep ? pending_.size() - keep : 0;
-  n = utf8::complete_prefix(std::string_view(pending_).substr(0, n));
-  std::string out = utf8::lossy(std::string_view(pending_).substr(0, n));
-  pending_.erase(0, n);
-  return out;
+  return utf8::release_complete(pending_, pending_.size() > keep ? pending_.size() - keep : 0);
 }
 
 std::string TextAssembler::finish() {
-  std::string out = utf8::lossy(pending_);
-  pending_.clear();
-  return out;
+  return utf8::release_all(pending_);
 }
 
 }  // namespace invar

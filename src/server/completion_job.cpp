@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace invar::server {
 namespace {

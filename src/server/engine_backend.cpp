@@ -27,7 +27,7 @@ class EngineBackend : public Backend {
                   " tokens but the model only " + std::to_string(model_->hparams().n_vocab));
     id_ = model_id_of(path);
     fingerprint_ = system_fingerprint_of(model_->sha256(), kNumericsVersion);
-    eos_ = end_of_sequence_ids(*tok_);
+    eos_ = invar::end_of_sequence_ids(*tok_);
     engine_ = std::make_unique<Engine>(*model_, tok_.get(), cfg);
   }
   ~EngineBackend() override { engine_.reset(); }  // the engine goes before the model
