@@ -122,7 +122,8 @@ TokenCost token_cost(const Model& m) {
 struct SeqBuffers {
   std::vector<float> state, kv, logits;
   std::vector<float*> blocks;
-  SeqBuffers(const Model& m, int64_t capacity, int64_t bs) {
+  ForwardScratchPtr scratch;
+  SeqBuffers(const Model& m, int64_t capacity, int64_t bs) : scratch(m.scratch_make(capacity, 1)) {
     state.assign(static_cast<size_t>(m.state_floats()), 0.0f);
     const int64_t n_blocks = (capacity + bs - 1) / bs;
     kv.assign(static_cast<size_t>(n_blocks * m.kv_block_floats(bs)), 0.0f);
@@ -144,7 +145,7 @@ Timing timed_forward(const Model& m, SeqBuffers& sb, const int32_t* tokens, int6
   c.logits = sb.logits.data();
   auto t0 = Clock::now();
   const double c0 = cpu_seconds();
-  m.forward({&c, 1}, pool);
+  m.forward({&c, 1}, *sb.scratch, pool);
   return {seconds_since(t0), (cpu_seconds() - c0) / pool.size()};
 }
 

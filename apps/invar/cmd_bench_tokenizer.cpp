@@ -7,6 +7,7 @@
 
 #include "bench_registry.h"
 #include "core/error.h"
+#include "core/file_read.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::app {
@@ -36,11 +37,7 @@ double best_of(int runs, F&& fn) {
 }
 
 int run_bench(const TokBenchArgs& a) {
-  std::ifstream f(a.text, std::ios::binary);
-  if (!f) throw Error("cannot open text '" + a.text + "' (use --text)");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string one = ss.str();
+  const std::string one = file_read(a.text, "--text");
   std::string text;
   text.reserve(one.size() * static_cast<size_t>(a.repeat));
   for (int i = 0; i < a.repeat; ++i) text += one;

@@ -7,6 +7,7 @@
 
 #include "command.h"
 #include "core/error.h"
+#include "core/file_read.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -18,20 +19,8 @@ struct ChatFormatArgs {
   bool no_generation_prompt = false, no_thinking = false, ids = false;
 };
 
-std::string read_all(const std::string& path) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-  } else {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw Error("cannot open '" + path + "'");
-    ss << f.rdbuf();
-  }
-  return ss.str();
-}
-
 int run_chat_format(const ChatFormatArgs& a) {
-  const std::vector<ChatMessage> msgs = chat_messages_from_json(read_all(a.messages));
+  const std::vector<ChatMessage> msgs = chat_messages_from_json(file_read(a.messages));
   std::unique_ptr<Tokenizer> tok;
   if (!a.model.empty()) tok = Tokenizer::from_file(a.model);
   ChatTemplate t = ChatTemplate::qwen3;

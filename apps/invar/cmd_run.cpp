@@ -1,35 +1,31 @@
-// `invar run MODEL --prompt TEXT | --tokens IDS`: greedy generation from one prompt, printing
-// the text and a SHA-256 digest of the per-token top-20 lists (DESIGN §5: text equality is
-// never evidence; the digest is). Same model file + same build + same tokens → same digest,
-// whatever --threads, --simd or --chunk say.
-//
-// Digest: SHA-256 over every generated token, in order, of
-//   id (int32 LE), then 20 × (candidate id (int32 LE), its logprob (float32 bits LE)),
-// candidates ordered by logprob descending, then id ascending (rule N6).
-#include <openssl/evp.h>
-
+// `invar run MODEL --prompt TEXT | --tokens IDS`: greedy generation from one prompt on the
+// Engine — the server's code path: scheduler, prefix cache, sampler, stop handling — printing
+// the text and the order digest of the per-token top-20 lists (docs/digest.md; DESIGN §5: text
+// equality is never evidence, the digest is). Same model file + same build + same tokens →
+// same digest, whatever --threads, --simd or --chunk say, and the same digest the probe
+// computes from `invar serve`'s answer to the same chat request.
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
-#include <cstring>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "command.h"
 #include "core/error.h"
 #include "core/simd.h"
-#include "core/thread_pool.h"
-#include "kernels/select.h"
+#include "engine/engine.h"
+#include "engine/postprocess.h"
 #include "model/model.h"
+#include "probe/digest.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::app {
 namespace {
 
 constexpr int kDigestTop = 20;
-constexpr int64_t kBlockSize = 16;
 
 struct RunOptions {
   std::string model;
@@ -44,17 +40,6 @@ struct RunOptions {
   bool json = false;
   int64_t chunk = 0;
   bool ignore_eos = false;
-};
-
-struct Candidate {
-  int32_t id;
-  float logprob;
-};
-
-struct Step {
-  int32_t id;
-  float logprob;
-  std::vector<Candidate> top;  // [kDigestTop]
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -82,17 +67,6 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
-// The top-k candidates of one distribution (k ≤ V) from its log-softmax.
-std::vector<Candidate> top_candidates(const float* logprobs, int64_t v, int64_t k,
-                                      std::vector<int32_t>& ids, std::vector<float>& vals) {
-  ids.resize(size_t(k));
-  vals.resize(size_t(k));
-  top_k(logprobs, v, k, ids.data(), vals.data());
-  std::vector<Candidate> out(static_cast<size_t>(k));
-  for (int64_t i = 0; i < k; ++i) out[size_t(i)] = {ids[size_t(i)], vals[size_t(i)]};
-  return out;
-}
-
 std::string fmt_float(float f) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.9g", double(f));
@@ -103,38 +77,41 @@ std::string json_str(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string candidates_json(const std::vector<Candidate>& c, size_t n) {
+// "[{id, logprob}, ...]" of the first n candidates, the token itself first when given.
+std::string candidates_json(const RequestEvent* self, const std::vector<TokenLogprob>& c,
+                            size_t n) {
   std::string s = "[";
-  for (size_t i = 0; i < n && i < c.size(); ++i) {
-    if (i) s += ",";
-    s += "{\"id\":" + std::to_string(c[i].id) + ",\"logprob\":" + fmt_float(c[i].logprob) + "}";
-  }
+  auto one = [&](int32_t id, float lp) {
+    if (s.size() > 1) s += ",";
+    s += "{\"id\":" + std::to_string(id) + ",\"logprob\":" + fmt_float(lp) + "}";
+  };
+  if (self) one(self->token, self->logprob);
+  for (size_t i = 0; i < n && i < c.size(); ++i) one(c[i].id, c[i].logprob);
   return s + "]";
 }
 
-std::string digest_hex(const std::vector<Step>& steps) {
-  std::vector<uint8_t> bytes;
-  auto put = [&](const void* p, size_t n) {
-    const uint8_t* b = static_cast<const uint8_t*>(p);
-    bytes.insert(bytes.end(), b, b + n);
-  };
-  for (const Step& st : steps) {
-    put(&st.id, 4);
-    for (const Candidate& c : st.top) {
-      put(&c.id, 4);
-      put(&c.logprob, 4);
-    }
+// What the engine reported, collected on its thread.
+struct Collected {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<RequestEvent> prompt_lp, tokens;  // tokens: the completion's (no stop token)
+  std::string text;
+  RequestEvent finished;
+  bool done = false;
+  std::chrono::steady_clock::time_point first_token;
+};
+
+probe::Completion as_completion(const Collected& c) {
+  probe::Completion out;
+  out.text = c.text;
+  for (const RequestEvent& ev : c.tokens) {
+    probe::TokenRecord r;
+    r.chosen.id = ev.token;
+    r.chosen.logprob = double(ev.logprob);
+    for (const TokenLogprob& t : ev.top) r.top.push_back({"", t.id, double(t.logprob)});
+    out.tokens.push_back(std::move(r));
   }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
-  std::string hex;
-  char buf[3];
-  for (unsigned i = 0; i < len; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", md[i]);
-    hex += buf;
-  }
-  return hex;
+  return out;
 }
 
 int run(const RunOptions& o) {
@@ -155,145 +132,96 @@ int run(const RunOptions& o) {
   }
 
   auto model = Model::load(o.model);
-  const Hparams& hp = model->hparams();
-  const int64_t V = hp.n_vocab;
   Tokenizer tok(vocab_from_gguf(model->gguf()));
-
   std::vector<int32_t> prompt;
-  if (!o.tokens.empty()) {
+  if (!o.tokens.empty())
     prompt = parse_ids(o.tokens);
-  } else if (o.chat) {
+  else if (o.chat)
     prompt = tok.encode(chat_render({{"user", o.prompt}}, true), true);
-  } else {
+  else
     prompt = tok.encode(o.prompt, false);
-  }
   if (prompt.empty()) throw Error("the prompt has no tokens");
-  for (int32_t id : prompt)
-    if (id < 0 || id >= V)
-      throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." +
-                  std::to_string(V - 1) + ")");
   const int64_t n_prompt = int64_t(prompt.size());
-  const int64_t n_total = n_prompt + o.n_predict;
-  if (n_total > hp.n_ctx_train)
-    throw Error("prompt + -n = " + std::to_string(n_total) + " tokens exceeds the context of " +
-                std::to_string(hp.n_ctx_train));
 
-  ThreadPool pool(o.threads);
-  std::vector<float> state(size_t(model->state_floats()), 0.0f);
-  const int64_t n_blocks = (n_total + kBlockSize - 1) / kBlockSize;
-  std::vector<float> kv(size_t(n_blocks * model->kv_block_floats(kBlockSize)));
-  std::vector<float*> blocks(static_cast<size_t>(n_blocks));
-  for (int64_t b = 0; b < n_blocks; ++b)
-    blocks[size_t(b)] = kv.data() + b * model->kv_block_floats(kBlockSize);
+  EngineConfig cfg;
+  cfg.threads = o.threads;
+  cfg.max_batch_tokens = o.chunk > 0 ? o.chunk : n_prompt;  // prefill chunk (0: whole prompt)
+  cfg.max_running = 1;
+  cfg.prefix_cache = false;
+  Engine engine(*model, &tok, cfg);
 
-  // Prefill: chunks of --chunk tokens (0: the whole prompt in one call).
-  const bool want_prompt_lp = o.prompt_logprobs > 0;
-  std::vector<float> prompt_logits(want_prompt_lp ? size_t(n_prompt * V) : 0);
-  std::vector<float> logits(static_cast<size_t>(V)), logprobs(static_cast<size_t>(V));
-  const int64_t chunk = o.chunk > 0 ? o.chunk : n_prompt;
-  auto t0 = std::chrono::steady_clock::now();
-  for (int64_t p = 0; p < n_prompt; p += chunk) {
-    SeqChunk c;
-    c.tokens = prompt.data() + p;
-    c.n_tokens = std::min(chunk, n_prompt - p);
-    c.pos0 = p;
-    c.state = state.data();
-    c.kv_blocks = blocks.data();
-    c.block_size = kBlockSize;
-    c.all_logits = want_prompt_lp;
-    c.logits = want_prompt_lp ? prompt_logits.data() + p * V : logits.data();
-    model->forward({&c, 1}, pool);
-  }
-  if (want_prompt_lp)
-    std::memcpy(logits.data(), prompt_logits.data() + (n_prompt - 1) * V, size_t(V) * 4);
-  auto t1 = std::chrono::steady_clock::now();
+  GenerationRequest req;
+  req.prompt = prompt;
+  req.max_tokens = o.n_predict;  // sampling: greedy (argmax, ties to the smaller id)
+  if (!o.ignore_eos) req.stop_tokens = end_of_sequence_ids(tok);
+  req.top_logprobs = std::min<int64_t>(kDigestTop, model->hparams().n_vocab);
+  req.prompt_logprobs = o.prompt_logprobs > 0 ? o.prompt_logprobs : -1;
 
-  std::vector<int32_t> ids_buf;
-  std::vector<float> vals_buf;
-  std::vector<std::vector<Candidate>> prompt_lp;  // per position ≥ 1: the token, then top K
-  for (int64_t p = 1; want_prompt_lp && p < n_prompt; ++p) {
-    log_softmax(prompt_logits.data() + (p - 1) * V, V, logprobs.data());
-    std::vector<Candidate> row{{prompt[size_t(p)], logprobs[size_t(prompt[size_t(p)])]}};
-    for (const Candidate& c : top_candidates(logprobs.data(), V, o.prompt_logprobs, ids_buf,
-                                             vals_buf))
-      row.push_back(c);
-    prompt_lp.push_back(std::move(row));
-  }
-
-  // Greedy decode: the argmax (ties → smaller id) of each step's distribution.
-  const int32_t eos = tok.vocab().eos_id;
-  const int64_t k_top = std::min<int64_t>(kDigestTop, V);
-  std::vector<Step> steps;
-  std::string text;
-  StreamDecoder dec(tok);
-  int64_t pos = n_prompt;
-  for (int64_t i = 0; i < o.n_predict; ++i) {
-    log_softmax(logits.data(), V, logprobs.data());
-    Step st;
-    st.top = top_candidates(logprobs.data(), V, k_top, ids_buf, vals_buf);
-    int32_t best;
-    float best_v;
-    top_k(logits.data(), V, 1, &best, &best_v);
-    st.id = best;
-    st.logprob = logprobs[size_t(best)];
-    steps.push_back(st);
-    std::string piece = dec.push(best);
-    text += piece;
-    if (!o.json) {
-      std::fputs(piece.c_str(), stdout);
-      std::fflush(stdout);
+  Collected got;
+  const bool echo = !o.json;
+  const auto t0 = std::chrono::steady_clock::now();
+  engine.submit(std::move(req), [&got, echo](RequestEvent&& ev) {
+    std::lock_guard lk(got.mu);
+    if (ev.kind == EventKind::prompt_logprobs) return got.prompt_lp.push_back(std::move(ev));
+    if (echo) std::fputs(ev.text.c_str(), stdout), std::fflush(stdout);
+    got.text += ev.text;
+    if (ev.kind == EventKind::token) {
+      if (got.tokens.empty()) got.first_token = std::chrono::steady_clock::now();
+      if (!ev.stop_token) got.tokens.push_back(std::move(ev));
+      return;
     }
-    if ((best == eos && !o.ignore_eos) || i + 1 == o.n_predict) break;
-    SeqChunk c;
-    c.tokens = &steps.back().id;
-    c.n_tokens = 1;
-    c.pos0 = pos++;
-    c.state = state.data();
-    c.kv_blocks = blocks.data();
-    c.block_size = kBlockSize;
-    c.logits = logits.data();
-    model->forward({&c, 1}, pool);
+    got.finished = std::move(ev);
+    got.done = true;
+    got.cv.notify_all();
+  });
+  {
+    std::unique_lock lk(got.mu);
+    got.cv.wait(lk, [&] { return got.done; });
   }
-  std::string tail = dec.flush();
-  text += tail;
-  auto t2 = std::chrono::steady_clock::now();
-  const std::string digest = digest_hex(steps);
+  const auto t2 = std::chrono::steady_clock::now();
+  if (got.finished.finish == FinishReason::error) throw Error(got.finished.error);
+  const std::string digest = probe::completion_digests(as_completion(got)).order;
 
   if (o.json) {
     std::string s = "{\"prompt_tokens\":[";
     for (size_t i = 0; i < prompt.size(); ++i) s += (i ? "," : "") + std::to_string(prompt[i]);
     s += "],\"prompt_logprobs\":[";
-    for (size_t i = 0; i < prompt_lp.size(); ++i)
-      s += (i ? "," : "") + candidates_json(prompt_lp[i], prompt_lp[i].size());
+    for (size_t i = 0; i < got.prompt_lp.size(); ++i) {
+      const RequestEvent& ev = got.prompt_lp[i];
+      s += (i ? "," : "") + candidates_json(&ev, ev.top, ev.top.size());
+    }
     s += "],\"tokens\":[";
-    for (size_t i = 0; i < steps.size(); ++i) {
-      const Step& st = steps[i];
+    for (size_t i = 0; i < got.tokens.size(); ++i) {
+      const RequestEvent& ev = got.tokens[i];
       s += (i ? "," : "");
-      s += "{\"id\":" + std::to_string(st.id) + ",\"text\":" + json_str(tok.token_bytes(st.id)) +
-           ",\"logprob\":" + fmt_float(st.logprob) +
-           ",\"top_logprobs\":" + candidates_json(st.top, size_t(o.top_logprobs)) + "}";
+      s += "{\"id\":" + std::to_string(ev.token) +
+           ",\"text\":" + json_str(tok.token_bytes(ev.token)) +
+           ",\"logprob\":" + fmt_float(ev.logprob) +
+           ",\"top_logprobs\":" + candidates_json(nullptr, ev.top, size_t(o.top_logprobs)) + "}";
     }
     s += "],\"digest\":\"" + digest + "\"}\n";
     std::fputs(s.c_str(), stdout);
   } else {
-    std::fputs(tail.c_str(), stdout);
     std::fputs("\n", stdout);
-    for (size_t i = 0; o.top_logprobs > 0 && i < steps.size(); ++i) {
-      std::printf("[%zu] %d %s:", i, steps[i].id, fmt_float(steps[i].logprob).c_str());
-      for (int j = 0; j < o.top_logprobs && j < int(steps[i].top.size()); ++j)
-        std::printf(" %d=%s", steps[i].top[size_t(j)].id,
-                    fmt_float(steps[i].top[size_t(j)].logprob).c_str());
+    for (size_t i = 0; o.top_logprobs > 0 && i < got.tokens.size(); ++i) {
+      const RequestEvent& ev = got.tokens[i];
+      std::printf("[%zu] %d %s:", i, ev.token, fmt_float(ev.logprob).c_str());
+      for (int j = 0; j < o.top_logprobs && j < int(ev.top.size()); ++j)
+        std::printf(" %d=%s", ev.top[size_t(j)].id, fmt_float(ev.top[size_t(j)].logprob).c_str());
       std::printf("\n");
     }
     std::printf("digest %s\n", digest.c_str());
   }
+  const auto t1 = got.tokens.empty() ? t2 : got.first_token;
   const double pre_s = std::chrono::duration<double>(t1 - t0).count();
   const double dec_s = std::chrono::duration<double>(t2 - t1).count();
+  const size_t n_gen = size_t(got.finished.completion_tokens);
   std::fflush(stdout);  // the text first, then the timing line on stderr
-  std::fprintf(stderr, "prompt %lld tokens %.3f s (%.1f tok/s), generated %zu tokens %.3f s "
+  std::fprintf(stderr,
+               "prompt %lld tokens %.3f s (%.1f tok/s), generated %zu tokens %.3f s "
                "(%.1f tok/s), threads %d, simd %s\n",
-               (long long)n_prompt, pre_s, double(n_prompt) / pre_s, steps.size(), dec_s,
-               steps.size() > 1 ? double(steps.size() - 1) / dec_s : 0.0, o.threads,
+               (long long)n_prompt, pre_s, double(n_prompt) / pre_s, n_gen, dec_s,
+               n_gen > 1 ? double(n_gen - 1) / dec_s : 0.0, o.threads,
                std::string(simd_name(simd_active())).c_str());
   return 0;
 }
@@ -301,8 +229,9 @@ int run(const RunOptions& o) {
 Command run_command("run", [](CLI::App& root) -> Command::Run {
   auto o = std::make_shared<RunOptions>();
   auto* c = root.add_subcommand(
-      "run", "Greedy generation from one prompt; prints the text and a SHA-256 digest of the "
-             "per-token top-20 logprob lists");
+      "run",
+      "Greedy generation from one prompt on the engine; prints the text and the digest "
+      "of the per-token top-20 logprob lists (docs/digest.md)");
   c->add_option("model", o->model, "GGUF model file")->required();
   c->add_option("--prompt", o->prompt, "prompt text");
   c->add_option("--tokens", o->tokens, "prompt token ids, comma or space separated");
@@ -315,7 +244,7 @@ Command run_command("run", [](CLI::App& root) -> Command::Run {
   c->add_option("--simd", o->simd, "off|avx2|avx512 (default: the best the CPU has)");
   c->add_flag("--json", o->json, "print one JSON object (logprobs as %.9g)");
   c->add_option("--chunk", o->chunk, "prefill chunk size in tokens (0: whole prompt)");
-  c->add_flag("--ignore-eos", o->ignore_eos, "do not stop at the end-of-text token");
+  c->add_flag("--ignore-eos", o->ignore_eos, "do not stop at end-of-sequence tokens");
   return [o]() { return run(*o); };
 });
 

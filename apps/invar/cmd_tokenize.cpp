@@ -9,6 +9,7 @@
 
 #include "command.h"
 #include "core/error.h"
+#include "core/file_read.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -20,18 +21,6 @@ struct TokenizeArgs {
   bool json = false, special = false;
 };
 
-std::string read_input_file(const std::string& path) {
-  if (path == "-") {
-    std::stringstream ss;
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // "1,2,3", "1 2 3" or "[1, 2, 3]".
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -69,7 +58,7 @@ int run_tokenize(const TokenizeArgs& a) {
     }
     return 0;
   }
-  const std::string text = a.file.empty() ? a.text : read_input_file(a.file);
+  const std::string text = a.file.empty() ? a.text : file_read(a.file);
   const std::vector<int32_t> ids = tok->encode(text, a.special);
   if (a.json) {
     nlohmann::json pieces = nlohmann::json::array();

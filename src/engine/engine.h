@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cache/prefix_cache.h"
+#include "core/error.h"
 #include "model/model.h"
 
 namespace invar {
@@ -30,6 +31,28 @@ struct EngineConfig {
   int64_t n_ctx = 0;                // context limit per request (0: the model's n_ctx_train)
 };
 
+// What went wrong with a request, for the caller to map onto its own protocol (the server: HTTP
+// statuses). Everything but `internal` is the caller's doing or a passing condition.
+enum class ErrorKind {
+  invalid_request,   // a field out of range or inconsistent: fix the request
+  context_overflow,  // prompt + max_tokens beyond the context limit or the KV cache budget
+  overloaded,        // the waiting queue is full: retry later
+  shutting_down,     // the engine is draining or stopped
+  internal,          // a bug in invar (a failed forward pass)
+};
+
+class EngineError : public Error {
+ public:
+  EngineError(ErrorKind kind, std::string param, const std::string& message)
+      : Error(message), kind_(kind), param_(std::move(param)) {}
+  ErrorKind kind() const { return kind_; }
+  const std::string& param() const { return param_; }  // the request field at fault, or ""
+
+ private:
+  ErrorKind kind_;
+  std::string param_;
+};
+
 struct SamplingParams {
   float temperature = 0.0f;  // 0: greedy (argmax, ties to the smaller id)
   float top_p = 1.0f;
@@ -41,8 +64,9 @@ struct GenerationRequest {
   std::vector<int32_t> prompt;
   SamplingParams sampling;
   int64_t max_tokens = 16;
-  std::vector<int32_t> stop_tokens;       // finish "stop" when generated (not included in text)
-  std::vector<std::string> stop_strings;  // finish "stop" when the decoded text contains one
+  std::vector<int32_t> stop_tokens;       // finish "stop" when generated (not part of the text)
+  std::vector<std::string> stop_strings;  // finish "stop" when the text contains one (the
+                                          // text ends just before it)
   std::string cache_salt;                 // isolates the prefix cache (first block's key)
   int64_t top_logprobs = 0;               // 0..20 candidates per generated token
   int64_t prompt_logprobs = -1;           // ≥ 0: logprob of each prompt token ≥ 1 (+ K candidates);
@@ -64,12 +88,19 @@ struct RequestEvent {
   int32_t token = 0;
   float logprob = 0;
   std::vector<TokenLogprob> top;
+  // token: one of stop_tokens; it ends the request and is not part of the completion.
+  bool stop_token = false;
+  // With a tokenizer, the completion's text as it becomes final: token: the bytes this token
+  // releases (whole UTF-8 characters only, held back while they may begin a stop string, cut
+  // just before a completed one); finished: whatever was still held back.
+  std::string text;
   int64_t position = 0;  // absolute position of the token (prompt_logprobs: of the prompt token)
   // capture_logits: logits rows for computed positions, as (position, [V] floats).
   std::vector<std::pair<int64_t, std::vector<float>>> logits;
   // finished:
   FinishReason finish = FinishReason::none;
-  std::string error;
+  std::string error;  // finish == error: what happened, and what kind of failure it was
+  ErrorKind error_kind = ErrorKind::internal;
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
   int64_t completion_tokens = 0;
@@ -99,11 +130,12 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Validates (empty prompt, ids out of range, prompt + max_tokens over n_ctx, queue full) and
-  // throws invar::Error with a message naming the problem; otherwise queues the request.
+  // throws EngineError with a message naming the problem; otherwise queues the request.
   RequestId submit(GenerationRequest req, EventSink sink);
   void cancel(RequestId id);
   EngineMetrics metrics() const;
   const EngineConfig& config() const;
+  int64_t n_ctx() const;  // the context limit every request is checked against
   const CacheBudget& cache_budget() const;  // fixed at construction
   // Stops admitting work; waits up to timeout_s for running requests, then cancels the rest.
   void drain(double timeout_s);

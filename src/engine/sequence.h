@@ -9,7 +9,6 @@
 
 #include "engine/engine.h"
 #include "engine/scheduled_seq.h"
-#include "tokenizer/tokenizer.h"
 
 namespace invar {
 
@@ -23,11 +22,11 @@ struct Sequence : ScheduledSeq {
   int64_t logits_reported = 0;     // capture_logits: rows for positions < this were sent
   int64_t prompt_lp_reported = 1;  // prompt_logprobs: positions < this were sent
   std::vector<std::pair<int64_t, std::vector<float>>> logits_pending;
-  std::unique_ptr<StreamDecoder> decoder;  // stop strings only
-  std::string text;                        // decoded text so far (stop strings only)
-  bool cancel_requested = false;
 
   bool wants_all_logits() const { return req.capture_logits || req.prompt_logprobs >= 0; }
 };
+
+// The scheduler hands back the ScheduledSeq part of the engine's sequences.
+inline Sequence& sequence_of(ScheduledSeq* s) { return *static_cast<Sequence*>(s); }
 
 }  // namespace invar

@@ -66,12 +66,19 @@ void ForwardScratch::reserve_seqs(const Hparams& hp, int64_t n_seqs) {
   grow(last_logits, n_seqs * hp.n_vocab);
 }
 
-void Model::forward(std::span<const SeqChunk> batch, ThreadPool& pool) const {
+void ForwardScratchDeleter::operator()(ForwardScratch* s) const { delete s; }
+
+ForwardScratchPtr Model::scratch_make(int64_t max_rows, int64_t max_seqs) const {
+  ForwardScratchPtr s(new ForwardScratch());
+  s->reserve_seqs(hp_, max_seqs);
+  s->reserve_rows(hp_, max_rows);
+  return s;
+}
+
+void Model::forward(std::span<const SeqChunk> batch, ForwardScratch& s, ThreadPool& pool) const {
   const Hparams& hp = hp_;
   const ModelWeights& w = *w_;
   const int64_t E = hp.n_embd, V = hp.n_vocab;
-  if (!scratch_) scratch_ = std::make_unique<ForwardScratch>();
-  ForwardScratch& s = *scratch_;
 
   const int64_t n_seqs = int64_t(batch.size());
   s.reserve_seqs(hp, n_seqs);

@@ -1,10 +1,7 @@
 // Model loading and the per-sequence state sizes (layouts in model.h).
 #include "model/model.h"
 
-#include <openssl/evp.h>
-
-#include <cstdio>
-
+#include "core/sha256.h"
 #include "model/forward.h"
 #include "model/weights.h"
 
@@ -22,18 +19,11 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
 }
 
 const std::string& Model::sha256() const {
-  if (!sha256_.empty()) return sha256_;
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(file_->bytes(), size_t(file_->file_size()), md, &len, EVP_sha256(), nullptr) != 1)
-    throw Error("sha256 of '" + file_->path() + "' failed");
-  std::string hex;
-  char buf[3];
-  for (unsigned i = 0; i < len; ++i) {
-    std::snprintf(buf, sizeof buf, "%02x", md[i]);
-    hex += buf;
-  }
-  sha256_ = hex;
+  // Engines sharing the model may ask at once: hash the file exactly once.
+  std::call_once(sha256_once_, [this] {
+    sha256_ = sha256_hex(std::string_view(reinterpret_cast<const char*>(file_->bytes()),
+                                          size_t(file_->file_size())));
+  });
   return sha256_;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 
@@ -21,7 +22,13 @@
 namespace invar {
 
 struct ModelWeights;   // model/weights.h
-struct ForwardScratch; // model/forward.cpp
+struct ForwardScratch; // model/forward.h
+
+// Owns one caller's activation buffers (complete type in model/forward.h only).
+struct ForwardScratchDeleter {
+  void operator()(ForwardScratch* s) const;
+};
+using ForwardScratchPtr = std::unique_ptr<ForwardScratch, ForwardScratchDeleter>;
 
 // One sequence's slice of a forward batch.
 struct SeqChunk {
@@ -55,17 +62,21 @@ class Model {
   int64_t kv_block_floats(int64_t block_size) const;    // one KV block
   int64_t kv_floats_per_token() const;                  // n_attn_layers · 2 · Hkv · D
 
-  // Runs every chunk of the batch. Rows of different sequences share the matrix products
-  // (batch-invariant by rule N1); recurrences and attention run per sequence. Allocates
-  // scratch on first use for the largest batch seen, then reuses it.
-  void forward(std::span<const SeqChunk> batch, ThreadPool& pool) const;
+  // Activation buffers for batches of up to max_rows tokens in max_seqs sequences, allocated
+  // now. A larger batch grows them (once). Each concurrent caller of forward() has its own, so
+  // any number of engines can share one loaded model.
+  ForwardScratchPtr scratch_make(int64_t max_rows, int64_t max_seqs) const;
+
+  // Runs every chunk of the batch in `scratch`. Rows of different sequences share the matrix
+  // products (batch-invariant by rule N1); recurrences and attention run per sequence.
+  void forward(std::span<const SeqChunk> batch, ForwardScratch& scratch, ThreadPool& pool) const;
 
  private:
   Model();
   std::unique_ptr<GgufFile> file_;
   Hparams hp_;
   std::unique_ptr<ModelWeights> w_;
-  mutable std::unique_ptr<ForwardScratch> scratch_;
+  mutable std::once_flag sha256_once_;
   mutable std::string sha256_;
 };
 

@@ -1,7 +1,5 @@
 #include "probe/digest.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -53,20 +51,6 @@ std::string stream(const Completion& c, bool sorted) {
 }
 
 }  // namespace
-
-std::string sha256_hex(std::string_view bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), md, &n, EVP_sha256(), nullptr) != 1)
-    throw Error("OpenSSL SHA-256 failed");
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < n; i++) {
-    out.push_back(hex[md[i] >> 4]);
-    out.push_back(hex[md[i] & 15]);
-  }
-  return out;
-}
 
 Digests completion_digests(const Completion& c) {
   return {sha256_hex(stream(c, false)), sha256_hex(stream(c, true)), sha256_hex(c.text)};

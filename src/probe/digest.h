@@ -1,5 +1,6 @@
-// The three SHA-256 digests of one completion (DESIGN.md §5). Text equality is never evidence:
-// the order digest sees a runner-up moving even when the chosen token stays.
+// The three SHA-256 digests of one completion (DESIGN.md §5; the one definition, documented in
+// docs/digest.md and used by `invar run` too). Text equality is never evidence: the order
+// digest sees a runner-up moving even when the chosen token stays.
 //
 // Byte stream hashed per generated token, in generation order:
 //   key(chosen) logprob(chosen) u32 k { key(cand) logprob(cand) } * k
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/sha256.h"
 #include "probe/completion.h"
 
 namespace invar::probe {
@@ -24,7 +26,6 @@ struct Digests {
   std::string text;    // hex SHA-256 of the text
 };
 
-std::string sha256_hex(std::string_view bytes);
 Digests completion_digests(const Completion& c);
 
 // The identity of a candidate used for matching across runs: "#<id>" or "t:<text>".

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_read.h"
 
 namespace invar::probe {
 
@@ -21,13 +22,7 @@ std::string arm_kind_name(ArmKind k) {
   return "?";
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot read " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string read_text_file(const std::string& path) { return file_read(path); }
 
 namespace {
 

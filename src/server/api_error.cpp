@@ -44,4 +44,15 @@ ApiError internal_error(std::string message) {
   return {500, std::move(message), "server_error", "", ""};
 }
 
+ApiError api_error_of(ErrorKind kind, std::string param, std::string message) {
+  switch (kind) {
+    case ErrorKind::invalid_request:
+    case ErrorKind::context_overflow: return bad_request(std::move(param), std::move(message));
+    case ErrorKind::overloaded: return overloaded(std::move(message));
+    case ErrorKind::shutting_down: return unavailable(std::move(message));
+    case ErrorKind::internal: break;
+  }
+  return internal_error(std::move(message));
+}
+
 }  // namespace invar::server

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "engine/engine.h"
+
 namespace invar::server {
 
 struct ApiError {
@@ -22,6 +24,9 @@ ApiError not_found(std::string message, std::string code);        // 404
 ApiError payload_too_large(size_t limit);                         // 413
 ApiError overloaded(std::string message);                         // 429
 ApiError unavailable(std::string message);                        // 503
-ApiError internal_error(std::string message);                     // 500
+ApiError internal_error(std::string message);                     // 500: a bug in invar only
+// The status an engine failure deserves: 400 for the request's own faults, 429 when
+// overloaded, 503 while shutting down, 500 for internal errors.
+ApiError api_error_of(ErrorKind kind, std::string param, std::string message);
 
 }  // namespace invar::server

@@ -1,13 +1,13 @@
 #include "server/api_response.h"
 
-#include "server/text_assembler.h"
+#include "core/utf8.h"
 
 namespace invar::server {
 namespace {
 
 std::string token_text(const ResponseContext& c, int32_t id) {
   if (c.tokens_as_ids) return "token_id:" + std::to_string(id);
-  return utf8_sanitize(c.token_bytes(id));
+  return utf8::lossy(c.token_bytes(id));
 }
 
 json byte_list(const std::string& bytes) {

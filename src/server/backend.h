@@ -23,14 +23,16 @@ class Backend {
   virtual int64_t n_ctx() const = 0;                   // prompt + completion limit
   virtual int64_t n_vocab() const = 0;
 
-  // Special-token text (e.g. "<|im_start|>") becomes its id, as vLLM and llama.cpp do.
+  // Special-token text (e.g. "<|im_start|>") becomes its id, as vLLM and llama.cpp do. Throws
+  // invar::Error for text the vocabulary cannot encode.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
   // Throws invar::Error for message shapes the template cannot render exactly.
   virtual std::string chat_render(const std::vector<ChatMessage>& messages) const = 0;
   virtual std::string token_bytes(int32_t id) const = 0;  // raw bytes (may be partial UTF-8)
   virtual std::vector<int32_t> end_of_sequence_ids() const = 0;  // ids that end a completion
 
-  // Engine calls (see engine/engine.h). submit throws invar::Error naming the problem.
+  // Engine calls (see engine/engine.h), with the engine's event contract: the engine decides
+  // stops and hands over the text. submit throws EngineError naming the problem.
   virtual RequestId submit(GenerationRequest req, EventSink sink) = 0;
   virtual void cancel(RequestId id) = 0;
   virtual EngineMetrics metrics() const = 0;

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace invar::server {
 namespace {
@@ -34,19 +35,16 @@ std::string finish_name(FinishReason f) {
 }  // namespace
 
 CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& metrics)
-    : backend_(backend), req_(std::move(req)), metrics_(metrics), assembler_(req_.stop) {
+    : backend_(backend), req_(std::move(req)), metrics_(metrics) {
   bool chat = req_.endpoint == Endpoint::chat;
   const char* prompt_field = chat ? "messages" : "prompt";
-  if (chat) {
-    try {
-      prompt_ = backend_.encode(backend_.chat_render(req_.messages));
-    } catch (const Error& e) {
-      throw bad_request("messages", e.what());
-    }
-  } else if (req_.prompt_text) {
-    prompt_ = backend_.encode(*req_.prompt_text);
-  } else {
-    prompt_ = req_.prompt_ids;
+  // Text the template or the vocabulary cannot take is the client's to fix: a 400.
+  try {
+    if (chat) prompt_ = backend_.encode(backend_.chat_render(req_.messages));
+    else if (req_.prompt_text) prompt_ = backend_.encode(*req_.prompt_text);
+    else prompt_ = req_.prompt_ids;
+  } catch (const Error& e) {
+    throw bad_request(prompt_field, e.what());
   }
   if (prompt_.empty()) throw bad_request(prompt_field, std::string("'") + prompt_field +
                                                            "' encodes to no tokens");
@@ -127,11 +125,10 @@ void CompletionJob::start(int64_t queue_limit) {
   };
   try {
     rid_ = backend_.submit(std::move(g), std::move(sink));
+  } catch (const EngineError& e) {
+    throw api_error_of(e.kind(), e.param(), e.what());
   } catch (const Error& e) {
-    std::string msg = e.what();
-    if (msg.find("queue") != std::string::npos) throw overloaded(msg);
-    if (msg.find("shutting down") != std::string::npos) throw unavailable(msg);
-    throw bad_request("", msg);
+    throw bad_request("", e.what());  // a refusal without a kind is about the request
   }
   submitted_ = true;
 }
@@ -154,21 +151,11 @@ void CompletionJob::process(RequestEvent&& ev, Delta& d) {
       prompt_lp_.push_back({ev.token, ev.logprob, std::move(ev.top)});
       return;
     case EventKind::token: {
-      if (stop_hit_) return;  // after a stop string or end-of-sequence nothing is output
-      if (std::find(eos_ids_.begin(), eos_ids_.end(), ev.token) != eos_ids_.end()) {
-        stop_hit_ = true;
-        finish_reason_ = "stop";
-        return;
-      }
+      if (ev.stop_token) return;  // ends the completion without being part of it
       TokenOut t{ev.token, ev.logprob, std::move(ev.top)};
-      d.text += assembler_.push(backend_.token_bytes(t.id));
+      d.text += ev.text;
       tokens_.push_back(t);
       d.tokens.push_back(std::move(t));
-      if (assembler_.stopped()) {
-        stop_hit_ = true;
-        finish_reason_ = "stop";
-        if (!engine_finished_) backend_.cancel(rid_);  // the engine may not have seen it yet
-      }
       return;
     }
     case EventKind::finished:
@@ -177,12 +164,11 @@ void CompletionJob::process(RequestEvent&& ev, Delta& d) {
       metrics_.request_duration.observe(
           std::chrono::duration<double>(Clock::now() - start_time_).count());
       metrics_.completion_tokens_total.fetch_add(tokens_.size());
-      if (!stop_hit_) d.text += assembler_.finish();
-      if (ev.finish == FinishReason::error) {
-        error_ = internal_error("generation failed: " + ev.error);
-      } else if (finish_reason_.empty()) {
+      d.text += ev.text;
+      if (ev.finish == FinishReason::error)
+        error_ = api_error_of(ev.error_kind, "", "generation failed: " + ev.error);
+      else
         finish_reason_ = finish_name(ev.finish);
-      }
       finished_ = std::move(ev);
       return;
   }
@@ -200,7 +186,7 @@ std::string CompletionJob::prompt_echo_text() const {
   if (req_.prompt_text) return *req_.prompt_text;
   std::string bytes;
   for (int32_t id : prompt_) bytes += backend_.token_bytes(id);
-  return utf8_sanitize(bytes);
+  return utf8::lossy(bytes);
 }
 
 json CompletionJob::logprobs_value(const std::vector<TokenOut>& tokens, int64_t* offset) {

@@ -18,7 +18,6 @@
 #include "server/api_response.h"
 #include "server/backend.h"
 #include "server/server_metrics.h"
-#include "server/text_assembler.h"
 
 namespace invar::server {
 
@@ -82,9 +81,7 @@ class CompletionJob {
   bool admitted_ = false, submitted_ = false, engine_finished_ = false;
   std::chrono::steady_clock::time_point start_time_;
 
-  TextAssembler assembler_;
   std::vector<TokenOut> tokens_, prompt_lp_;
-  bool stop_hit_ = false;
   std::string finish_reason_;
   RequestEvent finished_;
   std::optional<ApiError> error_;

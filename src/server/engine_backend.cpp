@@ -6,6 +6,7 @@
 #include "cache/slot_arena.h"
 #include "core/error.h"
 #include "core/numerics_version.h"
+#include "engine/postprocess.h"
 #include "server/backend.h"
 #include "server/fingerprint.h"
 
@@ -26,15 +27,9 @@ class EngineBackend : public Backend {
     if (tok_->n_vocab() > model_->hparams().n_vocab)
       throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
                   " tokens but the model only " + std::to_string(model_->hparams().n_vocab));
-    n_ctx_ = cfg.n_ctx > 0 ? cfg.n_ctx : model_->hparams().n_ctx_train;
     id_ = model_id_of(path);
     fingerprint_ = system_fingerprint_of(model_->sha256(), kNumericsVersion);
-    const Vocab& v = tok_->vocab();
-    if (v.eos_id >= 0) eos_.push_back(v.eos_id);
-    for (const char* t : {"<|im_end|>", "<|endoftext|>"}) {
-      int32_t id = tok_->token_id(t);
-      if (id >= 0 && std::find(eos_.begin(), eos_.end(), id) == eos_.end()) eos_.push_back(id);
-    }
+    eos_ = invar::end_of_sequence_ids(*tok_);
     engine_ = std::make_unique<Engine>(*model_, tok_.get(), cfg);
     // What memory the engine may add to the model's: the cache budget, and the live recurrent
     // state of each running request, which the budget does not cover.
@@ -47,7 +42,7 @@ class EngineBackend : public Backend {
 
   std::string model_id() const override { return id_; }
   std::string system_fingerprint() const override { return fingerprint_; }
-  int64_t n_ctx() const override { return n_ctx_; }
+  int64_t n_ctx() const override { return engine_->n_ctx(); }
   int64_t n_vocab() const override { return tok_->n_vocab(); }
   std::vector<int32_t> encode(std::string_view text) const override {
     return tok_->encode(text, true);
@@ -68,7 +63,6 @@ class EngineBackend : public Backend {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tok_;
   std::unique_ptr<Engine> engine_;
-  int64_t n_ctx_ = 0;
   std::string id_, fingerprint_;
   std::vector<int32_t> eos_;
 };

@@ -6,9 +6,11 @@
 #include <string>
 #include <string_view>
 
+#include "core/sha256.h"
+
 namespace invar::server {
 
-std::string sha256_hex(std::string_view data);
+using invar::sha256_hex;
 // "fp_" + the first 16 hex digits of SHA-256(model_sha256 ":" numerics_version).
 std::string system_fingerprint_of(std::string_view model_sha256, std::string_view numerics_version);
 

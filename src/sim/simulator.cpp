@@ -1,12 +1,11 @@
 #include "sim/simulator.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <map>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/sha256.h"
 
 namespace invar::sim {
 namespace {
@@ -176,16 +175,7 @@ class Simulation {
       const int64_t v[3] = {s.begin, s.end, int64_t(s.origin)};
       bytes.append(reinterpret_cast<const char*>(v), sizeof v);
     }
-    unsigned char md[32];
-    unsigned int len = 0;
-    EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < len; ++i) {
-      out += hex[md[i] >> 4];
-      out += hex[md[i] & 15];
-    }
-    return out;
+    return sha256_hex(bytes);
   }
 
   const Trace& trace_;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_read.h"
 
 namespace invar::sim {
 
@@ -76,11 +77,7 @@ Trace trace_parse(const std::string& text) {
 }
 
 Trace trace_load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("trace: cannot open " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return trace_parse(ss.str());
+  return trace_parse(file_read(path, "trace"));
 }
 
 }  // namespace invar::sim

@@ -228,16 +228,9 @@ int32_t Tokenizer::token_id(std::string_view token_text) const {
 
 std::string StreamDecoder::push(int32_t id) {
   pending_ += tok_.token_bytes(id);
-  const size_t hold = utf8::incomplete_tail(pending_);
-  std::string out = utf8::lossy(std::string_view(pending_).substr(0, pending_.size() - hold));
-  pending_.erase(0, pending_.size() - hold);
-  return out;
+  return utf8::release_complete(pending_, pending_.size());
 }
 
-std::string StreamDecoder::flush() {
-  std::string out = utf8::lossy(pending_);
-  pending_.clear();
-  return out;
-}
+std::string StreamDecoder::flush() { return utf8::release_all(pending_); }
 
 }  // namespace invar

@@ -1,24 +1,14 @@
-// UTF-8 helpers the tokenizer needs at its edges: validation (encode refuses invalid input),
-// lossy decoding with U+FFFD (decode and streaming), and NFC (the Qwen normaliser).
+// UTF-8 helpers the tokenizer needs at its edges: NFC (the Qwen normaliser), on top of
+// validation and lossy decoding (core/utf8.h).
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace invar::utf8 {
-
-// Offset of the first byte that does not start a well-formed UTF-8 sequence (RFC 3629: no
-// overlongs, no surrogates, nothing above U+10FFFF), or s.size() if s is valid.
-size_t first_invalid(std::string_view s);
-
-// s with each maximal ill-formed subsequence replaced by one U+FFFD ("substitution of maximal
-// subparts", Unicode §3.9; what Rust's String::from_utf8_lossy and so HF tokenizers do).
-std::string lossy(std::string_view s);
-
-// Number of bytes at the end of s (0..3) that are a proper prefix of a well-formed sequence:
-// what a streaming decoder must hold back until the next token arrives.
-size_t incomplete_tail(std::string_view s);
 
 // Canonical composition (NFC, not NFKC). s must be valid UTF-8.
 std::string nfc(std::string_view s);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_read.h"
 #include "tokenizer/pre_split.h"
 #include "tokenizer/token_types.h"
 #include "tokenizer/tokenizer.h"
@@ -15,12 +16,9 @@ namespace {
 using nlohmann::json;
 
 json read_json(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("tokenizer: cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  const std::string text = file_read(path, "tokenizer");
   try {
-    return json::parse(ss.str());
+    return json::parse(text);
   } catch (const json::parse_error& e) {
     throw Error("tokenizer: '" + path + "' is not valid JSON: " + e.what());
   }
@@ -175,14 +173,11 @@ std::string config_token(const json& cfg, const char* key) {
 }  // namespace
 
 Vocab vocab_from_tokenizer_json(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("tokenizer: cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  const std::string text = file_read(path, "tokenizer");
   json j;
   TokenizerJsonSax sax(j);
   try {
-    if (!json::sax_parse(ss.str(), &sax) || !sax.saw_vocab || !sax.saw_merges) {
+    if (!json::sax_parse(text, &sax) || !sax.saw_vocab || !sax.saw_merges) {
       throw Error("tokenizer: " + path + ": model.vocab or model.merges is missing or malformed");
     }
   } catch (const json::exception& e) {

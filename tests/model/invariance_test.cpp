@@ -153,7 +153,7 @@ TEST(Invariance, BatchedWithOthers) {
     }
     if (batch.empty()) break;
     max_batch = std::max<int64_t>(max_batch, int64_t(batch.size()));
-    m.forward(batch, pool);
+    m.forward(batch, *m.scratch_make(0, 0), pool);
   }
   ASSERT_EQ(max_batch, 3);
   EXPECT_EQ(bits_diff(got[0], alone[0], V()), "") << "sequence 0 batched";
@@ -202,7 +202,7 @@ TEST(Invariance, CheckpointsMidChunk) {
     c.n_checkpoints = int64_t(pos.size());
     c.all_logits = true;
     c.logits = lg.data() + a * V();
-    m.forward({&c, 1}, pool);
+    m.forward({&c, 1}, *m.scratch_make(c.n_tokens, 1), pool);
   }
   ASSERT_EQ(n_mid, 4) << "checkpoints strictly inside a chunk";
   EXPECT_EQ(bits_diff(lg, b.logits, V()), "") << "logits with checkpoints";
@@ -237,7 +237,7 @@ TEST(Invariance, ResumeFromCheckpoint) {
   c.n_checkpoints = 1;
   std::vector<float> last(static_cast<size_t>(V()));
   c.logits = last.data();
-  m.forward({&c, 1}, pool);
+  m.forward({&c, 1}, *m.scratch_make(c.n_tokens, 1), pool);
   // Restart at 48 from the checkpoint; positions 48..69 of the KV are recomputed.
   st.state = ck;
   std::vector<int32_t> rest(b.tokens.begin() + cut, b.tokens.end());

@@ -35,7 +35,7 @@ std::vector<float> run_chunked(const Model& m, SeqState& st, const std::vector<i
     c.block_size = st.block_size;
     c.all_logits = true;
     c.logits = logits.data() + p * V;
-    m.forward({&c, 1}, pool);
+    m.forward({&c, 1}, *m.scratch_make(c.n_tokens, 1), pool);
   }
   return logits;
 }

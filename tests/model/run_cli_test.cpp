@@ -1,5 +1,6 @@
 // `invar run` end to end: the digest is the same whatever --threads, --simd and --chunk say,
-// --json is one valid object carrying the same digest, and bad input is a clear error.
+// --json is one valid object carrying the same digest, `invar serve` answers the same chat
+// request with the same digest (docs/digest.md), and bad input is a clear error.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -7,7 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../server/serve_process.h"
 #include "core/simd.h"
+#include "probe/completion.h"
+#include "probe/digest.h"
 
 namespace {
 
@@ -73,6 +77,36 @@ TEST(RunCli, JsonObject) {
   EXPECT_EQ(j["digest"].get<std::string>().size(), 64u);
   Result plain = run("--tokens 399,88,86,105 -n 5");
   EXPECT_EQ(digest_line(plain.out), j["digest"].get<std::string>());
+}
+
+// One engine code path: the CLI and the real server (real HTTP) give the same tokens, logprobs
+// and candidates, so the same digest — computed for the server by the probe's own parser.
+TEST(RunCli, DigestMatchesServe) {
+  const std::string prompt = "Name three colours of the rainbow";
+  Result r = run("--chat --prompt '" + prompt + "' -n 12 --threads 2 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["tokens"].empty());
+
+  using namespace invar::server::testing;
+  ServeProcess s({"--model", kModel, "--threads", "1"}, "run_cli_serve");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const nlohmann::json body = {{"messages", {{{"role", "user"}, {"content", prompt}}}},
+                               {"max_tokens", 12},
+                               {"temperature", 0},
+                               {"logprobs", true},
+                               {"top_logprobs", 20}};
+  const CurlResult c = curl("-H 'Content-Type: application/json' -d " + shell_quote(body.dump()) +
+                            " " + s.url() + "/v1/chat/completions");
+  ASSERT_EQ(c.status, 200) << c.body;
+  const auto got = invar::probe::completion_parse(invar::probe::json::parse(c.body),
+                                                  invar::probe::Api::chat);
+  ASSERT_EQ(got.tokens.size(), j["tokens"].size()) << c.body;
+  for (size_t i = 0; i < got.tokens.size(); ++i) {
+    EXPECT_EQ(got.tokens[i].chosen.id, j["tokens"][i]["id"].get<int64_t>()) << "token " << i;
+    EXPECT_EQ(got.tokens[i].top.size(), 20u);
+  }
+  EXPECT_EQ(invar::probe::completion_digests(got).order, j["digest"].get<std::string>());
 }
 
 TEST(RunCli, BadInputIsAnError) {

@@ -1,7 +1,8 @@
 // A scripted Backend for the server's tests: a byte-level vocabulary (ids 0..255 are the bytes,
 // 256 is end-of-sequence) and an "engine" thread that emits one token per request per step.
 // Tokens follow `script` when set (cycled), else a hash of (prompt, position); logprobs and the
-// candidates are functions of the token, so every run of a request gives the same values.
+// candidates are functions of the token, so every run of a request gives the same values. Like
+// the engine, it owns stop detection: stop tokens, stop strings and the released text.
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "engine/text_assembler.h"
 #include "server/backend.h"
 
 namespace invar::server::testing {
@@ -70,7 +72,8 @@ class FakeBackend : public Backend {
     std::lock_guard<std::mutex> lock(mu_);
     RequestId id = ++next_;
     log_.push_back(req);
-    reqs_[id] = {std::move(req), std::move(sink), 0, false};
+    TextAssembler text(req.stop_strings);
+    reqs_.emplace(id, Req{std::move(req), std::move(sink), 0, false, std::move(text)});
     submits++;
     cv_.notify_all();
     return id;
@@ -110,6 +113,7 @@ class FakeBackend : public Backend {
     EventSink sink;
     int64_t generated = 0;
     bool cancelled = false;
+    TextAssembler text;
   };
 
   void finish(Req& r, FinishReason f) {
@@ -119,6 +123,7 @@ class FakeBackend : public Backend {
     ev.prompt_tokens = int64_t(r.g.prompt.size());
     ev.completion_tokens = r.generated;
     ev.cached_tokens = r.g.cache_salt == "cached" ? 3 : 0;
+    if (!r.text.stopped()) ev.text = r.text.finish();
     r.sink(std::move(ev));
   }
 
@@ -144,8 +149,10 @@ class FakeBackend : public Backend {
       ev.top.push_back({int32_t('a' + k), logprob_of(int32_t('a' + k))});
     ev.position = pos;
     r.generated++;
-    bool stop = std::find(r.g.stop_tokens.begin(), r.g.stop_tokens.end(), ev.token) !=
-                r.g.stop_tokens.end();
+    ev.stop_token = std::find(r.g.stop_tokens.begin(), r.g.stop_tokens.end(), ev.token) !=
+                    r.g.stop_tokens.end();
+    if (!ev.stop_token) ev.text = r.text.push(token_bytes(ev.token));
+    const bool stop = ev.stop_token || r.text.stopped();
     r.sink(std::move(ev));
     if (stop) return finish(r, FinishReason::stop), void(*done = true);
     if (r.generated >= r.g.max_tokens) return finish(r, FinishReason::length), void(*done = true);

@@ -6,7 +6,7 @@
 
 #include "fake_server.h"
 #include "http_test_util.h"
-#include "server/text_assembler.h"
+#include "core/utf8.h"
 
 using namespace invar::server;
 using namespace invar::server::testing;
@@ -140,7 +140,7 @@ TEST(HttpServer, StreamNeverSplitsUtf8) {
   int with_text = 0;
   for (auto& c : st.chunks) {
     std::string t = c["choices"][0]["text"];
-    EXPECT_EQ(utf8_sanitize(t), t) << "a chunk carries a split character";
+    EXPECT_EQ(invar::utf8::lossy(t), t) << "a chunk carries a split character";
     with_text += !t.empty();
   }
   EXPECT_EQ(with_text, 3);  // one chunk per completed character

@@ -238,6 +238,26 @@ TEST_F(Serve, AuthAndErrorStatuses) {
   EXPECT_NE(ids.body.find("prompt[1]"), std::string::npos) << ids.body;
 }
 
+// Text the vocabulary cannot encode is the client's problem: 400 in OpenAI's error shape (the
+// tiny model has no token for the byte 0xC3 that starts "é"), on both endpoints, streaming or
+// not, and the server carries on.
+TEST_F(Serve, UnencodableTextIs400) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/v1/completions", R"({"prompt":"h\u00e9"})"},
+      {"/v1/completions", R"({"prompt":"h\u00e9","stream":true})"},
+      {"/v1/chat/completions", R"({"messages":[{"role":"user","content":"h\u00e9"}]})"}};
+  for (const auto& [path, body] : cases) {
+    auto r = curl_post(path, body);
+    EXPECT_EQ(r.status, 400) << path << " " << body << ": " << r.body;
+    const json j = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.contains("error")) << r.body;
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error") << r.body;
+    EXPECT_TRUE(j["error"]["param"] == "prompt" || j["error"]["param"] == "messages") << r.body;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("0xC3"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(curl_post("/v1/completions", R"({"prompt":"he","max_tokens":1})").status, 200);
+}
+
 TEST_F(Serve, SixteenConcurrentStreamsEqualAlone) {
   constexpr int kN = 16;
   auto request = [](int i) {

@@ -2,9 +2,10 @@
 // boundaries.
 #include <gtest/gtest.h>
 
-#include "server/text_assembler.h"
+#include "core/utf8.h"
+#include "engine/text_assembler.h"
 
-using namespace invar::server;
+using namespace invar;
 
 namespace {
 
@@ -24,19 +25,19 @@ std::string feed(TextAssembler& a, const std::vector<std::string>& pieces,
 }  // namespace
 
 TEST(Utf8, SanitizeReplacesIllFormed) {
-  EXPECT_EQ(utf8_sanitize("abc"), "abc");
-  EXPECT_EQ(utf8_sanitize("\xC3\xA9"), "\xC3\xA9");
-  EXPECT_EQ(utf8_sanitize("a\xFFz"), "a\xEF\xBF\xBDz");
-  EXPECT_EQ(utf8_sanitize("\xE2\x82"), "\xEF\xBF\xBD");           // truncated 3-byte: one U+FFFD
-  EXPECT_EQ(utf8_sanitize("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
-  EXPECT_EQ(utf8_sanitize("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
+  EXPECT_EQ(utf8::lossy("abc"), "abc");
+  EXPECT_EQ(utf8::lossy("\xC3\xA9"), "\xC3\xA9");
+  EXPECT_EQ(utf8::lossy("a\xFFz"), "a\xEF\xBF\xBDz");
+  EXPECT_EQ(utf8::lossy("\xE2\x82"), "\xEF\xBF\xBD");           // truncated 3-byte: one U+FFFD
+  EXPECT_EQ(utf8::lossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  EXPECT_EQ(utf8::lossy("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
 }
 
 TEST(Utf8, CompletePrefix) {
-  EXPECT_EQ(utf8_complete_prefix("ab\xE2\x82"), 2u);
-  EXPECT_EQ(utf8_complete_prefix("ab\xE2\x82\xAC"), 5u);
-  EXPECT_EQ(utf8_complete_prefix("ab\xF0"), 2u);
-  EXPECT_EQ(utf8_complete_prefix("ab\xFF"), 3u);  // cannot start a character: not held
+  EXPECT_EQ(utf8::complete_prefix("ab\xE2\x82"), 2u);
+  EXPECT_EQ(utf8::complete_prefix("ab\xE2\x82\xAC"), 5u);
+  EXPECT_EQ(utf8::complete_prefix("ab\xF0"), 2u);
+  EXPECT_EQ(utf8::complete_prefix("ab\xFF"), 3u);  // cannot start a character: not held
 }
 
 TEST(TextAssembler, NeverSplitsACharacter) {
@@ -45,7 +46,7 @@ TEST(TextAssembler, NeverSplitsACharacter) {
   std::vector<std::string> releases;
   std::string out = feed(a, {"a", "\xE2", "\x82", "\xAC", "\xF0\x9F", "\x98", "\x80", "b"}, &releases);
   EXPECT_EQ(out, "a\xE2\x82\xAC\xF0\x9F\x98\x80" "b");
-  for (auto& r : releases) EXPECT_EQ(utf8_sanitize(r), r) << "a release is not valid UTF-8";
+  for (auto& r : releases) EXPECT_EQ(utf8::lossy(r), r) << "a release is not valid UTF-8";
   EXPECT_EQ(releases[1], "");  // the first byte of € is held back
   EXPECT_EQ(releases[3], "\xE2\x82\xAC");
 }

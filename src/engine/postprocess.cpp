@@ -1,0 +1,77 @@
+#include "engine/postprocess.h"
+
+#include <algorithm>
+
+#include "tokenizer/tokenizer.h"
+
+namespace invar {
+
+std::vector<int32_t> end_of_sequence_ids(const Tokenizer& tok) {
+  std::vector<int32_t> ids;
+  if (tok.vocab().eos_id >= 0) ids.push_back(tok.vocab().eos_id);
+  for (const char* t : {"<|im_end|>", "<|endoftext|>"}) {
+    const int32_t id = tok.token_id(t);
+    if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
+}
+
+Postprocessor::Postprocessor(const Tokenizer* tokenizer, int64_t n_vocab, int64_t n_ctx)
+    : tokenizer_(tokenizer), n_vocab_(n_vocab), n_ctx_(n_ctx) {}
+
+void Postprocessor::logits_capture(Sequence& s, const ChunkPlan& c, const float* rows) {
+  const auto V = static_cast<size_t>(n_vocab_);
+  for (int64_t j = 0; j < c.n_tokens; ++j) {
+    const int64_t p = c.pos0 + j;
+    if (p < s.logits_reported) continue;  // recomputed after a preemption
+    const float* r = rows + static_cast<size_t>(j) * V;
+    s.logits_pending.emplace_back(p, std::vector<float>(r, r + V));
+    s.logits_reported = p + 1;
+  }
+}
+
+void Postprocessor::prompt_logprobs_emit(Sequence& s, const ChunkPlan& c, const float* rows) {
+  for (int64_t j = 0; j < c.n_tokens; ++j) {
+    const int64_t target = c.pos0 + j + 1;  // row j predicts the token after it
+    if (target >= s.n_prompt || target < s.prompt_lp_reported) continue;
+    RequestEvent ev;
+    ev.kind = EventKind::prompt_logprobs;
+    ev.position = target;
+    ev.token = s.tokens[static_cast<size_t>(target)];
+    logprobs_top(rows + static_cast<size_t>(j * n_vocab_), n_vocab_, ev.token,
+                 s.req.prompt_logprobs, scratch_, &ev.logprob, &ev.top);
+    s.prompt_lp_reported = target + 1;
+    if (s.sink) s.sink(std::move(ev));
+  }
+}
+
+FinishReason Postprocessor::process(const ChunkPlan& c, const float* rows, TextAssembler* text) {
+  Sequence& s = sequence_of(c.seq);
+  if (s.req.capture_logits) logits_capture(s, c, rows);
+  if (s.req.prompt_logprobs >= 0) prompt_logprobs_emit(s, c, rows);
+  if (s.remaining() > 0) return FinishReason::none;  // prompt not finished yet
+  if (s.n_generated >= s.req.max_tokens) return FinishReason::length;
+  const float* last =
+      s.wants_all_logits() ? rows + static_cast<size_t>((c.n_tokens - 1) * n_vocab_) : rows;
+  const int64_t position = static_cast<int64_t>(s.tokens.size());
+  RequestEvent ev;
+  ev.kind = EventKind::token;
+  ev.position = position;
+  ev.token = sample_token(last, n_vocab_, s.req.sampling, position, scratch_);
+  logprobs_top(last, n_vocab_, ev.token, s.req.top_logprobs, scratch_, &ev.logprob, &ev.top);
+  ev.logits = std::move(s.logits_pending);
+  s.logits_pending.clear();
+  s.tokens.push_back(ev.token);
+  ++s.n_generated;
+  ++generated_total_;
+  const auto& stops = s.req.stop_tokens;
+  ev.stop_token = std::find(stops.begin(), stops.end(), ev.token) != stops.end();
+  if (text && !ev.stop_token) ev.text = text->push(tokenizer_->token_bytes(ev.token));
+  const bool stop = ev.stop_token || (text && text->stopped());
+  if (s.sink) s.sink(std::move(ev));
+  if (stop) return FinishReason::stop;
+  if (s.n_generated >= s.req.max_tokens || position + 1 >= n_ctx_) return FinishReason::length;
+  return FinishReason::none;
+}
+
+}  // namespace invar
