@@ -1,6 +1,6 @@
 // The AVX2 + FMA kernels: the shared bodies over two 8-lane registers per 16-lane vector.
-#include "kernels/vec_avx2.h"
 #include "kernels/kernels_simd.h"
+#include "kernels/vec_avx2.h"
 
 namespace invar {
 

@@ -1,6 +1,6 @@
 // The AVX-512 kernels: the shared bodies over one 16-lane register per vector.
-#include "kernels/vec_avx512.h"
 #include "kernels/kernels_simd.h"
+#include "kernels/vec_avx512.h"
 
 namespace invar {
 

@@ -29,8 +29,8 @@ struct IsaKernels {
                       int64_t kc, float* y);
   // Value heads [h0, h1) over all tokens.
   void (*delta_rule_heads)(const DeltaRuleShape& s, float* state, const float* q, const float* k,
-                           const float* v, const float* g, const float* beta, float* o,
-                           int64_t h0, int64_t h1);
+                           const float* v, const float* g, const float* beta, float* o, int64_t h0,
+                           int64_t h1);
   // Units [u0, u1) of attention_unit_count(); scores: kAttnHeadTile·(pos0+T+D) floats.
   void (*attention_units)(const AttentionShape& s, const KvView& kv, const float* q, float* o,
                           int64_t u0, int64_t u1, float* scores);
@@ -47,9 +47,12 @@ extern const IsaKernels kIsaKernelsAvx512;
 // The table of the active SIMD level; nullptr when the scalar references run.
 inline const IsaKernels* isa_kernels(SimdLevel level = simd_active()) {
   switch (level) {
-    case SimdLevel::avx512: return &kIsaKernelsAvx512;
-    case SimdLevel::avx2: return &kIsaKernelsAvx2;
-    default: return nullptr;
+    case SimdLevel::avx512:
+      return &kIsaKernelsAvx512;
+    case SimdLevel::avx2:
+      return &kIsaKernelsAvx2;
+    default:
+      return nullptr;
   }
 }
 

@@ -58,9 +58,8 @@ float reduce_sum_sq(const float* x, int64_t n) {
 
 template <class V>
 float reduce_dot(const float* a, const float* b, int64_t n) {
-  return lanes_sum<V>(n, [&](int64_t i, int64_t r) {
-    return V::mul(V::load_n(a + i, r), V::load_n(b + i, r));
-  });
+  return lanes_sum<V>(
+      n, [&](int64_t i, int64_t r) { return V::mul(V::load_n(a + i, r), V::load_n(b + i, r)); });
 }
 
 // y[N] = det_exp(x − mx); returns the canonical Σ y. Lanes past the row are cleared before the

@@ -7,10 +7,10 @@
 // Only for the AVX2 translation unit (kernels_avx2.cpp).
 #pragma once
 
+#include <cstdint>
+
 #include "core/detmath_simd.h"  // first: it silences GCC bug 105593 for the intrinsics below
 #include "kernels/lanes_tree.h"
-
-#include <cstdint>
 
 namespace invar::simd256 {
 namespace {
@@ -106,10 +106,18 @@ struct V256x2 {
     const V256 b = V256::bcast(x);
     return {b, b};
   }
-  V256_INLINE V256x2 add(V256x2 a, V256x2 b) { return {V256::add(a.lo, b.lo), V256::add(a.hi, b.hi)}; }
-  V256_INLINE V256x2 sub(V256x2 a, V256x2 b) { return {V256::sub(a.lo, b.lo), V256::sub(a.hi, b.hi)}; }
-  V256_INLINE V256x2 mul(V256x2 a, V256x2 b) { return {V256::mul(a.lo, b.lo), V256::mul(a.hi, b.hi)}; }
-  V256_INLINE V256x2 div(V256x2 a, V256x2 b) { return {V256::div(a.lo, b.lo), V256::div(a.hi, b.hi)}; }
+  V256_INLINE V256x2 add(V256x2 a, V256x2 b) {
+    return {V256::add(a.lo, b.lo), V256::add(a.hi, b.hi)};
+  }
+  V256_INLINE V256x2 sub(V256x2 a, V256x2 b) {
+    return {V256::sub(a.lo, b.lo), V256::sub(a.hi, b.hi)};
+  }
+  V256_INLINE V256x2 mul(V256x2 a, V256x2 b) {
+    return {V256::mul(a.lo, b.lo), V256::mul(a.hi, b.hi)};
+  }
+  V256_INLINE V256x2 div(V256x2 a, V256x2 b) {
+    return {V256::div(a.lo, b.lo), V256::div(a.hi, b.hi)};
+  }
   V256_INLINE V256x2 fma(V256x2 a, V256x2 b, V256x2 c) {
     return {V256::fma(a.lo, b.lo, c.lo), V256::fma(a.hi, b.hi, c.hi)};
   }

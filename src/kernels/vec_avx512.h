@@ -6,10 +6,10 @@
 // Only for the AVX-512 translation unit (kernels_avx512.cpp).
 #pragma once
 
+#include <cstdint>
+
 #include "core/detmath_simd.h"  // first: it silences GCC bug 105593 for the intrinsics below
 #include "kernels/lanes_tree.h"
-
-#include <cstdint>
 
 namespace invar::simd512 {
 namespace {
@@ -85,7 +85,8 @@ struct V512 {
     return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
   }
   V512_INLINE V512 from_bf16(const uint16_t* p) {
-    const __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i u =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return {_mm512_castsi512_ps(_mm512_slli_epi32(u, 16))};
   }
   V512_INLINE V512 from_i8(const int8_t* p) {

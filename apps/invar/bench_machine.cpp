@@ -1,0 +1,111 @@
+// Measured machine limits (bench_machine.h). The loops use their ISA through target attributes,
+// so the file needs no ISA flags; callers only ask for a level the CPU has.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593 in AVX-512 intrinsics
+#endif
+
+#include "bench_machine.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+
+namespace invar::app {
+namespace {
+
+// Register-only FMA chains: 12 independent accumulators per thread (enough to cover the latency
+// on two pipes); returns a value so the loop is not removed.
+__attribute__((target("avx512f,fma"))) float fma_loop_avx512(int64_t iters) {
+  __m512 a[12];
+  for (int j = 0; j < 12; ++j) a[j] = _mm512_set1_ps(float(j));
+  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) a[j] = _mm512_fmadd_ps(a[j], m, c);
+  }
+  float s = 0;
+  for (int j = 0; j < 12; ++j) s += _mm512_reduce_add_ps(a[j]);
+  return s;
+}
+
+__attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
+  __m256 a[12];
+  for (int j = 0; j < 12; ++j) a[j] = _mm256_set1_ps(float(j));
+  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) a[j] = _mm256_fmadd_ps(a[j], m, c);
+  }
+  float t[8], s = 0;
+  for (int j = 0; j < 12; ++j) {
+    _mm256_storeu_ps(t, a[j]);
+    for (float v : t) s += v;
+  }
+  return s;
+}
+
+__attribute__((target("fma"))) float fma_loop_scalar(int64_t iters) {
+  __m128 a[12];
+  for (int j = 0; j < 12; ++j) a[j] = _mm_set_ss(float(j));
+  const __m128 m = _mm_set_ss(0.999999f), c = _mm_set_ss(1e-7f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) a[j] = _mm_fmadd_ss(a[j], m, c);
+  }
+  float s = 0;
+  for (int j = 0; j < 12; ++j) s += _mm_cvtss_f32(a[j]);
+  return s;
+}
+
+__attribute__((target("avx2"))) float sum_floats(const float* p, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  for (int64_t i = 0; i + 32 <= n; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + 24));
+  }
+  float t[8];
+  _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+}
+
+}  // namespace
+
+double fma_peak_gflops(SimdLevel level, ThreadPool& pool, double (*now)()) {
+  const int64_t iters = 4'000'000;
+  const int lanes = level == SimdLevel::avx512 ? 16 : level == SimdLevel::avx2 ? 8 : 1;
+  auto* loop = level == SimdLevel::avx512 ? &fma_loop_avx512
+               : level == SimdLevel::avx2 ? &fma_loop_avx2
+                                          : &fma_loop_scalar;
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<float> sink(size_t(pool.size()));
+    const double t0 = now();
+    pool.parallel_for(pool.size(), [&](int64_t, int64_t, int t) { sink[size_t(t)] = loop(iters); });
+    const double s = now() - t0;
+    best = std::max(best, double(pool.size()) * double(iters) * 12 * lanes * 2 / s / 1e9);
+    if (sink[0] == 12345.0f) std::printf(" ");
+  }
+  return best;
+}
+
+double read_bandwidth_gbs(const std::vector<float>& buf, ThreadPool& pool, double (*now)()) {
+  std::vector<double> gbs;
+  for (int rep = 0; rep < 5; ++rep) {
+    std::vector<float> sink(size_t(pool.size()));
+    const double t0 = now();
+    pool.parallel_for(
+        int64_t(buf.size()),
+        [&](int64_t b, int64_t e, int t) { sink[size_t(t)] = sum_floats(buf.data() + b, e - b); },
+        1 << 16);
+    gbs.push_back(double(buf.size()) * 4 / (now() - t0) / 1e9);
+    if (sink[0] == 12345.0f) std::printf(" ");
+  }
+  std::sort(gbs.begin(), gbs.end());
+  return gbs[gbs.size() / 2];
+}
+
+}  // namespace invar::app
