@@ -25,8 +25,11 @@ __attribute__((target("avx512f,fma"))) float fma_loop_avx512(int64_t iters) {
 #pragma GCC unroll 12
     for (int j = 0; j < 12; ++j) a[j] = _mm512_fmadd_ps(a[j], m, c);
   }
-  float s = 0;
-  for (int j = 0; j < 12; ++j) s += _mm512_reduce_add_ps(a[j]);
+  float t[16], s = 0;
+  for (int j = 0; j < 12; ++j) {
+    _mm512_storeu_ps(t, a[j]);
+    for (float v : t) s += v;
+  }
   return s;
 }
 
@@ -94,16 +97,25 @@ double fma_peak_gflops(SimdLevel level, ThreadPool& pool, double (*now)()) {
 
 double read_bandwidth_gbs(const std::vector<float>& buf, ThreadPool& pool, double (*now)()) {
   std::vector<double> gbs;
+  std::vector<float> sink(size_t(pool.size()));
   for (int rep = 0; rep < 5; ++rep) {
-    std::vector<float> sink(size_t(pool.size()));
+    // Whole passes until the sample lasts 20 ms (a cache-sized buffer takes microseconds).
+    int64_t passes = 0;
     const double t0 = now();
-    pool.parallel_for(
-        int64_t(buf.size()),
-        [&](int64_t b, int64_t e, int t) { sink[size_t(t)] = sum_floats(buf.data() + b, e - b); },
-        1 << 16);
-    gbs.push_back(double(buf.size()) * 4 / (now() - t0) / 1e9);
-    if (sink[0] == 12345.0f) std::printf(" ");
+    double dt = 0;
+    do {
+      pool.parallel_for(
+          int64_t(buf.size()),
+          [&](int64_t b, int64_t e, int t) {
+            sink[size_t(t)] += sum_floats(buf.data() + b, e - b);
+          },
+          1 << 16);
+      ++passes;
+      dt = now() - t0;
+    } while (dt < 0.02);
+    gbs.push_back(double(buf.size()) * 4 * double(passes) / dt / 1e9);
   }
+  if (sink[0] == 12345.0f) std::printf(" ");
   std::sort(gbs.begin(), gbs.end());
   return gbs[gbs.size() / 2];
 }

@@ -9,8 +9,9 @@
 // prompt in prefill but once per token in decode, attention over the causal history, the delta
 // rule and the conv; decode also reads the recurrent state and writes it back, and reads the KV
 // history. The FMA peak (register-only FMA chains on the active SIMD level) and the read
-// bandwidth (a buffer far larger than the caches) are measured before and after each thread
-// count's runs; the best of the two is the limit. A rate above its roofline means an input is
+// bandwidth (repeated sums over a buffer of one decoded token's bytes: DRAM for a large model,
+// the caches for a small one) are measured before and after each thread count's runs; the best
+// of the two is the limit. A rate above its roofline means an input is
 // wrong, so the bench stops with an error that names it instead of printing a fraction > 100%.
 #include <time.h>
 #include <unistd.h>
@@ -264,6 +265,7 @@ int run_bench(const ModelBenchOptions& o) {
     make_model(c, o.vocab, w);
     w.write(path);
     std::printf("generated %s (%.1f s)\n", path.c_str(), seconds_since(t0));
+    std::fflush(stdout);
   }
   struct Cleanup {
     std::string p;
@@ -299,9 +301,11 @@ int run_bench(const ModelBenchOptions& o) {
     x = x * 1664525u + 1013904223u;
     id = int32_t((x >> 8) % uint32_t(hp.n_vocab));
   }
-  std::vector<float> bw_buf(static_cast<size_t>(128) << 20, 1.0f);  // 512 MiB
   double decode_bytes = 0;  // mean over the decoded positions
   for (int64_t i = 0; i < o.decode; ++i) decode_bytes += work.decode_bytes(p0 + i) / o.decode;
+  // The bandwidth that bounds decode is that of reading its bytes over and over: DRAM for a
+  // model far larger than the caches, the caches' for a small one.
+  std::vector<float> bw_buf(size_t(std::max(decode_bytes / 4, double(1 << 18))), 1.0f);
 
   for (int64_t nt64 : threads) {
     const int nt = int(nt64);
@@ -349,9 +353,10 @@ int run_bench(const ModelBenchOptions& o) {
         "\n%d thread(s), %s. Limits measured in this run (best of before and after the "
         "runs), wall / CPU-time clock:\n"
         "  FMA peak  %.0f / %.0f GFLOP/s  (register-only %s FMA chains, %d thread(s))\n"
-        "  read bandwidth  %.1f / %.1f GB/s  (sum over a 512 MiB buffer, %d thread(s))\n",
+        "  read bandwidth  %.1f / %.1f GB/s  (repeated sums over a %.1f MB buffer, the bytes "
+        "of one decoded token, %d thread(s))\n",
         nt, simd.c_str(), lim.fma_gflops.wall, lim.fma_gflops.cpu, simd.c_str(), nt,
-        lim.read_gbs.wall, lim.read_gbs.cpu, nt);
+        lim.read_gbs.wall, lim.read_gbs.cpu, double(bw_buf.size()) * 4 / 1e6, nt);
     std::printf("%-8s %-13s %-13s %10s %10s %7s %10s %10s %7s\n", "threads", "phase", "work/token",
                 "tok/s", "roofline", "of roof", "cpu tok/s", "cpu roof", "of roof");
     for (const Row& r : rows) {
@@ -364,9 +369,8 @@ int run_bench(const ModelBenchOptions& o) {
       const std::string why =
           r.decode ? "the bytes per decoded token (" + r.work +
                          ": active weights, output projection, state, KV) undercount what it "
-                         "reads, or they sit in the caches (a model too small for a DRAM "
-                         "roofline: use a larger --embd/--layers), or the bandwidth was measured "
-                         "while other work loaded the machine"
+                         "reads, or the bandwidth was measured while other work loaded the "
+                         "machine"
                    : "the FLOPs per prompt token (" + r.work +
                          ") undercount the model's work, or the FMA peak was measured while "
                          "other work loaded the machine";
