@@ -66,9 +66,8 @@ void delta_rule(const DeltaRuleShape& s, float* state, const float* q, const flo
   check_shape(s);
   const IsaKernels* isa = isa_kernels();
   auto* run = isa ? isa->delta_rule_heads : &delta_rule_heads_ref;
-  pool.parallel_for(s.hv, [&](int64_t h0, int64_t h1, int) {
-    run(s, state, q, k, v, g, beta, o, h0, h1);
-  });
+  pool.parallel_for(
+      s.hv, [&](int64_t h0, int64_t h1, int) { run(s, state, q, k, v, g, beta, o, h0, h1); });
 }
 
 }  // namespace invar

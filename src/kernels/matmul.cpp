@@ -91,7 +91,9 @@ void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y) {
   matmul_scalar_range(w, x, m, y, 0, w.n());
 }
 
-int64_t matmul_scratch_floats(int n_threads) { return kMatmulScratchFloats * n_threads; }
+int64_t matmul_scratch_floats(int n_threads) {
+  return kMatmulScratchFloats * n_threads;
+}
 
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
             std::span<float> scratch) {
