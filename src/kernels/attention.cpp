@@ -90,8 +90,8 @@ void attention(const AttentionShape& s, const KvView& kv, const float* q, float*
 
 void attention(const AttentionShape& s, const KvView& kv, const float* q, float* o,
                ThreadPool& pool) {
-  const int64_t floats = attention_scratch_floats(s.pos0 + s.n_tokens, s.d, pool.size());
-  std::vector<float> scratch(size_t(floats));
+  const int64_t need = attention_scratch_floats(s.pos0 + s.n_tokens, s.d, pool.size());
+  std::vector<float> scratch(static_cast<size_t>(need));
   attention(s, kv, q, o, pool, scratch);
 }
 
