@@ -6,12 +6,7 @@
 // OpenBLAS is loaded with dlopen at bench time only, after OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE
 // are removed from the environment (they pin its AVX2 kernel; see docs/machine.md), so the
 // comparison is against its best kernel for this CPU, and no other command pays for its threads.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593 in AVX-512 intrinsics
-#endif
-
 #include <dlfcn.h>
-#include <immintrin.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_machine.h"
 #include "bench_registry.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -92,92 +88,6 @@ OpenBlas openblas_load(bool keep_env) {
   b.config = reinterpret_cast<char* (*)()>(dlsym(h, "openblas_get_config"));
   if (!b.ok()) b.why_missing = "libopenblas lacks cblas_sgemm/cblas_sgemv/openblas_set_num_threads";
   return b;
-}
-
-// ---- machine limits --------------------------------------------------------------------------
-
-// Register-only FMA chains: 12 independent accumulators per thread (enough to cover the latency
-// on two pipes); returns a value so the loop is not removed.
-__attribute__((target("avx512f,fma"))) float fma_loop_avx512(int64_t iters) {
-  __m512 a[12];
-  for (int j = 0; j < 12; ++j) a[j] = _mm512_set1_ps(float(j));
-  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < 12; ++j) a[j] = _mm512_fmadd_ps(a[j], m, c);
-  }
-  float s = 0;
-  float t[16];
-  for (int j = 0; j < 12; ++j) {
-    _mm512_storeu_ps(t, a[j]);
-    for (float v : t) s += v;
-  }
-  return s;
-}
-
-__attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
-  __m256 a[12];
-  for (int j = 0; j < 12; ++j) a[j] = _mm256_set1_ps(float(j));
-  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-    for (int j = 0; j < 12; ++j) a[j] = _mm256_fmadd_ps(a[j], m, c);
-  }
-  float s = 0;
-  float t[8];
-  for (int j = 0; j < 12; ++j) {
-    _mm256_storeu_ps(t, a[j]);
-    for (float v : t) s += v;
-  }
-  return s;
-}
-
-// Peak GFLOP/s with `threads` threads each running the FMA loop (best of 3).
-double fma_peak(SimdLevel level, ThreadPool& pool) {
-  const int64_t iters = 4'000'000;
-  const int lanes = level == SimdLevel::avx512 ? 16 : 8;
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    std::vector<float> sink(size_t(pool.size()));
-    const auto t0 = clock_now();
-    pool.parallel_for(pool.size(), [&](int64_t b, int64_t, int t) {
-      sink[size_t(t)] = level == SimdLevel::avx512 ? fma_loop_avx512(iters) : fma_loop_avx2(iters);
-    });
-    const double s = seconds_since(t0);
-    best = std::max(best, double(pool.size()) * iters * 12 * lanes * 2 / s / 1e9);
-    if (sink[0] == 12345.0f) std::printf(" ");
-  }
-  return best;
-}
-
-__attribute__((target("avx2"))) float sum_bytes(const float* p, int64_t n) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i + 32 <= n; i += 32) {
-    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
-    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + 24));
-  }
-  float t[8];
-  _mm256_storeu_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  return t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
-}
-
-// DRAM read bandwidth in GB/s: threads sum disjoint halves of a buffer far larger than the
-// caches (median of 5).
-double read_bandwidth(const std::vector<float>& buf, ThreadPool& pool) {
-  std::vector<double> gbs;
-  for (int rep = 0; rep < 5; ++rep) {
-    std::vector<float> sink(size_t(pool.size()));
-    const auto t0 = clock_now();
-    pool.parallel_for(
-        int64_t(buf.size()),
-        [&](int64_t b, int64_t e, int t) { sink[size_t(t)] = sum_bytes(buf.data() + b, e - b); },
-        1 << 16);
-    gbs.push_back(double(buf.size()) * 4 / seconds_since(t0) / 1e9);
-  }
-  std::sort(gbs.begin(), gbs.end());
-  return gbs[gbs.size() / 2];
 }
 
 // ---- the product -----------------------------------------------------------------------------
@@ -292,10 +202,11 @@ int run_bench(const Options& opt) {
   for (int t : opt.threads) {
     ThreadPool pool(t);
     g_clock_threads = t;
-    const double peak2 = fma_peak(SimdLevel::avx2, pool);
+    const double peak2 = fma_peak_gflops(SimdLevel::avx2, pool, clock_now);
     const double peak512 =
-        simd_detect() == SimdLevel::avx512 ? fma_peak(SimdLevel::avx512, pool) : 0.0;
-    bandwidth[t] = read_bandwidth(bw_buf, pool);
+        simd_detect() == SimdLevel::avx512 ? fma_peak_gflops(SimdLevel::avx512, pool, clock_now)
+                                           : 0.0;
+    bandwidth[t] = read_bandwidth_gbs(bw_buf, pool, clock_now);
     std::printf("%-8d %-22.0f %-22.0f %-18.1f\n", t, peak2, peak512, bandwidth[t]);
   }
   bw_buf = {};
@@ -337,12 +248,13 @@ int run_bench(const Options& opt) {
         ThreadPool pool(t);
         g_clock_threads = t;
         if (blas.ok()) blas.set_threads(t);
+        std::vector<float> scratch(size_t(matmul_scratch_floats(t)));
         std::vector<Variant> vs;
         size_t rot = 0;
         for (SimdLevel level : levels) {
           vs.push_back({std::string(simd_name(level)), [&, level] {
                           simd_set(level);
-                          matmul(ws[rot++ % ws.size()], x.data(), s.m, y.data(), pool);
+                          matmul(ws[rot++ % ws.size()], x.data(), s.m, y.data(), pool, scratch);
                         }, {}});
         }
         if (!wf.empty()) {

@@ -1,12 +1,18 @@
-// `invar bench model`: forward-pass speed on a generated model next to this machine's limits.
-//   prefill tok/s at several prompt lengths (one forward call, last logits only) against the
-//     compute roofline  peak FMA rate ÷ (2 × active parameters per token);
+// `invar bench model`: forward-pass speed on a generated (or given) model next to this machine's
+// limits, both measured in the same run, at the same thread count and SIMD level:
+//   prefill tok/s at several prompt lengths (one forward call, logits of the last position only)
+//     against the compute roofline  FMA peak ÷ FLOPs per prompt token;
 //   decode tok/s (one token per call after a prompt) against the memory roofline
-//     measured read bandwidth ÷ bytes of weights one decoded token reads.
-// The peak FMA rate is not measured here (it needs ISA-specific code); it is taken from
-// docs/machine.md (AVX-512 registers-only FMA, 216 / 425 GFLOP/s on 1 / 2 threads) and can be
-// overridden with --peak-gflops. Bandwidth is measured in the bench: a canonical sum over a
-// 512 MiB buffer split between the threads.
+//     read bandwidth ÷ bytes one decoded token reads.
+// The costs are the model's real work (ModelWork): matrix products over the active parameters
+// (MoE: the K routed experts and the shared expert, not all NE), the output projection once per
+// prompt in prefill but once per token in decode, attention over the causal history, the delta
+// rule and the conv; decode also reads the recurrent state and writes it back, and reads the KV
+// history. The FMA peak (register-only FMA chains on the active SIMD level) and the read
+// bandwidth (repeated sums over a buffer of one decoded token's bytes: DRAM for a large model,
+// the caches for a small one) are measured before and after each thread count's runs; the best
+// of the two is the limit. A rate above its roofline means an input is
+// wrong, so the bench stops with an error that names it instead of printing a fraction > 100%.
 #include <time.h>
 #include <unistd.h>
 
@@ -15,16 +21,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_machine.h"
 #include "bench_registry.h"
-#include "int_list.h"
 #include "core/error.h"
 #include "core/simd.h"
 #include "core/thread_pool.h"
-#include "kernels/reduce.h"
+#include "int_list.h"
 #include "model/make_model.h"
 #include "model/model.h"
 
@@ -40,10 +45,18 @@ struct ModelBenchOptions {
   std::string prompts = "128,512,2048";
   int64_t decode = 32;
   std::string threads = "1,2";
-  std::string peak = "216,425";
   std::string simd;
   bool keep = false;
 };
+
+// Progress of the slow steps, on stderr (flushed: it may be a pipe).
+template <class... A>
+void progress(const char* fmt, A... a) {
+  std::fprintf(stderr, "bench model: ");
+  std::fprintf(stderr, fmt, a...);
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -58,6 +71,15 @@ double cpu_seconds() {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
+// The two clocks of the machine limits: wall seconds, and CPU seconds per pool thread.
+int g_threads = 1;
+double wall_now() {
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+double cpu_now() {
+  return cpu_seconds() / g_threads;
+}
+
 struct Timing {
   double wall = 0, cpu = 0;
   Timing& operator+=(const Timing& o) {
@@ -67,56 +89,93 @@ struct Timing {
   }
 };
 
-// Best of 3 passes of a canonical sum over `buf`, split into 1 MiB pieces among the threads:
-// GB/s by wall time and by CPU time (see cpu_seconds).
-std::pair<double, double> measure_bandwidth_gbs(const std::vector<float>& buf, ThreadPool& pool) {
-  const int64_t piece = 1 << 18;  // floats
-  const int64_t n_pieces = int64_t(buf.size()) / piece;
-  std::vector<float> sink(static_cast<size_t>(pool.size()), 0.0f);
-  double best = 0, best_cpu = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    auto t0 = Clock::now();
-    const double c0 = cpu_seconds();
-    pool.parallel_for(n_pieces, [&](int64_t b, int64_t e, int ti) {
-      float s = 0;
-      for (int64_t i = b; i < e; ++i) s += reduce_sum(buf.data() + i * piece, piece);
-      sink[size_t(ti)] += s;
-    });
-    const double dt = seconds_since(t0), dc = (cpu_seconds() - c0) / pool.size();
-    best = std::max(best, double(n_pieces * piece * 4) / dt / 1e9);
-    best_cpu = std::max(best_cpu, double(n_pieces * piece * 4) / dc / 1e9);
+// A machine limit by both clocks.
+struct Limit {
+  double wall = 0, cpu = 0;
+  void keep_best(const Limit& o) {
+    wall = std::max(wall, o.wall);
+    cpu = std::max(cpu, o.cpu);
   }
-  if (sink[0] == 12345.0f) std::printf(" ");  // keep the sums alive
-  return {best, best_cpu};
-}
-
-// Bytes of weights and multiply-adds per token, from the file's tensors: experts count K/NE of
-// their bytes (a token visits K of NE), the embedding one row (unless it is also the output).
-struct TokenCost {
-  double decode_bytes = 0;  // weights read by one decoded token
-  double active_params = 0; // weights one token multiplies (FLOPs = 2 × this)
 };
 
-TokenCost token_cost(const Model& m) {
+struct MachineLimits {
+  Limit fma_gflops, read_gbs;
+};
+
+MachineLimits measure_limits(SimdLevel level, const std::vector<float>& buf, ThreadPool& pool) {
+  progress("%d thread(s): measuring the %s FMA peak and the read bandwidth", pool.size(),
+           std::string(simd_name(level)).c_str());
+  g_threads = pool.size();
+  MachineLimits m;
+  m.fma_gflops = {fma_peak_gflops(level, pool, wall_now), fma_peak_gflops(level, pool, cpu_now)};
+  m.read_gbs = {read_bandwidth_gbs(buf, pool, wall_now), read_bandwidth_gbs(buf, pool, cpu_now)};
+  return m;
+}
+
+// What the forward pass computes and reads, from the file's tensors and the hyperparameters.
+struct ModelWork {
+  double active_params = 0;  // matrix weights one token multiplies, output projection aside
+  double active_bytes = 0;   // their bytes (plus the depthwise conv weights)
+  double output_params = 0;  // the output projection {E, V}
+  double output_bytes = 0;
+  double embd_row_bytes = 0;      // one token_embd row (0 when tied: counted as the output)
+  double recurrent_flops = 0;     // per token: delta rule and conv of every recurrent layer
+  double state_bytes = 0;         // per token: recurrent state read and written back
+  double attn_flops_per_key = 0;  // per (query, history position): q·k and the weighted V sum
+  double kv_bytes_per_key = 0;    // per history position read by one query: K and V rows
+
+  // FLOPs of one prompt of p tokens from position 0 (logits of its last position only).
+  double prefill_flops(int64_t p) const {
+    const double pairs = double(p) * double(p + 1) / 2;
+    return double(p) * (2 * active_params + recurrent_flops) + 2 * output_params +
+           attn_flops_per_key * pairs;
+  }
+  // Bytes read to decode the token at position pos.
+  double decode_bytes(int64_t pos) const {
+    return active_bytes + output_bytes + embd_row_bytes + state_bytes +
+           kv_bytes_per_key * double(pos + 1);
+  }
+};
+
+// The trunk layer of a "blk.N." tensor name, or −1.
+int64_t layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  return std::stoll(name.substr(4));
+}
+
+ModelWork model_work(const Model& m) {
   const Hparams& hp = m.hparams();
-  TokenCost c;
+  ModelWork w;
   const double expert_frac = hp.n_expert ? double(hp.n_expert_used) / double(hp.n_expert) : 1.0;
   for (const GgufTensorInfo& t : m.gguf().tensors()) {
-    if (t.ne.size() < 2 || t.name.find("nextn") != std::string::npos) continue;  // vectors, MTP
-    double bytes = double(t.n_bytes), params = double(t.n_elements());
-    if (t.name.find("_exps") != std::string::npos) {
-      bytes *= expert_frac;
-      params *= expert_frac;
-    } else if (t.name == "token_embd.weight" && !hp.tied_embeddings) {
-      bytes /= double(hp.n_vocab);
-      params = 0;
+    if (t.ne.size() < 2 || layer_of(t.name) >= hp.n_layer) continue;  // vectors; MTP blocks
+    const double bytes = double(t.n_bytes), params = double(t.n_elements());
+    const bool output =
+        t.name == "output.weight" || (t.name == "token_embd.weight" && hp.tied_embeddings);
+    if (output) {
+      w.output_bytes += bytes;
+      w.output_params += params;
+    } else if (t.name == "token_embd.weight") {
+      w.embd_row_bytes += bytes / double(hp.n_vocab);
+    } else if (t.name.find("_exps") != std::string::npos) {  // a token visits K of NE experts
+      w.active_bytes += bytes * expert_frac;
+      w.active_params += params * expert_frac;
     } else if (t.name.find("ssm_conv1d") != std::string::npos) {
-      params = 0;  // a depthwise conv, not a matrix product
+      w.active_bytes += bytes;  // a depthwise conv, counted in recurrent_flops
+    } else {
+      w.active_bytes += bytes;
+      w.active_params += params;
     }
-    c.decode_bytes += bytes;
-    c.active_params += params;
   }
-  return c;
+  const double n_rec = double(hp.n_recurrent_layers()), n_attn = double(hp.n_attention_layers());
+  const double state = double(hp.ssm_dt_rank) * double(hp.ssm_d_state) * double(hp.ssm_d_state);
+  // Per state element: decay (1), dot with k (2), update (2), dot with q (2); conv: Kc FMAs a
+  // channel.
+  w.recurrent_flops = n_rec * (7 * state + 2 * double(hp.ssm_d_conv * hp.gdn_conv_channels()));
+  w.state_bytes = 2 * 4 * double(m.state_floats());
+  w.attn_flops_per_key = n_attn * 4 * double(hp.n_head * hp.head_dim);
+  w.kv_bytes_per_key = n_attn * 2 * 4 * double(hp.n_head_kv * hp.head_dim);
+  return w;
 }
 
 struct SeqBuffers {
@@ -133,8 +192,8 @@ struct SeqBuffers {
 };
 
 // Runs tokens at pos0.. in one forward call.
-Timing timed_forward(const Model& m, SeqBuffers& sb, const int32_t* tokens, int64_t n,
-                     int64_t pos0, int64_t bs, ThreadPool& pool) {
+Timing timed_forward(const Model& m, SeqBuffers& sb, const int32_t* tokens, int64_t n, int64_t pos0,
+                     int64_t bs, ThreadPool& pool) {
   SeqChunk c;
   c.tokens = tokens;
   c.n_tokens = n;
@@ -149,15 +208,30 @@ Timing timed_forward(const Model& m, SeqBuffers& sb, const int32_t* tokens, int6
   return {seconds_since(t0), (cpu_seconds() - c0) / pool.size()};
 }
 
+// Fraction of a roofline; a rate above it is not a fraction but a wrong input: stop and say which.
+double checked_fraction(double rate, double roof, const std::string& what, const std::string& why) {
+  const double f = rate / roof;
+  if (!(f <= 1.0)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf,
+                  " ran at %.0f%% of its roofline (%.1f tok/s against %.1f): ", 100 * f, rate,
+                  roof);
+    throw Error(what + buf + why);
+  }
+  return f;
+}
+
 int run_bench(const ModelBenchOptions& o) {
   const auto prompts = int_list_parse("--prompts", o.prompts);
   const auto threads = int_list_parse("--threads", o.threads);
-  const auto peaks = int_list_parse("--peak-gflops", o.peak);
   if (!o.simd.empty()) {
     auto lvl = simd_parse(o.simd);
     if (!lvl) throw Error("--simd: '" + o.simd + "' is not one of off, avx2, avx512");
     simd_set(*lvl);
   }
+  if (o.decode < 1) throw Error("--decode: at least 1 token");
+  const SimdLevel level = simd_active();
+  const std::string simd = std::string(simd_name(level));
 
   std::string path = o.model;
   const bool generated = path.empty();
@@ -186,11 +260,13 @@ int run_bench(const ModelBenchOptions& o) {
     path = (std::filesystem::temp_directory_path() /
             ("invar-bench-model-" + std::to_string(getpid()) + ".gguf"))
                .string();
+    progress("generating the model");
     auto t0 = Clock::now();
     GgufWriter w;
     make_model(c, o.vocab, w);
     w.write(path);
     std::printf("generated %s (%.1f s)\n", path.c_str(), seconds_since(t0));
+    std::fflush(stdout);
   }
   struct Cleanup {
     std::string p;
@@ -200,67 +276,121 @@ int run_bench(const ModelBenchOptions& o) {
     }
   } cleanup{path, generated && !o.keep};
 
+  progress("loading %s", path.c_str());
   auto model = Model::load(path);
   const Hparams& hp = model->hparams();
-  const TokenCost cost = token_cost(*model);
-  std::printf("model: %s E=%lld L=%lld NE=%lld K=%lld V=%lld, %s weights, file %.0f MB\n",
-              std::string(arch_name(hp.arch)).c_str(), (long long)hp.n_embd,
-              (long long)hp.n_layer, (long long)hp.n_expert, (long long)hp.n_expert_used,
-              (long long)hp.n_vocab, o.type.c_str(), double(model->gguf().file_size()) / 1e6);
-  std::printf("per token: %.1f MB of weights read when decoding, %.1f M active params "
-              "(%.2f GFLOP prefill)\nsimd: %s\n\n",
-              cost.decode_bytes / 1e6, cost.active_params / 1e6, 2 * cost.active_params / 1e9,
-              std::string(simd_name(simd_active())).c_str());
+  const ModelWork work = model_work(*model);
+  std::printf(
+      "model: %s E=%lld L=%lld (%lld attention) NE=%lld K=%lld V=%lld, %s weights, "
+      "file %.0f MB\n",
+      std::string(arch_name(hp.arch)).c_str(), (long long)hp.n_embd, (long long)hp.n_layer,
+      (long long)hp.n_attention_layers(), (long long)hp.n_expert, (long long)hp.n_expert_used,
+      (long long)hp.n_vocab, o.type.c_str(), double(model->gguf().file_size()) / 1e6);
+  std::printf(
+      "per token: %.1f M active params (K of NE experts + shared expert), output "
+      "projection %.1f M (prefill: once per prompt; decode: every token)\n",
+      work.active_params / 1e6, work.output_params / 1e6);
+  std::printf("simd: %s\n", simd.c_str());
+  std::fflush(stdout);
 
   const int64_t bs = 64;
   const int64_t max_prompt = *std::max_element(prompts.begin(), prompts.end());
-  std::vector<int32_t> tokens(static_cast<size_t>(max_prompt + o.decode));
+  const int64_t p0 = std::min<int64_t>(128, max_prompt);
+  std::vector<int32_t> tokens(static_cast<size_t>(std::max(max_prompt, p0 + o.decode)));
   uint32_t x = 12345;
   for (auto& id : tokens) {
     x = x * 1664525u + 1013904223u;
     id = int32_t((x >> 8) % uint32_t(hp.n_vocab));
   }
-  std::vector<float> bw_buf(static_cast<size_t>(128) << 20, 1.0f);  // 512 MiB
+  double decode_bytes = 0;  // mean over the decoded positions
+  for (int64_t i = 0; i < o.decode; ++i) decode_bytes += work.decode_bytes(p0 + i) / o.decode;
+  // The bandwidth that bounds decode is that of reading its bytes over and over: DRAM for a
+  // model far larger than the caches, the caches' for a small one.
+  std::vector<float> bw_buf(size_t(std::max(decode_bytes / 4, double(1 << 18))), 1.0f);
 
-  std::printf("%-8s %-14s %10s %10s %14s %9s %9s\n", "threads", "phase", "tok/s", "cpu tok/s",
-              "roofline tok/s", "fraction", "cpu frac");
-  auto row = [](int nt, const char* phase, double n, Timing t, double roof, double roof_cpu) {
-    std::printf("%-8d %-14s %10.1f %10.1f %14.1f %8.0f%% %8.0f%%", nt, phase, n / t.wall,
-                n / t.cpu, roof, 100 * n / t.wall / roof, 100 * n / t.cpu / roof_cpu);
-  };
-  for (size_t ti = 0; ti < threads.size(); ++ti) {
-    const int nt = int(threads[ti]);
+  for (int64_t nt64 : threads) {
+    const int nt = int(nt64);
     ThreadPool pool(nt);
-    const auto [bw, bw_cpu] = measure_bandwidth_gbs(bw_buf, pool);
-    const double peak = double(peaks[std::min(ti, peaks.size() - 1)]);
-    {  // warm-up: scratch for the largest batch, page-in of the mapping
+    MachineLimits lim = measure_limits(level, bw_buf, pool);
+    struct Row {
+      std::string phase, work;
+      double n;
+      Timing t;
+      double flops_or_bytes;
+      bool decode;
+    };
+    std::vector<Row> rows;
+    progress("%d thread(s): warm-up (prefill %lld)", nt, (long long)max_prompt);
+    {  // scratch for the largest batch, page-in of the mapping
       SeqBuffers sb(*model, max_prompt, bs);
       timed_forward(*model, sb, tokens.data(), max_prompt, 0, bs, pool);
     }
     for (int64_t p : prompts) {
+      progress("%d thread(s): prefill %lld", nt, (long long)p);
       SeqBuffers sb(*model, p, bs);
       const Timing t = timed_forward(*model, sb, tokens.data(), p, 0, bs, pool);
-      const double roof = peak * 1e9 / (2 * cost.active_params);
-      char phase[32];
-      std::snprintf(phase, sizeof phase, "prefill %lld", (long long)p);
-      row(nt, phase, double(p), t, roof, roof);
-      std::printf("\n");
+      const double flops = work.prefill_flops(p) / double(p);
+      char w[32];
+      std::snprintf(w, sizeof w, "%.3f GFLOP", flops / 1e9);
+      rows.push_back({"prefill " + std::to_string(p), w, double(p), t, flops, false});
     }
     {
-      const int64_t p0 = std::min<int64_t>(128, max_prompt);
+      progress("%d thread(s): decode %lld tokens after a %lld-token prompt", nt,
+               (long long)o.decode, (long long)p0);
       SeqBuffers sb(*model, p0 + o.decode, bs);
       timed_forward(*model, sb, tokens.data(), p0, 0, bs, pool);
       Timing t;
       for (int64_t i = 0; i < o.decode; ++i)
         t += timed_forward(*model, sb, tokens.data() + p0 + i, 1, p0 + i, bs, pool);
-      // The CPU-time fraction compares against the CPU-time bandwidth.
-      row(nt, "decode", double(o.decode), t, bw * 1e9 / cost.decode_bytes,
-          bw_cpu * 1e9 / cost.decode_bytes);
-      std::printf("   bandwidth %.1f GB/s (cpu time: %.1f) measured\n", bw, bw_cpu);
+      char w[32];
+      std::snprintf(w, sizeof w, "%.1f MB", decode_bytes / 1e6);
+      rows.push_back({"decode", w, double(o.decode), t, decode_bytes, true});
     }
+    const MachineLimits after = measure_limits(level, bw_buf, pool);
+    lim.fma_gflops.keep_best(after.fma_gflops);
+    lim.read_gbs.keep_best(after.read_gbs);
+
+    std::printf(
+        "\n%d thread(s), %s. Limits measured in this run (best of before and after the "
+        "runs), wall / CPU-time clock:\n"
+        "  FMA peak  %.0f / %.0f GFLOP/s  (register-only %s FMA chains, %d thread(s))\n"
+        "  read bandwidth  %.1f / %.1f GB/s  (repeated sums over a %.1f MB buffer, the bytes "
+        "of one decoded token, %d thread(s))\n",
+        nt, simd.c_str(), lim.fma_gflops.wall, lim.fma_gflops.cpu, simd.c_str(), nt,
+        lim.read_gbs.wall, lim.read_gbs.cpu, double(bw_buf.size()) * 4 / 1e6, nt);
+    std::printf("%-8s %-13s %-13s %10s %10s %7s %10s %10s %7s\n", "threads", "phase", "work/token",
+                "tok/s", "roofline", "of roof", "cpu tok/s", "cpu roof", "of roof");
+    for (const Row& r : rows) {
+      // Compute roofline: GFLOP/s ÷ FLOPs per token; memory roofline: GB/s ÷ bytes per token.
+      const Limit& l = r.decode ? lim.read_gbs : lim.fma_gflops;
+      const double roof = l.wall * 1e9 / r.flops_or_bytes;
+      const double roof_cpu = l.cpu * 1e9 / r.flops_or_bytes;
+      const double rate = r.n / r.t.wall, rate_cpu = r.n / r.t.cpu;
+      const std::string what = std::to_string(nt) + "-thread " + r.phase;
+      const std::string why =
+          r.decode ? "the bytes per decoded token (" + r.work +
+                         ": active weights, output projection, state, KV) undercount what it "
+                         "reads, or the bandwidth was measured while other work loaded the "
+                         "machine"
+                   : "the FLOPs per prompt token (" + r.work +
+                         ") undercount the model's work, or the FMA peak was measured while "
+                         "other work loaded the machine";
+      const double f = checked_fraction(rate, roof, what, why);
+      const double f_cpu = checked_fraction(rate_cpu, roof_cpu, what + " (CPU-time clock)", why);
+      std::printf("%-8d %-13s %-13s %10.1f %10.1f %6.0f%% %10.1f %10.1f %6.0f%%\n", nt,
+                  r.phase.c_str(), r.work.c_str(), rate, roof, 100 * f, rate_cpu, roof_cpu,
+                  100 * f_cpu);
+    }
+    std::fflush(stdout);
   }
-  std::printf("\nprefill roofline: peak FMA %s GFLOP/s (1, 2 threads; docs/machine.md, "
-              "AVX-512) / (2 x active params)\n", o.peak.c_str());
+  std::printf(
+      "\nprefill: one forward call per prompt from position 0, logits of the last "
+      "position; roofline = FMA peak / FLOPs per prompt token.\n"
+      "decode: %lld tokens one per call after a %lld-token prompt; roofline = read "
+      "bandwidth / bytes per token (mean over the decoded positions).\n"
+      "cpu columns: rates by CPU time per thread (a shared machine's neighbours "
+      "excluded), against limits measured by the same clock.\n",
+      (long long)o.decode, (long long)p0);
   return 0;
 }
 
@@ -277,7 +407,6 @@ BenchKind model_bench("model", [](CLI::App& bench) -> Command::Run {
   c->add_option("--prompts", o->prompts, "prefill prompt lengths (default 128,512,2048)");
   c->add_option("--decode", o->decode, "decoded tokens after a 128-token prompt (default 32)");
   c->add_option("--threads", o->threads, "thread counts (default 1,2)");
-  c->add_option("--peak-gflops", o->peak, "peak FMA GFLOP/s per thread count (default 216,425)");
   c->add_option("--simd", o->simd, "off|avx2|avx512");
   c->add_flag("--keep", o->keep, "keep the generated GGUF");
   return [o]() { return run_bench(*o); };

@@ -102,16 +102,19 @@ void bench_level(SimdLevel level) {
     const auto q = randn(size_t(512 * h * d), 11);
     std::vector<float> o(q.size());
     const float scale = 1.0f / 16.0f;
+    std::vector<float> scratch(size_t(attention_scratch_floats(n_pos, d, pool.size())));
     double us = time_us(
         [&] {
-          attention(AttentionShape{1, n_pos - 1, h, hkv, d, scale}, kv, q.data(), o.data(), pool);
+          attention(AttentionShape{1, n_pos - 1, h, hkv, d, scale}, kv, q.data(), o.data(), pool,
+                    scratch);
         },
         10);
     double flops = 4.0 * h * d * n_pos;
     std::printf("attention decode ctx=4096  %9.1f us  %6.2f GFLOP/s\n", us, flops / us / 1e3);
     us = time_us(
         [&] {
-          attention(AttentionShape{512, 0, h, hkv, d, scale}, kv, q.data(), o.data(), pool);
+          attention(AttentionShape{512, 0, h, hkv, d, scale}, kv, q.data(), o.data(), pool,
+                    scratch);
         },
         2);
     flops = 4.0 * h * d * (512.0 * 513 / 2);

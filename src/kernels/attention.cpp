@@ -12,7 +12,6 @@
 
 #include "core/detmath.h"
 #include "core/error.h"
-#include "core/simd.h"
 #include "kernels/kernels_isa.h"
 #include "kernels/reduce.h"
 
@@ -64,29 +63,36 @@ void attention_ref(const AttentionShape& s, const KvView& kv, const float* q, fl
   attention_pairs_ref(s, kv, q, o, 0, s.n_tokens * s.h, scores.data());
 }
 
+int64_t attention_scratch_floats(int64_t context, int64_t d, int n_threads) {
+  // The scalar path needs `context` floats a thread, the SIMD path a tile's scores and
+  // accumulators.
+  return kAttnHeadTile * (context + d) * n_threads;
+}
+
 void attention(const AttentionShape& s, const KvView& kv, const float* q, float* o,
-               ThreadPool& pool) {
+               ThreadPool& pool, std::span<float> scratch) {
   check_shape(s, kv);
-  const SimdLevel level = simd_active();
-  const int64_t ctx = s.pos0 + s.n_tokens;
-  if (level == SimdLevel::scalar) {
-    pool.parallel_for(s.n_tokens * s.h, [&](int64_t i0, int64_t i1, int) {
-      // Per-thread score buffer, grown to the longest context seen and then reused.
-      thread_local std::vector<float> scores;
-      if (scores.size() < size_t(ctx)) scores.resize(size_t(ctx));
-      attention_pairs_ref(s, kv, q, o, i0, i1, scores.data());
+  const int64_t per_thread = attention_scratch_floats(s.pos0 + s.n_tokens, s.d, 1);
+  INVAR_CHECK(int64_t(scratch.size()) >= per_thread * pool.size(),
+              "attention: scratch of " + std::to_string(scratch.size()) + " floats, needs " +
+                  std::to_string(per_thread * pool.size()));
+  const IsaKernels* isa = isa_kernels();
+  if (!isa) {
+    pool.parallel_for(s.n_tokens * s.h, [&](int64_t i0, int64_t i1, int ti) {
+      attention_pairs_ref(s, kv, q, o, i0, i1, scratch.data() + ti * per_thread);
     });
     return;
   }
-  pool.parallel_for(attention_unit_count(s), [&](int64_t u0, int64_t u1, int) {
-    thread_local std::vector<float> scores;
-    const size_t need = size_t(kAttnHeadTile * (ctx + s.d));
-    if (scores.size() < need) scores.resize(need);
-    if (level == SimdLevel::avx512)
-      kern_avx512::attention_units(s, kv, q, o, u0, u1, scores.data());
-    else
-      kern_avx2::attention_units(s, kv, q, o, u0, u1, scores.data());
+  pool.parallel_for(attention_unit_count(s), [&](int64_t u0, int64_t u1, int ti) {
+    isa->attention_units(s, kv, q, o, u0, u1, scratch.data() + ti * per_thread);
   });
+}
+
+void attention(const AttentionShape& s, const KvView& kv, const float* q, float* o,
+               ThreadPool& pool) {
+  const int64_t need = attention_scratch_floats(s.pos0 + s.n_tokens, s.d, pool.size());
+  std::vector<float> scratch(static_cast<size_t>(need));
+  attention(s, kv, q, o, pool, scratch);
 }
 
 }  // namespace invar

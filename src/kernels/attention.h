@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/thread_pool.h"
 
@@ -31,9 +32,17 @@ struct AttentionShape {
   float scale;       // 1/sqrt(D)
 };
 
+// Floats of working memory attention() needs on a pool of n_threads for queries up to position
+// context − 1 (pos0 + T ≤ context) with head size d: scores and accumulators of every thread.
+int64_t attention_scratch_floats(int64_t context, int64_t d, int n_threads);
+
 // q[T][H][D] → o[T][H][D]. Threads split queries × heads (outputs; the SIMD path in tiles of one
-// KV group's heads that share K/V loads). scratch is allocated inside per thread
-// on first use and reused (no per-call allocation after warm-up).
+// KV group's heads that share K/V loads). `scratch` holds at least
+// attention_scratch_floats(pos0 + T, D, pool.size()) floats; the caller sizes it once, so the
+// call allocates nothing.
+void attention(const AttentionShape& s, const KvView& kv, const float* q, float* o,
+               ThreadPool& pool, std::span<float> scratch);
+// The same with scratch allocated for this call (tests and tools).
 void attention(const AttentionShape& s, const KvView& kv, const float* q, float* o,
                ThreadPool& pool);
 void attention_ref(const AttentionShape& s, const KvView& kv, const float* q, float* o);

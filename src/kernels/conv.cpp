@@ -6,7 +6,6 @@
 
 #include "core/detmath.h"
 #include "core/error.h"
-#include "core/simd.h"
 #include "kernels/kernels_isa.h"
 
 namespace invar {
@@ -31,14 +30,8 @@ void conv1d_silu_ref(const float* x, const float* w, float* state, int64_t t, in
 void conv1d_silu(const float* x, const float* w, float* state, int64_t t, int64_t c, int64_t kc,
                  float* y) {
   INVAR_CHECK(kc >= 1 && kc <= 16, "conv1d_silu: kernel size must be in [1, 16]");
-  switch (simd_active()) {
-    case SimdLevel::avx512:
-      return kern_avx512::conv1d_silu(x, w, state, t, c, kc, y);
-    case SimdLevel::avx2:
-      return kern_avx2::conv1d_silu(x, w, state, t, c, kc, y);
-    default:
-      return conv1d_silu_ref(x, w, state, t, c, kc, y);
-  }
+  if (const IsaKernels* k = isa_kernels()) return k->conv1d_silu(x, w, state, t, c, kc, y);
+  conv1d_silu_ref(x, w, state, t, c, kc, y);
 }
 
 }  // namespace invar

@@ -14,7 +14,6 @@
 
 #include "core/detmath.h"
 #include "core/error.h"
-#include "core/simd.h"
 #include "kernels/kernels_isa.h"
 #include "kernels/reduce.h"
 
@@ -65,17 +64,10 @@ void delta_rule_ref(const DeltaRuleShape& s, float* state, const float* q, const
 void delta_rule(const DeltaRuleShape& s, float* state, const float* q, const float* k,
                 const float* v, const float* g, const float* beta, float* o, ThreadPool& pool) {
   check_shape(s);
-  const SimdLevel level = simd_active();
-  pool.parallel_for(s.hv, [&](int64_t h0, int64_t h1, int) {
-    switch (level) {
-      case SimdLevel::avx512:
-        return kern_avx512::delta_rule_heads(s, state, q, k, v, g, beta, o, h0, h1);
-      case SimdLevel::avx2:
-        return kern_avx2::delta_rule_heads(s, state, q, k, v, g, beta, o, h0, h1);
-      default:
-        return delta_rule_heads_ref(s, state, q, k, v, g, beta, o, h0, h1);
-    }
-  });
+  const IsaKernels* isa = isa_kernels();
+  auto* run = isa ? isa->delta_rule_heads : &delta_rule_heads_ref;
+  pool.parallel_for(
+      s.hv, [&](int64_t h0, int64_t h1, int) { run(s, state, q, k, v, g, beta, o, h0, h1); });
 }
 
 }  // namespace invar

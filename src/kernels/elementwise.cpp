@@ -4,7 +4,6 @@
 #include "kernels/elementwise.h"
 
 #include "core/detmath.h"
-#include "core/simd.h"
 #include "kernels/kernels_isa.h"
 
 namespace invar {
@@ -21,25 +20,13 @@ void scale_add_inplace(float* y, const float* x, float s, int64_t n) {
 }
 
 void swiglu(const float* gate, const float* up, int64_t n, float* y) {
-  switch (simd_active()) {
-    case SimdLevel::avx512:
-      return kern_avx512::swiglu(gate, up, n, y);
-    case SimdLevel::avx2:
-      return kern_avx2::swiglu(gate, up, n, y);
-    default:
-      for (int64_t i = 0; i < n; ++i) y[i] = det_silu(gate[i]) * up[i];
-  }
+  if (const IsaKernels* k = isa_kernels()) return k->swiglu(gate, up, n, y);
+  for (int64_t i = 0; i < n; ++i) y[i] = det_silu(gate[i]) * up[i];
 }
 
 void sigmoid_mul_inplace(float* y, const float* gate, int64_t n) {
-  switch (simd_active()) {
-    case SimdLevel::avx512:
-      return kern_avx512::sigmoid_mul_inplace(y, gate, n);
-    case SimdLevel::avx2:
-      return kern_avx2::sigmoid_mul_inplace(y, gate, n);
-    default:
-      for (int64_t i = 0; i < n; ++i) y[i] = y[i] * det_sigmoid(gate[i]);
-  }
+  if (const IsaKernels* k = isa_kernels()) return k->sigmoid_mul_inplace(y, gate, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] * det_sigmoid(gate[i]);
 }
 
 }  // namespace invar

@@ -1,37 +1,60 @@
-// Entry points of the AVX2 and AVX-512 kernel variants (files *_avx2.cpp / *_avx512.cpp). The
-// public headers dispatch to these on simd_active(); every one computes the same bits as the
-// scalar reference beside it. Private to src/kernels.
+// Entry points of the AVX2 and AVX-512 kernel variants: one table per ISA, built from the bodies
+// written once over a 16-float vector type (kernels_simd.h) in kernels_avx2.cpp and
+// kernels_avx512.cpp. The public headers dispatch through isa_kernels(); every entry computes the
+// same bits as the scalar reference beside it. Private to src/kernels.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
+#include "core/simd.h"
 #include "kernels/attention.h"
 #include "kernels/delta_rule.h"
 
 namespace invar {
 
-#define INVAR_KERNELS_ISA_DECLS                                                                    \
-  float reduce_sum(const float* x, int64_t n);                                                     \
-  float reduce_sum_sq(const float* x, int64_t n);                                                  \
-  float reduce_dot(const float* a, const float* b, int64_t n);                                     \
-  /* y[N] = e^(x − mx) (det_exp lane-wise); returns the canonical Σ y. */                      \
-  float exp_sub_sum(const float* x, int64_t n, float mx, float* y);                                \
-  void rmsnorm_rows(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);    \
-  void l2norm_rows(const float* x, int64_t m, int64_t n, float eps, float* y);                     \
-  void rmsnorm_gated_rows(const float* x, const float* w, const float* z, int64_t m, int64_t n,    \
-                          float eps, float* y);                                                    \
-  void conv1d_silu(const float* x, const float* w, float* state, int64_t t, int64_t c, int64_t kc, \
-                   float* y);                                                                      \
-  /* Value heads [h0, h1) over all tokens. */                                                      \
-  void delta_rule_heads(const DeltaRuleShape& s, float* state, const float* q, const float* k,     \
-                        const float* v, const float* g, const float* beta, float* o, int64_t h0,   \
-                        int64_t h1);                                                               \
-  /* Units [u0, u1) of attention_unit_count(); scores: scratch of kAttnHeadTile·(pos0+T+D). */    \
-  void attention_units(const AttentionShape& s, const KvView& kv, const float* q, float* o,        \
-                       int64_t u0, int64_t u1, float* scores);                                     \
-  void swiglu(const float* gate, const float* up, int64_t n, float* y);                            \
-  void sigmoid_mul_inplace(float* y, const float* gate, int64_t n);
+struct MatmulPacked;
+
+struct IsaKernels {
+  float (*reduce_sum)(const float* x, int64_t n);
+  float (*reduce_sum_sq)(const float* x, int64_t n);
+  float (*reduce_dot)(const float* a, const float* b, int64_t n);
+  // y[N] = e^(x − mx) (det_exp lane-wise); returns the canonical Σ y.
+  float (*exp_sub_sum)(const float* x, int64_t n, float mx, float* y);
+  void (*rmsnorm_rows)(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y);
+  void (*l2norm_rows)(const float* x, int64_t m, int64_t n, float eps, float* y);
+  void (*rmsnorm_gated_rows)(const float* x, const float* w, const float* z, int64_t m, int64_t n,
+                             float eps, float* y);
+  void (*conv1d_silu)(const float* x, const float* w, float* state, int64_t t, int64_t c,
+                      int64_t kc, float* y);
+  // Value heads [h0, h1) over all tokens.
+  void (*delta_rule_heads)(const DeltaRuleShape& s, float* state, const float* q, const float* k,
+                           const float* v, const float* g, const float* beta, float* o, int64_t h0,
+                           int64_t h1);
+  // Units [u0, u1) of attention_unit_count(); scores: kAttnHeadTile·(pos0+T+D) floats.
+  void (*attention_units)(const AttentionShape& s, const KvView& kv, const float* q, float* o,
+                          int64_t u0, int64_t u1, float* scores);
+  void (*swiglu)(const float* gate, const float* up, int64_t n, float* y);
+  void (*sigmoid_mul_inplace)(float* y, const float* gate, int64_t n);
+  // matmul_packed.h: panels [p_begin, p_end) of every row; wbuf: kMatmulScratchFloats floats.
+  void (*matmul_panels)(const MatmulPacked& w, const float* x, int64_t rows, float* y,
+                        int64_t p_begin, int64_t p_end, float* wbuf);
+};
+
+extern const IsaKernels kIsaKernelsAvx2;
+extern const IsaKernels kIsaKernelsAvx512;
+
+// The table of the active SIMD level; nullptr when the scalar references run.
+inline const IsaKernels* isa_kernels(SimdLevel level = simd_active()) {
+  switch (level) {
+    case SimdLevel::avx512:
+      return &kIsaKernelsAvx512;
+    case SimdLevel::avx2:
+      return &kIsaKernelsAvx2;
+    default:
+      return nullptr;
+  }
+}
 
 // The SIMD attention shares each K/V row load among the query heads of one KV group: a work unit
 // is (token t, KV head g, tile of up to kAttnHeadTile of g's query heads). Each head still runs
@@ -64,14 +87,5 @@ inline const float* attention_kv_row(const float* const* blocks, const KvView& k
                                      int64_t off) {
   return blocks[p / kv.block_size] + (p % kv.block_size) * kv.row_stride + off;
 }
-
-namespace kern_avx2 {
-INVAR_KERNELS_ISA_DECLS
-}
-namespace kern_avx512 {
-INVAR_KERNELS_ISA_DECLS
-}
-
-#undef INVAR_KERNELS_ISA_DECLS
 
 }  // namespace invar

@@ -4,9 +4,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
-#include "core/simd.h"
+#include "kernels/kernels_isa.h"
 #include "kernels/matmul_packed.h"
 
 namespace invar {
@@ -90,12 +91,17 @@ void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y) {
   matmul_scalar_range(w, x, m, y, 0, w.n());
 }
 
-void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool) {
+int64_t matmul_scratch_floats(int n_threads) {
+  return kMatmulScratchFloats * n_threads;
+}
+
+void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
+            std::span<float> scratch) {
   INVAR_CHECK(m >= 0);
   if (m == 0) return;
-  const SimdLevel level = simd_active();
+  const IsaKernels* isa = isa_kernels();
   const auto* packed = static_cast<const MatmulPacked*>(w.packed.get());
-  if (level == SimdLevel::scalar || packed == nullptr) {
+  if (isa == nullptr || packed == nullptr) {
     // Without matrix_prepare() the scalar chain runs: the same bits, only slower.
     pool.parallel_for(
         w.n(), [&](int64_t b, int64_t e, int) { matmul_scalar_range(w, x, m, y, b, e); }, kPanel);
@@ -103,10 +109,21 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
   }
   INVAR_CHECK(packed->k == w.k() && packed->n == w.n() && packed->type == w.type(),
               "packed layout does not match its matrix");
-  auto* run = level == SimdLevel::avx512 ? &matmul_panels_avx512 : &matmul_panels_avx2;
+  INVAR_CHECK(int64_t(scratch.size()) >= matmul_scratch_floats(pool.size()),
+              "matmul: scratch of " + std::to_string(scratch.size()) + " floats, needs " +
+                  std::to_string(matmul_scratch_floats(pool.size())));
   // Threads take whole groups of 4 panels (64 outputs): a multiple of every tile width.
   pool.parallel_for(
-      packed->n_panels, [&](int64_t b, int64_t e, int) { run(*packed, x, m, y, b, e); }, 4);
+      packed->n_panels,
+      [&](int64_t b, int64_t e, int ti) {
+        isa->matmul_panels(*packed, x, m, y, b, e, scratch.data() + ti * kMatmulScratchFloats);
+      },
+      4);
+}
+
+void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool) {
+  std::vector<float> scratch(size_t(matmul_scratch_floats(pool.size())));
+  matmul(w, x, m, y, pool, scratch);
 }
 
 }  // namespace invar

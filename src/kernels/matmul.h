@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
@@ -52,8 +53,17 @@ class Matrix {
 // Builds the packed layout if the fast path wants one (call once at load time).
 void matrix_prepare(Matrix& w);
 
+// Floats of working memory matmul() needs on a pool of n_threads (weights widened to F32, one
+// block per thread).
+int64_t matmul_scratch_floats(int n_threads);
+
 // y[M][N] = x[M][K] · Wᵀ (rows contiguous, strides K and N). Dispatches on simd_active(); splits
 // N (outputs) across the pool in groups of 64, so every output is computed by one thread.
+// `scratch` holds at least matmul_scratch_floats(pool.size()) floats; the caller sizes it once,
+// so the call allocates nothing.
+void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
+            std::span<float> scratch);
+// The same with scratch allocated for this call (tests and tools).
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool);
 // The scalar reference of the same canonical order (bit-identical to matmul()).
 void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y);

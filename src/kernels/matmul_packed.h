@@ -1,5 +1,5 @@
 // Private to the matmul kernels: the packed weight layout built by matrix_prepare() and the
-// per-ISA entry points that read it.
+// scratch its per-ISA entry points (IsaKernels::matmul_panels, kernels_isa.h) need.
 //
 // Layout: the N rows of W are grouped into panels of kPanel = 16 consecutive rows (the last one
 // zero-padded). A panel stores, for k = 0..K-1, the 16 weights w[n0..n0+15][k] next to each other,
@@ -32,11 +32,8 @@ struct MatmulPacked {
   const uint8_t* panel(int64_t p) const { return bytes.get() + p * panel_bytes; }
 };
 
-// Computes y[m][n] for every row m < rows and every n in panels [p_begin, p_end), in the canonical
-// order (matmul.h). x is [rows][K], y is [rows][N]; nothing outside those columns is written.
-void matmul_panels_avx2(const MatmulPacked& w, const float* x, int64_t rows, float* y,
-                        int64_t p_begin, int64_t p_end);
-void matmul_panels_avx512(const MatmulPacked& w, const float* x, int64_t rows, float* y,
-                          int64_t p_begin, int64_t p_end);
+// Floats of the buffer a matmul thread widens its weight panels into (the many-rows path of a
+// non-F32 matrix): the largest tile group of any ISA, kTilePanels × kKBlock × kPanel.
+inline constexpr int64_t kMatmulScratchFloats = 2 * 256 * kPanel;
 
 }  // namespace invar

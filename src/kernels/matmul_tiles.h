@@ -1,6 +1,7 @@
 // Private to the matmul kernels: the loops shared by the AVX2 and AVX-512 files, written over a
-// 16-float vector type V that each file defines with its own intrinsics (one __m512, or two
-// __m256). V is local to its file, so every instantiation here is too: no ODR clash between ISAs.
+// 16-float vector type V that each file defines with its own intrinsics (vec_avx512.h: one
+// __m512; vec_avx2.h: two __m256). V is local to its file, so every instantiation here is too: no
+// ODR clash between ISAs.
 //
 // Every output lane runs the canonical chain acc = fma(w[n][k], x[m][k], acc), k = 0..K-1, from
 // acc = +0 (matmul.h). Weights reach the chain as exact F32 values (F16/BF16 widen exactly; a Q8_0
@@ -17,7 +18,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "kernels/matmul_packed.h"
 
@@ -219,16 +219,15 @@ void panel_to_f32(const MatmulPacked& w, int64_t p, int64_t k0, int64_t kc, floa
 // Many rows: for each K-block and each block of rows (its activations stay in L2), each group of
 // P panels (widened to F32 once, kept in L1), each M-tile of R rows. (Packing the activations of a
 // tile contiguously measured no faster: the broadcasts are few next to the FMAs.)
+// wbuf: kMatmulScratchFloats floats of the calling thread (unused for F32 weights).
 template <class V, DType T>
 void tiles_run(const MatmulPacked& w, const float* x, int64_t rows, float* y, int64_t p0,
-               int64_t p1) {
+               int64_t p1, float* wbuf) {
   constexpr int R = V::kTileRows, P = V::kTilePanels;
   constexpr int64_t kb = V::kKBlock, mb = V::kMBlock;
   static_assert(kb % kQ8Block == 0, "K-blocks must not cut a Q8_0 block");
   static_assert(mb % R == 0, "row blocks hold whole tiles");
-  // Widened weights [P][kb][16], per thread, grown once.
-  static thread_local std::vector<float> wbuf;
-  if (T != DType::F32 && wbuf.size() < size_t(P * kb * kPanel)) wbuf.resize(size_t(P * kb * kPanel));
+  static_assert(P * kb * kPanel <= kMatmulScratchFloats, "widened weights [P][kb][16] fit wbuf");
   for (int64_t k0 = 0; k0 < w.k; k0 += kb) {
     const int64_t kc = std::min(kb, w.k - k0);
     for (int64_t m0 = 0; m0 < rows; m0 += mb) {
@@ -243,9 +242,9 @@ void tiles_run(const MatmulPacked& w, const float* x, int64_t rows, float* y, in
           ws = w.panel_bytes / int64_t(sizeof(float));
         } else {
           for (int64_t i = 0; i < np; ++i) {
-            panel_to_f32<V, T>(w, g + i, k0, kc, wbuf.data() + i * kc * kPanel);
+            panel_to_f32<V, T>(w, g + i, k0, kc, wbuf + i * kc * kPanel);
           }
-          wf = wbuf.data();
+          wf = wbuf;
           ws = kc * kPanel;
         }
         for (int64_t t0 = 0; t0 < mc; t0 += R) {
@@ -260,22 +259,22 @@ void tiles_run(const MatmulPacked& w, const float* x, int64_t rows, float* y, in
 
 template <class V, DType T>
 void panels_run_typed(const MatmulPacked& w, const float* x, int64_t rows, float* y, int64_t p0,
-                      int64_t p1) {
+                      int64_t p1, float* wbuf) {
   if (rows <= V::kDirectRows) {
     direct_run<V, T, V::kDirectRows>(w, x, rows, y, p0, p1);
   } else {
-    tiles_run<V, T>(w, x, rows, y, p0, p1);
+    tiles_run<V, T>(w, x, rows, y, p0, p1, wbuf);
   }
 }
 
 template <class V>
 void panels_run(const MatmulPacked& w, const float* x, int64_t rows, float* y, int64_t p0,
-                int64_t p1) {
+                int64_t p1, float* wbuf) {
   switch (w.type) {
-    case DType::F32: return panels_run_typed<V, DType::F32>(w, x, rows, y, p0, p1);
-    case DType::F16: return panels_run_typed<V, DType::F16>(w, x, rows, y, p0, p1);
-    case DType::BF16: return panels_run_typed<V, DType::BF16>(w, x, rows, y, p0, p1);
-    case DType::Q8_0: return panels_run_typed<V, DType::Q8_0>(w, x, rows, y, p0, p1);
+    case DType::F32: return panels_run_typed<V, DType::F32>(w, x, rows, y, p0, p1, wbuf);
+    case DType::F16: return panels_run_typed<V, DType::F16>(w, x, rows, y, p0, p1, wbuf);
+    case DType::BF16: return panels_run_typed<V, DType::BF16>(w, x, rows, y, p0, p1, wbuf);
+    case DType::Q8_0: return panels_run_typed<V, DType::Q8_0>(w, x, rows, y, p0, p1, wbuf);
   }
 }
 

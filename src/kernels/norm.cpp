@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "core/detmath.h"
-#include "core/simd.h"
 #include "kernels/kernels_isa.h"
 #include "kernels/reduce.h"
 
@@ -46,37 +45,19 @@ void rmsnorm_gated_rows_ref(const float* x, const float* w, const float* z, int6
 }
 
 void rmsnorm_rows(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y) {
-  switch (simd_active()) {
-    case SimdLevel::avx512:
-      return kern_avx512::rmsnorm_rows(x, w, m, n, eps, y);
-    case SimdLevel::avx2:
-      return kern_avx2::rmsnorm_rows(x, w, m, n, eps, y);
-    default:
-      return rmsnorm_rows_ref(x, w, m, n, eps, y);
-  }
+  if (const IsaKernels* k = isa_kernels()) return k->rmsnorm_rows(x, w, m, n, eps, y);
+  rmsnorm_rows_ref(x, w, m, n, eps, y);
 }
 
 void l2norm_rows(const float* x, int64_t m, int64_t n, float eps, float* y) {
-  switch (simd_active()) {
-    case SimdLevel::avx512:
-      return kern_avx512::l2norm_rows(x, m, n, eps, y);
-    case SimdLevel::avx2:
-      return kern_avx2::l2norm_rows(x, m, n, eps, y);
-    default:
-      return l2norm_rows_ref(x, m, n, eps, y);
-  }
+  if (const IsaKernels* k = isa_kernels()) return k->l2norm_rows(x, m, n, eps, y);
+  l2norm_rows_ref(x, m, n, eps, y);
 }
 
 void rmsnorm_gated_rows(const float* x, const float* w, const float* z, int64_t m, int64_t n,
                         float eps, float* y) {
-  switch (simd_active()) {
-    case SimdLevel::avx512:
-      return kern_avx512::rmsnorm_gated_rows(x, w, z, m, n, eps, y);
-    case SimdLevel::avx2:
-      return kern_avx2::rmsnorm_gated_rows(x, w, z, m, n, eps, y);
-    default:
-      return rmsnorm_gated_rows_ref(x, w, z, m, n, eps, y);
-  }
+  if (const IsaKernels* k = isa_kernels()) return k->rmsnorm_gated_rows(x, w, z, m, n, eps, y);
+  rmsnorm_gated_rows_ref(x, w, z, m, n, eps, y);
 }
 
 }  // namespace invar

@@ -1,6 +1,5 @@
 #include "kernels/reduce.h"
 
-#include "core/simd.h"
 #include "kernels/kernels_isa.h"
 
 namespace invar {
@@ -42,36 +41,18 @@ float reduce_dot_ref(const float* a, const float* b, int64_t n) {
 }
 
 float reduce_sum(const float* x, int64_t n) {
-  switch (simd_active()) {
-    case SimdLevel::avx512:
-      return kern_avx512::reduce_sum(x, n);
-    case SimdLevel::avx2:
-      return kern_avx2::reduce_sum(x, n);
-    default:
-      return reduce_sum_ref(x, n);
-  }
+  const IsaKernels* k = isa_kernels();
+  return k ? k->reduce_sum(x, n) : reduce_sum_ref(x, n);
 }
 
 float reduce_sum_sq(const float* x, int64_t n) {
-  switch (simd_active()) {
-    case SimdLevel::avx512:
-      return kern_avx512::reduce_sum_sq(x, n);
-    case SimdLevel::avx2:
-      return kern_avx2::reduce_sum_sq(x, n);
-    default:
-      return reduce_sum_sq_ref(x, n);
-  }
+  const IsaKernels* k = isa_kernels();
+  return k ? k->reduce_sum_sq(x, n) : reduce_sum_sq_ref(x, n);
 }
 
 float reduce_dot(const float* a, const float* b, int64_t n) {
-  switch (simd_active()) {
-    case SimdLevel::avx512:
-      return kern_avx512::reduce_dot(a, b, n);
-    case SimdLevel::avx2:
-      return kern_avx2::reduce_dot(a, b, n);
-    default:
-      return reduce_dot_ref(a, b, n);
-  }
+  const IsaKernels* k = isa_kernels();
+  return k ? k->reduce_dot(a, b, n) : reduce_dot_ref(a, b, n);
 }
 
 }  // namespace invar

@@ -4,7 +4,6 @@
 
 #include "core/detmath.h"
 #include "core/error.h"
-#include "core/simd.h"
 #include "kernels/kernels_isa.h"
 #include "kernels/reduce.h"
 
@@ -26,14 +25,8 @@ float exp_sub_sum_ref(const float* x, int64_t n, float mx, float* y) {
 }
 
 float exp_sub_sum(const float* x, int64_t n, float mx, float* y) {
-  switch (simd_active()) {
-    case SimdLevel::avx512:
-      return kern_avx512::exp_sub_sum(x, n, mx, y);
-    case SimdLevel::avx2:
-      return kern_avx2::exp_sub_sum(x, n, mx, y);
-    default:
-      return exp_sub_sum_ref(x, n, mx, y);
-  }
+  const IsaKernels* k = isa_kernels();
+  return k ? k->exp_sub_sum(x, n, mx, y) : exp_sub_sum_ref(x, n, mx, y);
 }
 
 // a ranks before b: larger value first, then smaller id; NaN after every number.

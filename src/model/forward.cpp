@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
@@ -75,6 +76,15 @@ ForwardScratchPtr Model::scratch_make(int64_t max_rows, int64_t max_seqs) const 
   return s;
 }
 
+void ForwardScratch::reserve_kernel(const Hparams& hp, int64_t context, int n_threads) {
+  int64_t ctx = std::max<int64_t>(kernel_context, 64);
+  while (ctx < context) ctx *= 2;
+  const int64_t need = std::max(matmul_scratch_floats(n_threads),
+                                attention_scratch_floats(ctx, hp.head_dim, n_threads));
+  grow(kernel, need);
+  kernel_context = ctx;
+}
+
 void Model::forward(std::span<const SeqChunk> batch, ForwardScratch& s, ThreadPool& pool) const {
   const Hparams& hp = hp_;
   const ModelWeights& w = *w_;
@@ -82,7 +92,7 @@ void Model::forward(std::span<const SeqChunk> batch, ForwardScratch& s, ThreadPo
 
   const int64_t n_seqs = int64_t(batch.size());
   s.reserve_seqs(hp, n_seqs);
-  int64_t m = 0;
+  int64_t m = 0, context = 0;
   for (int64_t i = 0; i < n_seqs; ++i) {
     const SeqChunk& c = batch[size_t(i)];
     INVAR_CHECK(c.n_tokens > 0 && c.pos0 >= 0 && c.logits, "empty chunk or no logits buffer");
@@ -91,9 +101,11 @@ void Model::forward(std::span<const SeqChunk> batch, ForwardScratch& s, ThreadPo
     INVAR_CHECK(c.block_size > 0 || hp.n_attention_layers() == 0, "block_size");
     s.row0[size_t(i)] = m;
     m += c.n_tokens;
+    context = std::max(context, c.pos0 + c.n_tokens);
   }
   if (m == 0) return;
   s.reserve_rows(hp, m);
+  s.reserve_kernel(hp, context, pool.size());
   BatchRows rows{batch, s.row0.data(), m};
 
   // h[M][E] = token_embd[tok]
@@ -129,14 +141,14 @@ void Model::forward(std::span<const SeqChunk> batch, ForwardScratch& s, ThreadPo
     const SeqChunk& c = batch[size_t(i)];
     const float* xr = x + s.row0[size_t(i)] * E;
     if (c.all_logits) {
-      matmul(w.output, xr, c.n_tokens, c.logits, pool);
+      matmul(w.output, xr, c.n_tokens, c.logits, pool, s.kernel);
     } else {
       std::memcpy(s.last_x.data() + n_last * E, xr + (c.n_tokens - 1) * E, size_t(E) * 4);
       ++n_last;
     }
   }
   if (n_last == 0) return;
-  matmul(w.output, s.last_x.data(), n_last, s.last_logits.data(), pool);
+  matmul(w.output, s.last_x.data(), n_last, s.last_logits.data(), pool, s.kernel);
   int64_t j = 0;
   for (const SeqChunk& c : batch) {
     if (c.all_logits) continue;

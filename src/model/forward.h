@@ -54,9 +54,15 @@ struct ForwardScratch {
   std::vector<int64_t> row0;               // [n_seqs]
   std::vector<float> last_x;               // [n_seqs][E] last rows of last-only sequences
   std::vector<float> last_logits;          // [n_seqs][V]
+  // Working memory of the matmul and attention kernels, one slice per pool thread
+  int64_t kernel_context = 0;              // longest context `kernel` is sized for
+  std::vector<float> kernel;
 
   void reserve_rows(const Hparams& hp, int64_t m);
   void reserve_seqs(const Hparams& hp, int64_t n_seqs);
+  // Kernel scratch for `n_threads` threads and attention over up to `context` positions; grows
+  // the context in powers of two, so a growing sequence reallocates O(log context) times.
+  void reserve_kernel(const Hparams& hp, int64_t context, int n_threads);
 };
 
 // Each writes the layer's contribution to the residual into out[M][E], reading x[M][E].

@@ -36,9 +36,9 @@ void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeight
   float* k = s.ak.data();       // [M][Hkv][D]
   float* v = s.av.data();       // [M][Hkv][D]
   float* o = s.ao.data();       // [M][H][D]
-  matmul(lw.wq, x, m, qg, pool);
-  matmul(lw.wk, x, m, k, pool);
-  matmul(lw.wv, x, m, v, pool);
+  matmul(lw.wq, x, m, qg, pool, s.kernel);
+  matmul(lw.wk, x, m, k, pool, s.kernel);
+  matmul(lw.wv, x, m, v, pool, s.kernel);
   for (int64_t t = 0; t < m; ++t) {
     for (int64_t hh = 0; hh < H; ++hh) {
       const float* src = qg + (t * H + hh) * 2 * D;
@@ -77,11 +77,11 @@ void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeight
     AttentionShape sh = shape0;
     sh.n_tokens = c.n_tokens;
     sh.pos0 = c.pos0;
-    attention(sh, view, q + r0 * HD, o + r0 * HD, pool);
+    attention(sh, view, q + r0 * HD, o + r0 * HD, pool, s.kernel);
   }
 
   sigmoid_mul_inplace(o, gate, m * HD);
-  matmul(lw.wo, o, m, out, pool);
+  matmul(lw.wo, o, m, out, pool, s.kernel);
 }
 
 }  // namespace invar

@@ -25,10 +25,10 @@ void swiglu_block(const Matrix& gate, const Matrix& up, const Matrix& down, cons
   const int64_t f = gate.n();
   float* g = s.fgate.data();
   float* u = s.fup.data();
-  matmul(gate, x, m, g, pool);
-  matmul(up, x, m, u, pool);
+  matmul(gate, x, m, g, pool, s.kernel);
+  matmul(up, x, m, u, pool, s.kernel);
   swiglu(g, u, m * f, g);
-  matmul(down, g, m, out, pool);
+  matmul(down, g, m, out, pool, s.kernel);
 }
 
 void moe(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s,
@@ -37,7 +37,7 @@ void moe(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s
   float* router = s.router.data();  // [M][NE]
   int32_t* sel = s.sel.data();      // [M][K]
   float* sel_w = s.sel_w.data();    // [M][K]
-  matmul(lw.router, x, m, router, pool);
+  matmul(lw.router, x, m, router, pool, s.kernel);
   for (int64_t t = 0; t < m; ++t) moe_route(router + t * NE, NE, K, sel + t * K, sel_w + t * K);
 
   // Experts in id order; each one's rows in row order.
@@ -58,7 +58,7 @@ void moe(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s
   // Shared expert, gated by sigmoid of a scalar per row; written to out first.
   swiglu_block(lw.shexp_gate, lw.shexp_up, lw.shexp_down, x, m, s, pool, out);
   float* sg = s.shexp_g.data();  // [M]
-  matmul(lw.shexp_gate_inp, x, m, sg, pool);
+  matmul(lw.shexp_gate_inp, x, m, sg, pool, s.kernel);
 
   // out = (Σ_k w_k · expert_k) + sigmoid(g) · shared, the expert sum in selection order.
   for (int64_t t = 0; t < m; ++t) {

@@ -57,12 +57,12 @@ void gates(const Hparams& hp, const LayerWeights& lw, const float* x, int64_t m,
   const int64_t Hv = hp.ssm_dt_rank, Hk = hp.ssm_n_group, r = Hv / Hk;
   float* ba = s.ba.data();  // [M][2Hv]: qwen3next grouped; qwen35* [b(Hv) | a(Hv)] per row
   if (hp.arch == Arch::qwen3next) {
-    matmul(lw.ssm_ba, x, m, ba, pool);
+    matmul(lw.ssm_ba, x, m, ba, pool, s.kernel);
   } else {
     // matmul writes dense rows, so the raw β / α land in beta / gdecay first and are
     // interleaved into ba's [b | a] rows before the gates overwrite those buffers.
-    matmul(lw.ssm_beta, x, m, s.beta.data(), pool);
-    matmul(lw.ssm_alpha, x, m, s.gdecay.data(), pool);
+    matmul(lw.ssm_beta, x, m, s.beta.data(), pool, s.kernel);
+    matmul(lw.ssm_alpha, x, m, s.gdecay.data(), pool, s.kernel);
     for (int64_t t = 0; t < m; ++t) {
       std::memcpy(ba + t * 2 * Hv, s.beta.data() + t * Hv, size_t(Hv) * 4);
       std::memcpy(ba + t * 2 * Hv + Hv, s.gdecay.data() + t * Hv, size_t(Hv) * 4);
@@ -115,11 +115,11 @@ void gdn_layer(const Hparams& hp, const LayerWeights& lw, const BatchRows& b, Fo
   float* qkv = s.qkv.data();  // [M][CONV]
   float* z = s.z.data();      // [M][VAL]
   if (lw.ssm_in.n() > 0) {
-    matmul(lw.ssm_in, x, m, s.legacy_in.data(), pool);
+    matmul(lw.ssm_in, x, m, s.legacy_in.data(), pool, s.kernel);
     legacy_split(hp, s.legacy_in.data(), m, qkv, z);
   } else {
-    matmul(lw.ssm_qkv, x, m, qkv, pool);
-    matmul(lw.ssm_gate, x, m, z, pool);
+    matmul(lw.ssm_qkv, x, m, qkv, pool, s.kernel);
+    matmul(lw.ssm_gate, x, m, z, pool, s.kernel);
   }
   gates(hp, lw, x, m, s, pool);
 
@@ -183,7 +183,7 @@ void gdn_layer(const Hparams& hp, const LayerWeights& lw, const BatchRows& b, Fo
 
   // Gated RMSNorm per v-head, then the output projection.
   rmsnorm_gated_rows(o, lw.ssm_norm.data(), z, m * Hv, Dv, hp.rms_eps, o);
-  matmul(lw.ssm_out, o, m, out, pool);
+  matmul(lw.ssm_out, o, m, out, pool, s.kernel);
 }
 
 }  // namespace invar

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <span>
 
 #include "kernel_test_util.h"
 
@@ -58,6 +59,36 @@ TEST(Attention, SimdEqualsReferenceBits) {
       EXPECT_EQ(bit_diff(got, ref), "") << "H=" << c.h << " D=" << c.d;
     });
   }
+}
+
+// The caller's scratch: one buffer sized once for the longest context serves every call, its
+// leftovers (NaN here, then the previous call's data) never reach the output, and a buffer too
+// small for the call is a caller's bug that stops the process.
+TEST(Attention, CallerScratch) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ThreadPool pool(2);
+  const Case c{8, 2, 64, 70};
+  const auto k = test::randn(size_t(c.n_pos * c.hkv * c.d), 11);
+  const auto v = test::randn(size_t(c.n_pos * c.hkv * c.d), 12);
+  const auto q = test::randn(size_t(c.n_pos * c.h * c.d), 13, 2.0f);
+  PagedKv kv(k, v, c.n_pos, c.hkv * c.d, 16, 0);
+  const float scale = 1.0f / std::sqrt(float(c.d));
+  std::vector<float> scratch(size_t(attention_scratch_floats(c.n_pos, c.d, pool.size())), NAN);
+  const int levels = test::for_each_simd_level([&](SimdLevel) {
+    for (int64_t n : {c.n_pos, int64_t(1), int64_t(30)}) {
+      const AttentionShape s{n, c.n_pos - n, c.h, c.hkv, c.d, scale};
+      const float* qs = q.data() + (c.n_pos - n) * c.h * c.d;
+      std::vector<float> ref(size_t(n * c.h * c.d)), got(ref.size());
+      attention_ref(s, kv.view(), qs, ref.data());
+      attention(s, kv.view(), qs, got.data(), pool, scratch);
+      EXPECT_EQ(bit_diff(got, ref), "") << "T=" << n;
+    }
+    const AttentionShape all{c.n_pos, 0, c.h, c.hkv, c.d, scale};
+    std::vector<float> out(q.size());
+    const std::span<float> small(scratch.data(), scratch.size() - 1);
+    EXPECT_DEATH(attention(all, kv.view(), q.data(), out.data(), pool, small), "scratch of");
+  });
+  EXPECT_GE(levels, 1);
 }
 
 TEST(Attention, ReferenceCloseToFloat64) {

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "core/thread_pool.h"
 #include "matmul_test_util.h"
@@ -72,6 +73,35 @@ TEST(Matmul, RowBitsIndependentOfBatch) {
               << case_name(t, level) << " M=" << m << " first row " << first;
         }
       }
+    }
+  }
+}
+
+// The caller's scratch (weights widened to F32 in the many-rows path): one buffer serves every
+// call, whatever it holds before (NaN here, then the previous call's panels), and a buffer too
+// small is a caller's bug that stops the process.
+TEST(Matmul, CallerScratch) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  SimdRestore restore;
+  ThreadPool pool(2);
+  std::vector<float> scratch(size_t(matmul_scratch_floats(pool.size())),
+                             std::numeric_limits<float>::quiet_NaN());
+  const int64_t k = 288, n = 70, m = 19;
+  const auto x = random_activations(m * k, 5);
+  for (DType t : kAllTypes) {
+    OwnedMatrix w = random_matrix(t, k, n, 17);
+    matrix_prepare(w.m);
+    std::vector<float> ref(size_t(m * n));
+    matmul_ref(w.m, x.data(), m, ref.data());
+    for (SimdLevel level : available_levels()) {
+      simd_set(level);
+      std::vector<float> y(size_t(m * n), 7.0f);
+      matmul(w.m, x.data(), m, y.data(), pool, scratch);
+      EXPECT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "") << case_name(t, level);
+      if (level == SimdLevel::scalar) continue;  // the scalar chain needs no scratch
+      const std::span<float> small(scratch.data(), scratch.size() - 1);
+      EXPECT_DEATH(matmul(w.m, x.data(), m, y.data(), pool, small), "scratch of")
+          << case_name(t, level);
     }
   }
 }

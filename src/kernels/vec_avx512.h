@@ -1,0 +1,101 @@
+// The 16-float vector type of the shared kernel bodies (kernels_simd.h) in AVX-512: one __m512,
+// lane i of the vector is lane i of the register. Each operation is one IEEE operation per lane
+// (or a load / store / conversion that moves exact values), so a body over V computes every
+// lane exactly as the scalar reference computes that element.
+//
+// Only for the AVX-512 translation unit (kernels_avx512.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "core/detmath_simd.h"  // first: it silences GCC bug 105593 for the intrinsics below
+#include "kernels/lanes_tree.h"
+
+namespace invar::simd512 {
+namespace {
+
+#define V512_INLINE static inline __attribute__((always_inline))
+
+// Lanes [0, n) of 16, for any n (≤ 0: none, ≥ 16: all).
+inline __mmask16 lanes_first(int64_t n) {
+  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1u);
+}
+
+struct V512 {
+  __m512 v;
+
+  static constexpr int kLanes = 16;
+  // Register tile of the matmul's many-rows path: 8 rows × 2 panels = 16 accumulators (of 32
+  // registers), enough independent chains to cover the FMA latency on two pipes; per k it loads
+  // 2 weight vectors and broadcasts 8 activations for 16 FMAs.
+  static constexpr int kTileRows = 8;
+  static constexpr int kTilePanels = 2;
+  // 2 panels × 256 k × 64 B = 32 KiB of weights per group: stays in the 48 KiB L1.
+  static constexpr int64_t kKBlock = 256;
+  // 256 rows × 256 k of activations = 256 KiB: stay in the 1 MiB L2 across the panel groups.
+  static constexpr int64_t kMBlock = 256;
+  static constexpr int kDirectRows = 4;
+  template <int R>
+  static constexpr int direct_panels() {
+    return 4;
+  }
+  // Attention's weighted V sum: 2 vectors (32 output lanes) per pass, kAttnHeadTile·2
+  // accumulators.
+  using Narrow = V512;
+  static constexpr int kAttnVChunks = 2;
+
+  V512_INLINE V512 zero() { return {_mm512_setzero_ps()}; }
+  V512_INLINE V512 load(const float* p) { return {_mm512_loadu_ps(p)}; }
+  // p[0..n), zeros elsewhere. Whole vectors use plain loads: masked loads stall long sweeps on
+  // some cores (measured on Zen 4: 1.7x slower attention over a 4096-token history).
+  V512_INLINE V512 load_n(const float* p, int64_t n) {
+    return {n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(lanes_first(n), p)};
+  }
+  V512_INLINE void store(float* p, V512 a) { _mm512_storeu_ps(p, a.v); }
+  V512_INLINE void store_n(float* p, V512 a, int64_t n) {
+    if (n >= 16)
+      _mm512_storeu_ps(p, a.v);
+    else
+      _mm512_mask_storeu_ps(p, lanes_first(n), a.v);
+  }
+  // base[i·stride] for lanes i < n, zeros elsewhere.
+  V512_INLINE V512 gather_n(const float* base, int64_t stride, int64_t n) {
+    const __m512i idx =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32(int32_t(stride)));
+    return {_mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes_first(n), idx, base, 4)};
+  }
+  // a with lanes ≥ n set to +0.
+  V512_INLINE V512 keep_n(V512 a, int64_t n) { return {_mm512_maskz_mov_ps(lanes_first(n), a.v)}; }
+  V512_INLINE V512 bcast(float x) { return {_mm512_set1_ps(x)}; }
+  V512_INLINE V512 add(V512 a, V512 b) { return {_mm512_add_ps(a.v, b.v)}; }
+  V512_INLINE V512 sub(V512 a, V512 b) { return {_mm512_sub_ps(a.v, b.v)}; }
+  V512_INLINE V512 mul(V512 a, V512 b) { return {_mm512_mul_ps(a.v, b.v)}; }
+  V512_INLINE V512 div(V512 a, V512 b) { return {_mm512_div_ps(a.v, b.v)}; }
+  // a·b + c, rounded once.
+  V512_INLINE V512 fma(V512 a, V512 b, V512 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+  V512_INLINE V512 exp(V512 a) { return {exp_ps(a.v)}; }
+  V512_INLINE V512 sigmoid(V512 a) { return {sigmoid_ps(a.v)}; }
+  V512_INLINE V512 silu(V512 a) { return {silu_ps(a.v)}; }
+  // The canonical tree over the 16 lanes (reduce.h).
+  V512_INLINE float sum(V512 a) {
+    return simd_lanes::tree16(_mm512_extractf32x8_ps(a.v, 0), _mm512_extractf32x8_ps(a.v, 1));
+  }
+  V512_INLINE V512 from_f16(const uint16_t* p) {
+    return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
+  }
+  V512_INLINE V512 from_bf16(const uint16_t* p) {
+    const __m512i u =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return {_mm512_castsi512_ps(_mm512_slli_epi32(u, 16))};
+  }
+  V512_INLINE V512 from_i8(const int8_t* p) {
+    const __m512i i = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return {_mm512_cvtepi32_ps(i)};
+  }
+};
+
+#undef V512_INLINE
+
+}  // namespace
+}  // namespace invar::simd512
