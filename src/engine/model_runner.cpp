@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/sequence.h"
+
 namespace invar {
 
 ModelRunner::ModelRunner(const Model& model, int64_t max_batch_tokens, int64_t max_running,

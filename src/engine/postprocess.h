@@ -9,6 +9,7 @@
 
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
+#include "engine/sequence.h"
 #include "engine/text_assembler.h"
 
 namespace invar {
