@@ -6,8 +6,8 @@
 namespace invar::server {
 namespace {
 
-constexpr std::array<std::string_view, 9> kMethods = {"GET",     "HEAD",    "POST",  "PUT",  "DELETE",
-                                                      "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+constexpr std::array<std::string_view, 9> kMethods = {
+    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"};
 
 std::string_view trim_trailing(std::string_view v) {
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
@@ -45,7 +45,8 @@ const std::string* RequestHead::field(std::string_view name) const {
 }
 
 size_t RequestHead::count(std::string_view name) const {
-  return size_t(std::count_if(fields.begin(), fields.end(), [&](auto& f) { return iequals(f.first, name); }));
+  return size_t(
+      std::count_if(fields.begin(), fields.end(), [&](auto& f) { return iequals(f.first, name); }));
 }
 
 void HeadScanner::reset() {
@@ -96,7 +97,8 @@ HeadScanner::Result HeadScanner::scan(std::string_view in) {
         } else if (c <= ' ' || c >= 0x7f) {
           return fail(400, "malformed request line: byte " + printable(c) + " in the target");
         } else if (pos_ - mark_ >= limits_.max_target) {
-          return fail(414, "request target exceeds " + std::to_string(limits_.max_target) + " bytes");
+          return fail(414,
+                      "request target exceeds " + std::to_string(limits_.max_target) + " bytes");
         }
         break;
       case State::version: {
@@ -107,7 +109,9 @@ HeadScanner::Result HeadScanner::scan(std::string_view in) {
           break;
         }
         bool ok = k < 7 ? c == std::string_view("HTTP/1.")[k] : k == 7 && (c == '0' || c == '1');
-        if (!ok) return fail(400, c == '\n' ? "bare LF in the request line" : "unsupported or malformed HTTP version");
+        if (!ok)
+          return fail(400, c == '\n' ? "bare LF in the request line"
+                                     : "unsupported or malformed HTTP version");
         break;
       }
       case State::line_lf:
@@ -116,7 +120,8 @@ HeadScanner::Result HeadScanner::scan(std::string_view in) {
         if (state_ == State::value_lf) {
           if (head_.fields.size() >= limits_.max_fields)
             return fail(431, "more than " + std::to_string(limits_.max_fields) + " header fields");
-          head_.fields.emplace_back(std::move(name_), std::string(in.substr(mark_, pos_ - 1 - mark_)));
+          head_.fields.emplace_back(std::move(name_),
+                                    std::string(in.substr(mark_, pos_ - 1 - mark_)));
           name_.clear();
         }
         state_ = State::line_start;
@@ -149,8 +154,10 @@ HeadScanner::Result HeadScanner::scan(std::string_view in) {
         state_ = State::value;
         [[fallthrough]];
       case State::value:
-        if (c == '\r') state_ = State::value_lf;
-        else if (c == '\n') return fail(400, "bare LF in the header");
+        if (c == '\r')
+          state_ = State::value_lf;
+        else if (c == '\n')
+          return fail(400, "bare LF in the header");
         else if ((c < 0x20 && c != '\t') || c == 0x7f)
           return fail(400, "control byte " + printable(c) + " in a header field value");
         break;
@@ -169,7 +176,8 @@ HeadScanner::Result HeadScanner::finish() {
   if (n_length > 1) return fail(400, "more than one Content-Length");
   if (n_length == 1) {
     std::string_view v = trim_trailing(*h.field("Content-Length"));
-    if (v.empty() || v.size() > 18 || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    if (v.empty() || v.size() > 18 ||
+        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
       return fail(400, "Content-Length is not a decimal byte count");
   }
   if (n_coding > 1) return fail(400, "more than one Transfer-Encoding");

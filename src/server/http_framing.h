@@ -47,7 +47,19 @@ class HeadScanner {
   void reset();
 
  private:
-  enum class State { method, lead_lf, target, version, line_lf, line_start, name, value_lead, value, value_lf, end_lf };
+  enum class State {
+    method,
+    lead_lf,
+    target,
+    version,
+    line_lf,
+    line_start,
+    name,
+    value_lead,
+    value,
+    value_lf,
+    end_lf
+  };
   Result fail(int status, std::string message);
   Result finish();
 

@@ -27,20 +27,30 @@ enum class State { loading, ready, failed, draining, stopped };
 
 const char* state_name(State s) {
   switch (s) {
-    case State::loading: return "loading";
-    case State::ready: return "ready";
-    case State::failed: return "failed";
-    case State::draining: return "draining";
-    case State::stopped: return "stopped";
+    case State::loading:
+      return "loading";
+    case State::ready:
+      return "ready";
+    case State::failed:
+      return "failed";
+    case State::draining:
+      return "draining";
+    case State::stopped:
+      return "stopped";
   }
   return "?";
 }
 
-HttpReply json_reply(int status, std::string body) { return {status, "application/json", std::move(body)}; }
-HttpReply error_reply(const ApiError& e) { return json_reply(e.status, e.to_json()); }
+HttpReply json_reply(int status, std::string body) {
+  return {status, "application/json", std::move(body)};
+}
+HttpReply error_reply(const ApiError& e) {
+  return json_reply(e.status, e.to_json());
+}
 
 std::string endpoint_label(const std::string& path) {
-  for (const char* p : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics"})
+  for (const char* p :
+       {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics"})
     if (path == p) return p;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
   return "other";
@@ -120,10 +130,12 @@ struct HttpServer::Impl {
   Routed handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake);
   bool authorized(const HttpRequest& req) const {
     if (cfg.api_key.empty()) return true;
-    bool guarded = req.path.rfind("/v1/", 0) == 0 || (req.path == "/metrics" && !cfg.metrics_public);
+    bool guarded =
+        req.path.rfind("/v1/", 0) == 0 || (req.path == "/metrics" && !cfg.metrics_public);
     if (!guarded) return true;
     const std::string* auth = req.head.field("Authorization");
-    return auth && req.head.count("Authorization") == 1 && same_secret(*auth, "Bearer " + cfg.api_key);
+    return auth && req.head.count("Authorization") == 1 &&
+           same_secret(*auth, "Bearer " + cfg.api_key);
   }
   bool model_known(const std::string& name) const {
     if (name.empty() || name == backend->model_id()) return true;
@@ -140,9 +152,12 @@ struct HttpServer::Impl {
     return unavailable("the server is shutting down");
   }
   nlohmann::json model_json() const {
-    return {{"id", backend->model_id()},   {"object", "model"},
-            {"created", 0},                {"owned_by", "invar"},
-            {"max_model_len", backend->n_ctx()}, {"system_fingerprint", backend->system_fingerprint()}};
+    return {{"id", backend->model_id()},
+            {"object", "model"},
+            {"created", 0},
+            {"owned_by", "invar"},
+            {"max_model_len", backend->n_ctx()},
+            {"system_fingerprint", backend->system_fingerprint()}};
   }
 };
 
@@ -152,9 +167,10 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
   bool get = m == "GET" || m == "HEAD";
   if (!authorized(req)) return {error_reply(unauthorized()), nullptr};
   auto wrong_method = [&](const char* allowed) {
-    return Routed{error_reply({405, "method " + m + " is not allowed on " + p + " (use " + allowed + ")",
-                               "invalid_request_error", "", "method_not_allowed"}),
-                  nullptr};
+    return Routed{
+        error_reply({405, "method " + m + " is not allowed on " + p + " (use " + allowed + ")",
+                     "invalid_request_error", "", "method_not_allowed"}),
+        nullptr};
   };
   if (p == "/health") {
     if (!get) return wrong_method("GET");
@@ -170,9 +186,11 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     bool have = s == State::ready || s == State::draining;
     if (have) em = backend->metrics();
     std::string text = metrics.exposition(have ? &em : nullptr, state_name(s));
-    text += "# HELP invar_http_connections_open client connections open\n"
-            "# TYPE invar_http_connections_open gauge\n"
-            "invar_http_connections_open " + std::to_string(transport->connections()) + "\n";
+    text +=
+        "# HELP invar_http_connections_open client connections open\n"
+        "# TYPE invar_http_connections_open gauge\n"
+        "invar_http_connections_open " +
+        std::to_string(transport->connections()) + "\n";
     return {{200, "text/plain; version=0.0.4", std::move(text)}, nullptr};
   }
   if (p == "/v1/models" || p.rfind("/v1/models/", 0) == 0) {
@@ -184,12 +202,14 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     }
     std::string name = percent_decode(p.substr(11));
     if (!model_known(name))
-      return {error_reply(not_found("the model '" + name + "' does not exist", "model_not_found")), nullptr};
+      return {error_reply(not_found("the model '" + name + "' does not exist", "model_not_found")),
+              nullptr};
     return {json_reply(200, model_json().dump()), nullptr};
   }
   if (p == "/v1/completions" || p == "/v1/chat/completions") {
     if (m != "POST") return wrong_method("POST");
-    return handle_completion(req, p == "/v1/completions" ? Endpoint::completions : Endpoint::chat, wake);
+    return handle_completion(req, p == "/v1/completions" ? Endpoint::completions : Endpoint::chat,
+                             wake);
   }
   return {error_reply(not_found("unknown route: " + m + " " + p, "not_found")), nullptr};
 }
@@ -199,7 +219,9 @@ Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, 
   try {
     ApiRequest r = api_request_parse(req.body, ep);
     if (!model_known(r.model))
-      return {error_reply(not_found("the model '" + r.model + "' does not exist", "model_not_found")), nullptr};
+      return {
+          error_reply(not_found("the model '" + r.model + "' does not exist", "model_not_found")),
+          nullptr};
     auto job = std::make_unique<CompletionJob>(*backend, std::move(r), metrics);
     job->start(cfg.queue_limit, wake);
     return {{}, std::make_unique<PendingCompletion>(std::move(job))};
@@ -222,7 +244,9 @@ HttpServer::HttpServer(ServerConfig cfg, Loader loader) : impl_(std::make_unique
   t.idle_timeout_s = m.cfg.idle_timeout_s;
   m.transport = std::make_unique<HttpTransport>(
       t, [&m](const HttpRequest& req, const Waker& wake) { return m.route(req, wake); },
-      [&m](const std::string& path, int status) { m.metrics.count_response(endpoint_label(path), status); });
+      [&m](const std::string& path, int status) {
+        m.metrics.count_response(endpoint_label(path), status);
+      });
 }
 
 HttpServer::~HttpServer() {
@@ -290,6 +314,8 @@ void HttpServer::shutdown(double timeout_s) {
   m.state.store(State::stopped);
 }
 
-std::string HttpServer::state() const { return state_name(impl_->state.load()); }
+std::string HttpServer::state() const {
+  return state_name(impl_->state.load());
+}
 
 }  // namespace invar::server

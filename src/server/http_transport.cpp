@@ -1,14 +1,14 @@
 // Every use of Boost.Asio and Boost.Beast in invar lives in this file (they are heavy to compile).
 #include "server/http_transport.h"
 
+#include <array>
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <array>
-#include <atomic>
 #include <cstdio>
 #include <deque>
 #include <mutex>
@@ -36,12 +36,14 @@ constexpr auto kLinger = std::chrono::seconds(1);
 constexpr size_t kLingerBytes = 1 << 20;
 
 std::chrono::steady_clock::duration seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(s));
 }
 
 std::string status_line(int status) {
   auto reason = http::obsolete_reason(http::int_to_status(unsigned(status)));
-  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason.data(), reason.size()) + "\r\n";
+  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason.data(), reason.size()) +
+         "\r\n";
 }
 
 std::string reply_text(const HttpReply& r, bool keep_alive, bool head_only) {
@@ -53,7 +55,8 @@ std::string reply_text(const HttpReply& r, bool keep_alive, bool head_only) {
 }
 
 HttpReply error_reply(int status, const std::string& message) {
-  return {status, "application/json", ApiError{status, message, "invalid_request_error", "", ""}.to_json()};
+  return {status, "application/json",
+          ApiError{status, message, "invalid_request_error", "", ""}.to_json()};
 }
 
 class Connection;
@@ -120,9 +123,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void read() {
     if (reading_ || closed_) return;
     reading_ = true;
-    sock_.async_read_some(asio::buffer(rbuf_), [self = shared_from_this()](error_code ec, size_t n) {
-      self->on_read(ec, n);
-    });
+    sock_.async_read_some(
+        asio::buffer(rbuf_),
+        [self = shared_from_this()](error_code ec, size_t n) { self->on_read(ec, n); });
   }
 
   void on_read(error_code ec, size_t n) {
@@ -157,7 +160,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (phase_ == Phase::head) {
       auto r = scanner_.scan(in_);
-      if (r == HeadScanner::Result::error) return fail(scanner_.error_status(), scanner_.error_message());
+      if (r == HeadScanner::Result::error)
+        return fail(scanner_.error_status(), scanner_.error_message());
       if (r == HeadScanner::Result::need_more) return read();
       size_t lead = 0;
       while (in_.compare(lead, 2, "\r\n") == 0) lead += 2;
@@ -177,12 +181,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
       in_.erase(0, used);
       if (ec == http::error::need_more) break;
       if (ec == http::error::body_limit) {
-        return fail(413, "request body exceeds the limit of " + std::to_string(sh_->cfg.max_body_bytes) + " bytes");
+        return fail(413, "request body exceeds the limit of " +
+                             std::to_string(sh_->cfg.max_body_bytes) + " bytes");
       }
       if (ec) return fail(400, "malformed request: " + ec.message());
       if (used == 0) break;
     }
     if (!parser_->is_done()) {
+      // Body bytes are consumed as they come: what stays is a chunk-size line or trailer part
+      // that has not ended, which must not grow without bound.
+      if (in_.size() > sh_->cfg.head.max_head_bytes)
+        return fail(400, "chunk header or trailer section too long");
       if (expect_continue_ && parser_->is_header_done()) {
         expect_continue_ = false;
         queue_write("HTTP/1.1 100 Continue\r\n\r\n");
@@ -209,14 +218,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     try {
       routed = sh_->handler(req, make_waker());
     } catch (const std::exception& e) {
-      routed.reply = {500, "application/json", internal_error(std::string("internal error: ") + e.what()).to_json()};
+      routed.reply = {500, "application/json",
+                      internal_error(std::string("internal error: ") + e.what()).to_json()};
     }
     if (!routed.pending) return send_reply(routed.reply);
     pending_ = std::move(routed.pending);
     if (pending_->streaming()) {
       if (!chunked_) keep_alive_ = false;  // an HTTP/1.0 stream ends with the connection
       queue_write(status_line(200) +
-                  "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n" +
+                  "Content-Type: text/event-stream\r\nCache-Control: "
+                  "no-cache\r\nX-Accel-Buffering: no\r\n" +
                   (chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n") + "\r\n");
       arm_tick();
     }
@@ -298,7 +309,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_.reset();
     phase_ = Phase::responding;
     read_timer_.cancel();
-    HttpReply r = status == 413 ? HttpReply{413, "application/json", payload_too_large(sh_->cfg.max_body_bytes).to_json()}
+    HttpReply r = status == 413 ? HttpReply{413, "application/json",
+                                            payload_too_large(sh_->cfg.max_body_bytes).to_json()}
                                 : error_reply(status, message);
     log(status);
     queue_write(reply_text(r, false, false));
@@ -347,9 +359,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     write_timer_.async_wait([self = shared_from_this()](error_code ec) {
       if (!ec && self->writing_) self->close();
     });
-    asio::async_write(sock_, asio::buffer(out_.front()), [self = shared_from_this()](error_code ec, size_t) {
-      self->on_written(ec);
-    });
+    asio::async_write(sock_, asio::buffer(out_.front()),
+                      [self = shared_from_this()](error_code ec, size_t) { self->on_written(ec); });
   }
 
   void on_written(error_code ec) {
@@ -373,12 +384,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (closed_) return;
     switch (phase_) {
       case Phase::head:
-        return fail(408, "the request head was not received within " + std::to_string(int(sh_->cfg.head_timeout_s)) + " s");
+        return fail(408, "the request head was not received within " +
+                             std::to_string(int(sh_->cfg.head_timeout_s)) + " s");
       case Phase::body:
-        return fail(408, "the request body was not received within " + std::to_string(int(sh_->cfg.body_timeout_s)) + " s");
-      case Phase::responding: return;
+        return fail(408, "the request body was not received within " +
+                             std::to_string(int(sh_->cfg.body_timeout_s)) + " s");
+      case Phase::responding:
+        return;
       case Phase::idle:
-      case Phase::closing: return close();
+      case Phase::closing:
+        return close();
     }
   }
 
@@ -433,8 +448,10 @@ struct HttpTransport::Impl {
         });
         return;
       }
-      if (connection_count() >= sh->cfg.max_connections) reject(std::move(sock));
-      else std::make_shared<Connection>(sh, std::move(sock))->start();
+      if (connection_count() >= sh->cfg.max_connections)
+        reject(std::move(sock));
+      else
+        std::make_shared<Connection>(sh, std::move(sock))->start();
       accept();
     });
   }
@@ -468,7 +485,9 @@ HttpTransport::HttpTransport(TransportConfig cfg, RequestHandler handler, Respon
   impl_->io.emplace(std::max(1, impl_->sh->cfg.io_threads));
 }
 
-HttpTransport::~HttpTransport() { stop(); }
+HttpTransport::~HttpTransport() {
+  stop();
+}
 
 int HttpTransport::bind() {
   Impl& m = *impl_;
@@ -495,7 +514,8 @@ void HttpTransport::start() {
   Impl& m = *impl_;
   INVAR_CHECK(m.acceptor.has_value(), "bind() before start()");
   m.accept();
-  for (int i = 0; i < std::max(1, m.sh->cfg.io_threads); ++i) m.threads.emplace_back([&m] { m.io->run(); });
+  for (int i = 0; i < std::max(1, m.sh->cfg.io_threads); ++i)
+    m.threads.emplace_back([&m] { m.io->run(); });
 }
 
 void HttpTransport::stop() {
@@ -518,6 +538,8 @@ void HttpTransport::stop() {
   m.io.reset();  // destroys the queued handlers, and with them the connections
 }
 
-int HttpTransport::connections() const { return impl_->connection_count(); }
+int HttpTransport::connections() const {
+  return impl_->connection_count();
+}
 
 }  // namespace invar::server

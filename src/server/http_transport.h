@@ -54,7 +54,7 @@ class PendingReply {
 };
 
 struct Routed {
-  HttpReply reply;                        // sent at once when `pending` is null
+  HttpReply reply;  // sent at once when `pending` is null
   std::unique_ptr<PendingReply> pending;
 };
 
@@ -70,7 +70,7 @@ class HttpTransport {
   HttpTransport(const HttpTransport&) = delete;
   HttpTransport& operator=(const HttpTransport&) = delete;
 
-  int bind();   // listens (backlog 4096); returns the port. Throws invar::Error.
+  int bind();    // listens (backlog 4096); returns the port. Throws invar::Error.
   void start();  // starts the IO threads
   // Stops accepting, closes every connection (a PendingReply still open hears client_gone)
   // and joins the IO threads. Idempotent.

@@ -1,18 +1,20 @@
 // The strict head scanner on its own: a head fed one byte at a time reads as it does whole,
 // fields keep their trailing whitespace, and every error carries its status.
-#include <gtest/gtest.h>
-
 #include "server/http_framing.h"
+
+#include <gtest/gtest.h>
 
 using namespace invar::server;
 
 TEST(HeadScanner, ByteAtATimeEqualsWhole) {
-  std::string head = "\r\nPOST /v1/completions?x=1 HTTP/1.1\r\nHost: a\r\nAuthorization:  Bearer k \r\n"
-                     "Content-Length: 2\r\n\r\n{}";
+  std::string head =
+      "\r\nPOST /v1/completions?x=1 HTTP/1.1\r\nHost: a\r\nAuthorization:  Bearer k \r\n"
+      "Content-Length: 2\r\n\r\n{}";
   HeadScanner whole, bytes;
   ASSERT_EQ(whole.scan(head), HeadScanner::Result::complete);
   HeadScanner::Result r = HeadScanner::Result::need_more;
-  for (size_t n = 1; n <= head.size() && r == HeadScanner::Result::need_more; ++n) r = bytes.scan(head.substr(0, n));
+  for (size_t n = 1; n <= head.size() && r == HeadScanner::Result::need_more; ++n)
+    r = bytes.scan(head.substr(0, n));
   ASSERT_EQ(r, HeadScanner::Result::complete);
   for (const HeadScanner* s : {&whole, &bytes}) {
     const RequestHead& h = s->head();

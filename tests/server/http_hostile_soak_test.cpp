@@ -29,8 +29,10 @@ TEST(HostileSoak, ThousandsOfSlowConnections) {
   });
   double worst = 0;
   int ok = 0, probes = 0;
-  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30); std::chrono::steady_clock::now() < end;) {
-    Exchange ex = exchange(s.port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5);
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       std::chrono::steady_clock::now() < end;) {
+    Exchange ex =
+        exchange(s.port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5);
     ok += status_of(ex.response) == 200;
     ++probes;
     worst = std::max(worst, ex.seconds);
@@ -50,8 +52,9 @@ TEST(HostileSoak, ParallelHugeChunkedUploads) {
   std::vector<std::thread> ts;
   for (auto& g : got)
     ts.emplace_back([&] {
-      g = exchange(s.port, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 120,
-                   chunked_filler(size_t(256) << 20));
+      g = exchange(s.port,
+                   "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                   120, chunked_filler(size_t(256) << 20));
     });
   for (auto& t : ts) t.join();
   int64_t grown_kib = rss_kib() - rss0;

@@ -25,7 +25,8 @@ std::vector<std::pair<int, std::string>> split_responses(const std::string& all)
     if (end == std::string::npos) break;
     std::string head = all.substr(pos, end - pos);
     std::smatch m;
-    size_t len = std::regex_search(head, m, std::regex("Content-Length: ([0-9]+)")) ? std::stoul(m[1]) : 0;
+    size_t len =
+        std::regex_search(head, m, std::regex("Content-Length: ([0-9]+)")) ? std::stoul(m[1]) : 0;
     out.push_back({status_of(head), all.substr(end + 4, len)});
     pos = end + 4 + len;
   }
@@ -35,9 +36,12 @@ std::vector<std::pair<int, std::string>> split_responses(const std::string& all)
 // A raw request kept open: returns the socket once the engine holds the request.
 int hold_request(FakeServer& s, const std::string& body) {
   int fd = connect_local(s.port);
-  send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-               "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
-  for (int i = 0; i < 1000 && s.fake->active() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  send_all(fd,
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Content-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body);
+  for (int i = 0; i < 1000 && s.fake->active() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   return fd;
 }
 
@@ -71,24 +75,30 @@ TEST(HostileHttp, WellFormedFramingIsServed) {
   EXPECT_EQ(status_of(old.response), 200);
   EXPECT_TRUE(old.closed) << "an HTTP/1.0 request without keep-alive ends the connection";
   std::string body = R"({"prompt":"abc","max_tokens":4})";
-  Exchange chunked = exchange(s.port,
-                              "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\nConnection: close\r\n\r\n" +
-                                  hex(5) + "\r\n" + body.substr(0, 5) + "\r\n" + hex(body.size() - 5) + ";ext=1\r\n" +
-                                  body.substr(5) + "\r\n0\r\nX-Trailer: t\r\n\r\n",
-                              5);
+  Exchange chunked =
+      exchange(s.port,
+               "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+               "Chunked\r\nConnection: close\r\n\r\n" +
+                   hex(5) + "\r\n" + body.substr(0, 5) + "\r\n" + hex(body.size() - 5) +
+                   ";ext=1\r\n" + body.substr(5) + "\r\n0\r\nX-Trailer: t\r\n\r\n",
+               5);
   EXPECT_EQ(status_of(chunked.response), 200) << chunked.response;
-  EXPECT_NE(chunked.response.find("\"completion_tokens\":4"), std::string::npos) << chunked.response;
+  EXPECT_NE(chunked.response.find("\"completion_tokens\":4"), std::string::npos)
+      << chunked.response;
 }
 
 TEST(HostileHttp, PipelinedRequestsAnsweredInOrder) {
   FakeServer s;
   std::string body = R"({"prompt":"abc","max_tokens":3})";
-  std::string post = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-                     "\r\n\r\n" + body;
-  std::string chunked = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
-                        hex(body.size()) + "\r\n" + body + "\r\n0\r\n\r\n";
-  std::string all = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n" + post + "GET /v1/nothing HTTP/1.1\r\nHost: x\r\n\r\n" +
-                    chunked + "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  std::string post =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  std::string chunked =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+      hex(body.size()) + "\r\n" + body + "\r\n0\r\n\r\n";
+  std::string all = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n" + post +
+                    "GET /v1/nothing HTTP/1.1\r\nHost: x\r\n\r\n" + chunked +
+                    "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
   Exchange ex = exchange(s.port, all, 10);
   EXPECT_TRUE(ex.closed);
   auto rs = split_responses(ex.response);
@@ -118,7 +128,8 @@ TEST(HostileHttp, SlowConnectionsDoNotStarveHealth) {
     m = s.get("/metrics")->body;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ASSERT_GE(metric_value(m, "invar_http_connections_open"), kSlow) << "the slow connections are not all open";
+  ASSERT_GE(metric_value(m, "invar_http_connections_open"), kSlow)
+      << "the slow connections are not all open";
   std::atomic<bool> stop{false};
   std::thread drip([&] {
     while (!stop) {
@@ -128,7 +139,8 @@ TEST(HostileHttp, SlowConnectionsDoNotStarveHealth) {
   });
   double worst = 0;
   for (int i = 0; i < 20; ++i) {
-    Exchange ex = exchange(s.port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5);
+    Exchange ex =
+        exchange(s.port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5);
     EXPECT_EQ(status_of(ex.response), 200);
     worst = std::max(worst, ex.seconds);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -143,8 +155,9 @@ TEST(HostileHttp, HugeChunkedUploadGets413WithoutBuffering) {
   FakeServer s;  // 4 MiB body limit
   const size_t kTotal = size_t(100) << 20;
   int64_t rss0 = rss_kib();
-  Exchange ex = exchange(s.port, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 60,
-                         chunked_filler(kTotal));
+  Exchange ex = exchange(
+      s.port, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 60,
+      chunked_filler(kTotal));
   int64_t grown_kib = rss_kib() - rss0;
   EXPECT_EQ(status_of(ex.response), 413) << ex.response.substr(0, 300);
   EXPECT_NE(ex.response.find("4194304 bytes"), std::string::npos);
@@ -168,7 +181,9 @@ TEST(HostileHttp, ConnectionCapGives503) {
   fds.pop_back();
   int status = 0;
   for (int i = 0; i < 200 && status != 200; ++i) {
-    status = status_of(exchange(s.port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5).response);
+    status = status_of(
+        exchange(s.port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5)
+            .response);
     if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(status, 200) << "a freed slot is not reused";
@@ -185,7 +200,8 @@ TEST(HostileHttp, HeadAndBodyDeadlines) {
   EXPECT_TRUE(head.closed);
   EXPECT_GT(head.seconds, 0.4);
   EXPECT_LT(head.seconds, 5.0);
-  Exchange body = exchange(s.port, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", 10);
+  Exchange body = exchange(
+      s.port, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", 10);
   EXPECT_EQ(status_of(body.response), 408) << body.response;
   EXPECT_TRUE(body.closed);
   EXPECT_EQ(s.fake->submits.load(), 0);
@@ -194,13 +210,16 @@ TEST(HostileHttp, HeadAndBodyDeadlines) {
 TEST(HostileHttp, DisconnectCancelsWholeAndStreamedRequests) {
   FakeServer s({}, false, [](FakeBackend& f) { f.token_delay = std::chrono::milliseconds(5); });
   for (bool stream : {false, true}) {
-    std::string body = std::string(R"({"prompt":"abc","max_tokens":200,"stream":)") + (stream ? "true}" : "false}");
+    std::string body = std::string(R"({"prompt":"abc","max_tokens":200,"stream":)") +
+                       (stream ? "true}" : "false}");
     int fd = hold_request(s, body);
     ASSERT_EQ(s.fake->active(), 1);
     EXPECT_EQ(metric_value(s.get("/metrics")->body, "invar_cache_referenced_blocks"), 1);
     ::close(fd);
-    for (int i = 0; i < 400 && s.fake->active() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    EXPECT_EQ(s.fake->active(), 0) << (stream ? "stream" : "whole") << ": ran on after its client left";
+    for (int i = 0; i < 400 && s.fake->active() > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(s.fake->active(), 0)
+        << (stream ? "stream" : "whole") << ": ran on after its client left";
     std::string m = s.get("/metrics")->body;
     EXPECT_EQ(metric_value(m, "invar_cache_referenced_blocks"), 0) << m;
     EXPECT_EQ(metric_value(m, "invar_requests_running"), 0) << m;
