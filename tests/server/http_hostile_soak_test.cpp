@@ -12,37 +12,11 @@ using namespace invar::server::testing;
 
 TEST(HostileSoak, ThousandsOfSlowConnections) {
   FakeServer s;
-  constexpr int kSlow = 3000;
-  std::vector<int> fds;
-  for (int i = 0; i < kSlow; ++i) {
-    int fd = connect_local(s.port);
-    ASSERT_GE(fd, 0) << "connect " << i;
-    send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Slow: ");
-    fds.push_back(fd);
-  }
-  std::atomic<bool> stop{false};
-  std::thread drip([&] {
-    while (!stop) {
-      for (int fd : fds) ::send(fd, "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-  });
-  double worst = 0;
-  int ok = 0, probes = 0;
-  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-       std::chrono::steady_clock::now() < end;) {
-    Exchange ex =
-        exchange(s.port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5);
-    ok += status_of(ex.response) == 200;
-    ++probes;
-    worst = std::max(worst, ex.seconds);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  stop = true;
-  drip.join();
-  EXPECT_EQ(ok, probes);
+  SlowClients slow(s.port, 3000, std::chrono::milliseconds(200));
+  ASSERT_EQ(slow.connected(), 3000);
+  auto [ok, worst] = probe_health(s.port, 300, std::chrono::milliseconds(100));  // 30 s and more
+  EXPECT_EQ(ok, 300);
   EXPECT_LT(worst, 0.2);
-  for (int fd : fds) ::close(fd);
 }
 
 TEST(HostileSoak, ParallelHugeChunkedUploads) {

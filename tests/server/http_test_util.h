@@ -10,6 +10,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace invar::server::testing {
@@ -172,6 +174,59 @@ inline std::function<bool(std::string&)> chunked_filler(size_t total) {
     *left -= std::min<size_t>(*left, 64 * 1024);
     return true;
   };
+}
+
+// Slowloris: `n` connections that each sent part of a request head and then add one byte to it
+// every `every`, until destroyed. A connection the server drops is opened again.
+class SlowClients {
+ public:
+  SlowClients(int port, int n, std::chrono::milliseconds every) {
+    for (int i = 0; i < n; ++i) {
+      int fd = open(port);
+      if (fd < 0) break;
+      fds_.push_back(fd);
+    }
+    drip_ = std::thread([this, port, every] {
+      while (!stop_) {
+        for (int& fd : fds_) {
+          if (::send(fd, "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0 || errno == EAGAIN) continue;
+          ::close(fd);
+          fd = open(port);
+        }
+        std::this_thread::sleep_for(every);
+      }
+    });
+  }
+  ~SlowClients() {
+    stop_ = true;
+    drip_.join();
+    for (int fd : fds_) ::close(fd);
+  }
+  int connected() const { return int(fds_.size()); }
+
+ private:
+  static int open(int port) {
+    int fd = connect_local(port);
+    if (fd >= 0) send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+    return fd;
+  }
+
+  std::vector<int> fds_;
+  std::atomic<bool> stop_{false};
+  std::thread drip_;
+};
+
+// GET /health `probes` times, `gap` apart: how many got 200, and the slowest answer in seconds.
+inline std::pair<int, double> probe_health(int port, int probes, std::chrono::milliseconds gap) {
+  int ok = 0;
+  double worst = 0;
+  for (int i = 0; i < probes; ++i) {
+    Exchange ex = exchange(port, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 5);
+    ok += status_of(ex.response) == 200;
+    worst = std::max(worst, ex.seconds);
+    std::this_thread::sleep_for(gap);
+  }
+  return {ok, worst};
 }
 
 }  // namespace invar::server::testing
