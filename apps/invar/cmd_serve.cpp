@@ -4,6 +4,7 @@
 // once. SIGHUP, SIGUSR1 and SIGUSR2 are logged and ignored (the log is stderr: nothing to reopen).
 // A model that fails to load ends the process with an error.
 #include <pthread.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -78,6 +79,13 @@ int run_serve(ServeOptions& o) {
   if (!default_model && !std::filesystem::exists(path)) throw Error("no model file at " + path);
   o.server.model_aliases = {path, std::filesystem::path(path).filename().string()};
 
+  // Every client connection is a descriptor: allow as many as the hard limit does.
+  rlimit fds{};
+  if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur < fds.rlim_max) {
+    fds.rlim_cur = fds.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &fds);
+  }
+
   // Signals are taken by sigwait below: block them before any thread starts so that every
   // thread inherits the mask.
   sigset_t sigs;
@@ -125,7 +133,8 @@ int run_serve(ServeOptions& o) {
     timespec poll{0, 50'000'000};
     int again = next_signal(sigs, &poll);
     if (again == SIGINT || again == SIGTERM) {
-      std::fprintf(stderr, "invar serve: second %s: stopping without drain\n", again == SIGINT ? "SIGINT" : "SIGTERM");
+      std::fprintf(stderr, "invar serve: second %s: stopping without drain\n",
+                   again == SIGINT ? "SIGINT" : "SIGTERM");
       std::fflush(stderr);
       std::_Exit(128 + again);
     }
@@ -146,9 +155,11 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
       ->capture_default_str();
   s->add_option("--port", o->server.port, "port (0: any free port, printed on stderr)")
       ->capture_default_str();
-  s->add_option("--api-key", o->server.api_key, "require 'Authorization: Bearer KEY' on /v1/* and /metrics");
+  s->add_option("--api-key", o->server.api_key,
+                "require 'Authorization: Bearer KEY' on /v1/* and /metrics");
   s->add_flag("--metrics-public", o->server.metrics_public, "serve /metrics without the API key");
-  s->add_option("--max-connections", o->server.max_connections, "open connections before new ones get 503")
+  s->add_option("--max-connections", o->server.max_connections,
+                "open connections before new ones get 503")
       ->capture_default_str();
   s->add_option("--max-body-bytes", o->server.max_body_bytes, "larger request bodies get 413")
       ->capture_default_str();

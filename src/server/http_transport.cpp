@@ -1,6 +1,8 @@
 // Every use of Boost.Asio and Boost.Beast in invar lives in this file (they are heavy to compile).
 #include "server/http_transport.h"
 
+#include <sys/resource.h>
+
 #include <array>
 #include <atomic>
 #include <boost/asio.hpp>
@@ -49,7 +51,8 @@ std::string status_line(int status) {
 std::string reply_text(const HttpReply& r, bool keep_alive, bool head_only) {
   std::string out = status_line(r.status) + "Content-Type: " + r.content_type +
                     "\r\nContent-Length: " + std::to_string(r.body.size()) + "\r\n" +
-                    (keep_alive ? "" : "Connection: close\r\n") + "\r\n";
+                    // Said even on HTTP/1.1, where it is the default: an HTTP/1.0 client needs it.
+                    (keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n") + "\r\n";
   if (!head_only) out += r.body;
   return out;
 }
@@ -437,6 +440,7 @@ struct HttpTransport::Impl {
   std::optional<asio::steady_timer> retry;
   std::vector<std::thread> threads;
   bool stopped = false;
+  int max_connections = 0;  // the configured cap, lowered to fit the descriptor limit
 
   void accept() {
     acceptor->async_accept(asio::make_strand(*io), [this](error_code ec, tcp::socket sock) {
@@ -448,7 +452,7 @@ struct HttpTransport::Impl {
         });
         return;
       }
-      if (connection_count() >= sh->cfg.max_connections)
+      if (connection_count() >= max_connections)
         reject(std::move(sock));
       else
         std::make_shared<Connection>(sh, std::move(sock))->start();
@@ -463,12 +467,12 @@ struct HttpTransport::Impl {
 
   void reject(tcp::socket sock) {
     auto s = std::make_shared<tcp::socket>(std::move(sock));
-    auto text = std::make_shared<std::string>(reply_text(
-        {503, "application/json",
-         unavailable("the server is at its limit of " + std::to_string(sh->cfg.max_connections) +
-                     " connections: retry later")
-             .to_json()},
-        false, false));
+    auto text = std::make_shared<std::string>(
+        reply_text({503, "application/json",
+                    unavailable("the server is at its limit of " + std::to_string(max_connections) +
+                                " connections: retry later")
+                        .to_json()},
+                   false, false));
     asio::async_write(*s, asio::buffer(*text), [s, text](error_code, size_t) {
       error_code ec;
       s->shutdown(tcp::socket::shutdown_send, ec);
@@ -513,6 +517,13 @@ int HttpTransport::bind() {
 void HttpTransport::start() {
   Impl& m = *impl_;
   INVAR_CHECK(m.acceptor.has_value(), "bind() before start()");
+  // Past the descriptor limit accept() fails and new clients would wait unanswered: the cap
+  // stays below it (with room for the model file, logs and the engine), so they get their 503.
+  m.max_connections = m.sh->cfg.max_connections;
+  rlimit fds{};
+  if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur != RLIM_INFINITY)
+    m.max_connections = int(
+        std::min<rlim_t>(rlim_t(m.max_connections), fds.rlim_cur > 128 ? fds.rlim_cur - 64 : 64));
   m.accept();
   for (int i = 0; i < std::max(1, m.sh->cfg.io_threads); ++i)
     m.threads.emplace_back([&m] { m.io->run(); });

@@ -74,6 +74,12 @@ TEST(HostileHttp, WellFormedFramingIsServed) {
   Exchange old = exchange(s.port, "GET /health HTTP/1.0\r\n\r\n", 5);
   EXPECT_EQ(status_of(old.response), 200);
   EXPECT_TRUE(old.closed) << "an HTTP/1.0 request without keep-alive ends the connection";
+  Exchange old_kept =
+      exchange(s.port, "GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 0.3);
+  EXPECT_EQ(status_of(old_kept.response), 200);
+  EXPECT_NE(old_kept.response.find("Connection: keep-alive\r\n"), std::string::npos)
+      << old_kept.response;
+  EXPECT_FALSE(old_kept.closed);
   std::string body = R"({"prompt":"abc","max_tokens":4})";
   Exchange chunked =
       exchange(s.port,
