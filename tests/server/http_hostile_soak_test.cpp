@@ -14,6 +14,12 @@ TEST(HostileSoak, ThousandsOfSlowConnections) {
   FakeServer s;
   SlowClients slow(s.port, 3000, std::chrono::milliseconds(200));
   ASSERT_EQ(slow.connected(), 3000);
+  std::string m;
+  for (int i = 0; i < 1000 && metric_value(m, "invar_http_connections_open") < 3000; ++i) {
+    m = s.get("/metrics")->body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_GE(metric_value(m, "invar_http_connections_open"), 3000);
   auto [ok, worst] = probe_health(s.port, 300, std::chrono::milliseconds(100));  // 30 s and more
   EXPECT_EQ(ok, 300);
   EXPECT_LT(worst, 0.2);
