@@ -241,6 +241,7 @@ HttpServer::HttpServer(ServerConfig cfg, Loader loader) : impl_(std::make_unique
   t.max_connections = m.cfg.max_connections;
   t.head_timeout_s = m.cfg.head_timeout_s;
   t.body_timeout_s = m.cfg.body_timeout_s;
+  t.body_stall_s = m.cfg.body_stall_s;
   t.idle_timeout_s = m.cfg.idle_timeout_s;
   m.transport = std::make_unique<HttpTransport>(
       t, [&m](const HttpRequest& req, const Waker& wake) { return m.route(req, wake); },

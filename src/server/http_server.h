@@ -21,7 +21,8 @@ struct ServerConfig {
   size_t max_body_bytes = 4u << 20;     // larger bodies get 413
   int64_t queue_limit = 256;            // requests in flight before 429
   int max_connections = 4096;           // open connections before a 503
-  double head_timeout_s = 10, body_timeout_s = 30, idle_timeout_s = 30;  // see http_transport.h
+  double head_timeout_s = 10, body_timeout_s = 30, body_stall_s = 5;  // see http_transport.h
+  double idle_timeout_s = 30;
   std::vector<std::string> model_aliases;  // names accepted in "model" besides the model id
 };
 

@@ -176,7 +176,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       const std::string* expect = scanner_.head().field("Expect");
       expect_continue_ = expect && iequals(*expect, "100-continue");
       phase_ = Phase::body;
-      arm_read_timer(sh_->cfg.body_timeout_s);
+      body_deadline_ = std::chrono::steady_clock::now() + seconds(sh_->cfg.body_timeout_s);
     }
     while (!parser_->is_done() && !in_.empty()) {
       boost::beast::error_code ec;
@@ -195,6 +195,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       // that has not ended, which must not grow without bound.
       if (in_.size() > sh_->cfg.head.max_head_bytes)
         return fail(400, "chunk header or trailer section too long");
+      arm_body_timer();  // each read that made progress moves the stall deadline
       if (expect_continue_ && parser_->is_header_done()) {
         expect_continue_ = false;
         queue_write("HTTP/1.1 100 Continue\r\n\r\n");
@@ -383,6 +384,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
+  void arm_body_timer() {
+    read_timer_.expires_at(std::min(
+        body_deadline_, std::chrono::steady_clock::now() + seconds(sh_->cfg.body_stall_s)));
+    read_timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (!ec) self->on_read_timeout();
+    });
+  }
+
   void on_read_timeout() {
     if (closed_) return;
     switch (phase_) {
@@ -390,7 +399,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
         return fail(408, "the request head was not received within " +
                              std::to_string(int(sh_->cfg.head_timeout_s)) + " s");
       case Phase::body:
-        return fail(408, "the request body was not received within " +
+        return fail(408, "the request body stalled for " +
+                             std::to_string(int(sh_->cfg.body_stall_s)) + " s or took over " +
                              std::to_string(int(sh_->cfg.body_timeout_s)) + " s");
       case Phase::responding:
         return;
@@ -424,6 +434,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<WakeSlot> wake_;
   std::unique_ptr<PendingReply> pending_;
   std::string path_;
+  std::chrono::steady_clock::time_point body_deadline_;
   Phase phase_ = Phase::idle;
   size_t linger_bytes_ = 0;
   bool reading_ = false, writing_ = false, closed_ = false, failed_ = false;

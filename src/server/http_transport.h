@@ -23,6 +23,7 @@ struct TransportConfig {
   int max_connections = 4096;        // beyond: 503 and close
   double head_timeout_s = 10;        // first byte of a request → end of its head (else 408)
   double body_timeout_s = 30;        // end of the head → end of the body (else 408)
+  double body_stall_s = 5;           // no body byte for this long → 408
   double idle_timeout_s = 30;        // a kept-alive connection with no request is closed
   double write_timeout_s = 30;       // one response write stalled this long → connection dropped
   int io_threads = 2;

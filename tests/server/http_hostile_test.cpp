@@ -198,7 +198,7 @@ TEST(HostileHttp, ConnectionCapGives503) {
 TEST(HostileHttp, HeadAndBodyDeadlines) {
   ServerConfig cfg;
   cfg.head_timeout_s = 0.5;
-  cfg.body_timeout_s = 0.5;
+  cfg.body_stall_s = 0.5;  // a body that stops coming, long before its 30 s deadline
   FakeServer s(cfg);
   Exchange head = exchange(s.port, "GET /health HTTP/1.1\r\nHost: x\r\n", 10);
   EXPECT_EQ(status_of(head.response), 408) << head.response;
