@@ -116,17 +116,15 @@ void CompletionJob::start(int64_t queue_limit, std::function<void()> notify) {
   queue_->submitted = start_time_;
   EventSink sink = [q = queue_](RequestEvent&& ev) {
     auto now = Clock::now();
-    {
-      std::lock_guard<std::mutex> lock(q->mu);
-      if (ev.kind == EventKind::token) {
-        if (!q->any_token) q->metrics->ttft.observe(std::chrono::duration<double>(now - q->submitted).count());
-        else q->metrics->inter_token.observe(std::chrono::duration<double>(now - q->last_token).count());
-        q->any_token = true;
-        q->last_token = now;
-      }
-      q->events.push_back(std::move(ev));
-      q->cv.notify_one();
+    std::lock_guard<std::mutex> lock(q->mu);
+    if (ev.kind == EventKind::token) {
+      if (!q->any_token) q->metrics->ttft.observe(std::chrono::duration<double>(now - q->submitted).count());
+      else q->metrics->inter_token.observe(std::chrono::duration<double>(now - q->last_token).count());
+      q->any_token = true;
+      q->last_token = now;
     }
+    q->events.push_back(std::move(ev));
+    q->cv.notify_one();
     if (q->notify) q->notify();
   };
   try {
@@ -224,7 +222,7 @@ std::optional<std::pair<int, std::string>> CompletionJob::poll_whole() {
   wait_events(evs, std::chrono::milliseconds(0), false);
   for (auto& e : evs) process(std::move(e), d);
   if (!d.finished) return std::nullopt;
-  if (error_) return std::pair<int, std::string>{error_->status, error_->to_json()};
+  if (error_) return std::make_pair(error_->status, error_->to_json());
   std::string text = d.text;
   int64_t offset = 0;
   json lp = nullptr;
@@ -240,7 +238,7 @@ std::optional<std::pair<int, std::string>> CompletionJob::poll_whole() {
     lp = logprobs_value(tokens_, &offset);
   }
   json plp = req_.prompt_logprobs >= 0 ? prompt_logprobs_json(ctx_, prompt_, prompt_lp_) : json();
-  return std::pair<int, std::string>{200, json_text(response_json(ctx_, text, lp, finish_reason_, usage(), plp))};
+  return std::make_pair(200, json_text(response_json(ctx_, text, lp, finish_reason_, usage(), plp)));
 }
 
 std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {

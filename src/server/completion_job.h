@@ -29,7 +29,7 @@ struct EventQueue {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<RequestEvent> events;
-  std::function<void()> notify;  // set before submit; called (unlocked) after each event
+  std::function<void()> notify;  // set before submit; called after each event, must not block
   ServerMetrics* metrics = nullptr;
   std::chrono::steady_clock::time_point submitted, last_token;
   bool any_token = false;
