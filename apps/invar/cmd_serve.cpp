@@ -1,10 +1,15 @@
 // `invar serve`: the OpenAI-compatible HTTP server (src/server) over one model. It listens
 // before the model is loaded (/health says "loading"), and on SIGINT/SIGTERM drains in-flight
-// requests (bounded by --drain-timeout) and exits 0.
+// requests (bounded by --drain-timeout) and exits 0; a second SIGINT/SIGTERM ends the drain at
+// once. SIGHUP, SIGUSR1 and SIGUSR2 are logged and ignored (the log is stderr: nothing to reopen).
+// A model that fails to load ends the process with an error.
 #include <pthread.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -48,6 +53,18 @@ void default_model_create(const std::string& path) {
   std::filesystem::rename(tmp, path);
 }
 
+// The next of `sigs` (all blocked); SIGHUP/SIGUSR1/SIGUSR2 are logged and come back as 0, as
+// does the end of `timeout` (null: wait for ever).
+int next_signal(const sigset_t& sigs, const timespec* timeout) {
+  int sig = timeout ? sigtimedwait(&sigs, nullptr, timeout) : 0;
+  if (!timeout && sigwait(&sigs, &sig) != 0) return 0;
+  if (sig == SIGHUP || sig == SIGUSR1 || sig == SIGUSR2) {
+    std::fprintf(stderr, "invar serve: %s ignored\n", strsignal(sig));
+    return 0;
+  }
+  return sig < 0 ? 0 : sig;
+}
+
 int run_serve(ServeOptions& o) {
   if (!o.simd.empty()) {
     auto level = simd_parse(o.simd);
@@ -62,12 +79,18 @@ int run_serve(ServeOptions& o) {
   if (!default_model && !std::filesystem::exists(path)) throw Error("no model file at " + path);
   o.server.model_aliases = {path, std::filesystem::path(path).filename().string()};
 
-  // SIGINT/SIGTERM are taken by sigwait below: block them before any thread starts so that
-  // every thread inherits the mask.
+  // Every client connection is a descriptor: allow as many as the hard limit does.
+  rlimit fds{};
+  if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur < fds.rlim_max) {
+    fds.rlim_cur = fds.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &fds);
+  }
+
+  // Signals are taken by sigwait below: block them before any thread starts so that every
+  // thread inherits the mask.
   sigset_t sigs;
   sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&sigs, s);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   EngineConfig ecfg = o.engine;
@@ -91,7 +114,7 @@ int run_serve(ServeOptions& o) {
     }
   });
   int sig = 0;
-  sigwait(&sigs, &sig);
+  while (sig != SIGINT && sig != SIGTERM) sig = next_signal(sigs, nullptr);
   std::string err;
   if (srv.state() == "failed") {
     loaded.join();
@@ -101,7 +124,22 @@ int run_serve(ServeOptions& o) {
   }
   std::fprintf(stderr, "invar serve: %s: draining (up to %.0f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
                o.drain_timeout_s);
-  srv.shutdown(o.drain_timeout_s);  // waits for a load in progress
+  std::atomic<bool> drained{false};
+  std::thread drain([&] {
+    srv.shutdown(o.drain_timeout_s);  // waits for a load in progress
+    drained = true;
+  });
+  while (!drained) {
+    timespec poll{0, 50'000'000};
+    int again = next_signal(sigs, &poll);
+    if (again == SIGINT || again == SIGTERM) {
+      std::fprintf(stderr, "invar serve: second %s: stopping without drain\n",
+                   again == SIGINT ? "SIGINT" : "SIGTERM");
+      std::fflush(stderr);
+      std::_Exit(128 + again);
+    }
+  }
+  drain.join();
   loaded.join();
   std::fprintf(stderr, "invar serve: stopped\n");
   return 0;
@@ -117,7 +155,12 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
       ->capture_default_str();
   s->add_option("--port", o->server.port, "port (0: any free port, printed on stderr)")
       ->capture_default_str();
-  s->add_option("--api-key", o->server.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  s->add_option("--api-key", o->server.api_key,
+                "require 'Authorization: Bearer KEY' on /v1/* and /metrics");
+  s->add_flag("--metrics-public", o->server.metrics_public, "serve /metrics without the API key");
+  s->add_option("--max-connections", o->server.max_connections,
+                "open connections before new ones get 503")
+      ->capture_default_str();
   s->add_option("--max-body-bytes", o->server.max_body_bytes, "larger request bodies get 413")
       ->capture_default_str();
   s->add_option("--queue-limit", o->server.queue_limit,

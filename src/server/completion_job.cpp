@@ -87,7 +87,7 @@ CompletionJob::~CompletionJob() {
   if (admitted_) metrics_.inflight.fetch_sub(1);
 }
 
-void CompletionJob::start(int64_t queue_limit) {
+void CompletionJob::start(int64_t queue_limit, std::function<void()> notify) {
   if (metrics_.inflight.fetch_add(1) >= queue_limit) {
     metrics_.inflight.fetch_sub(1);
     throw overloaded("server is at its queue limit of " + std::to_string(queue_limit) +
@@ -109,6 +109,7 @@ void CompletionJob::start(int64_t queue_limit) {
 
   queue_ = std::make_shared<EventQueue>();
   queue_->metrics = &metrics_;
+  queue_->notify = std::move(notify);
   start_time_ = Clock::now();
   queue_->submitted = start_time_;
   EventSink sink = [q = queue_](RequestEvent&& ev) {
@@ -122,6 +123,7 @@ void CompletionJob::start(int64_t queue_limit) {
     }
     q->events.push_back(std::move(ev));
     q->cv.notify_one();
+    if (q->notify) q->notify();
   };
   try {
     rid_ = backend_.submit(std::move(g), std::move(sink));
@@ -195,14 +197,18 @@ json CompletionJob::logprobs_value(const std::vector<TokenOut>& tokens, int64_t*
   return logprobs_legacy_json(ctx_, tokens, *offset, offset);
 }
 
-std::pair<int, std::string> CompletionJob::run_whole() {
-  Delta d;
-  while (!d.finished) {
-    std::vector<RequestEvent> evs;
-    wait_events(evs, {}, true);
-    for (auto& e : evs) process(std::move(e), d);
-  }
-  if (error_) return {error_->status, error_->to_json()};
+bool CompletionJob::ready() {
+  std::lock_guard<std::mutex> lock(queue_->mu);
+  return !queue_->events.empty();
+}
+
+std::optional<std::pair<int, std::string>> CompletionJob::poll_whole() {
+  Delta& d = whole_;
+  std::vector<RequestEvent> evs;
+  wait_events(evs, std::chrono::milliseconds(0), false);
+  for (auto& e : evs) process(std::move(e), d);
+  if (!d.finished) return std::nullopt;
+  if (error_) return std::make_pair(error_->status, error_->to_json());
   std::string text = d.text;
   int64_t offset = 0;
   json lp = nullptr;
@@ -218,7 +224,7 @@ std::pair<int, std::string> CompletionJob::run_whole() {
     lp = logprobs_value(tokens_, &offset);
   }
   json plp = req_.prompt_logprobs >= 0 ? prompt_logprobs_json(ctx_, prompt_, prompt_lp_) : json();
-  return {200, json_text(response_json(ctx_, text, lp, finish_reason_, usage(), plp))};
+  return std::make_pair(200, json_text(response_json(ctx_, text, lp, finish_reason_, usage(), plp)));
 }
 
 std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,6 +28,7 @@ struct EventQueue {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<RequestEvent> events;
+  std::function<void()> notify;  // set before submit; called after each event, must not block
   ServerMetrics* metrics = nullptr;
   std::chrono::steady_clock::time_point submitted, last_token;
   bool any_token = false;
@@ -41,10 +43,12 @@ class CompletionJob {
   CompletionJob& operator=(const CompletionJob&) = delete;
 
   // Admits (429 when `queue_limit` requests are already in flight) and submits. Throws ApiError.
-  void start(int64_t queue_limit);
+  // `notify` is called on the engine thread after each event: it must not block.
+  void start(int64_t queue_limit, std::function<void()> notify = nullptr);
 
-  // Whole response: waits for the end and returns (status, body).
-  std::pair<int, std::string> run_whole();
+  // Whole response without waiting: (status, body) once the engine has finished, else nothing.
+  std::optional<std::pair<int, std::string>> poll_whole();
+  bool ready();  // events are waiting to be processed
 
   // Streaming: waits up to `wait` for events and returns the SSE text they make (an SSE comment
   // as keep-alive when nothing happened, so a vanished client is noticed by the failed write).
@@ -85,6 +89,7 @@ class CompletionJob {
   std::string finish_reason_;
   RequestEvent finished_;
   std::optional<ApiError> error_;
+  Delta whole_;  // poll_whole's progress
 
   // Streaming progress.
   bool stream_started_ = false, stream_done_ = false;

@@ -1,55 +1,119 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/error.h"
 #include "server/api_error.h"
 #include "server/completion_job.h"
+#include "server/http_transport.h"
 #include "server/server_metrics.h"
 
 namespace invar::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kKeepAliveEvery = std::chrono::milliseconds(500);
 
 enum class State { loading, ready, failed, draining, stopped };
 
 const char* state_name(State s) {
   switch (s) {
-    case State::loading: return "loading";
-    case State::ready: return "ready";
-    case State::failed: return "failed";
-    case State::draining: return "draining";
-    case State::stopped: return "stopped";
+    case State::loading:
+      return "loading";
+    case State::ready:
+      return "ready";
+    case State::failed:
+      return "failed";
+    case State::draining:
+      return "draining";
+    case State::stopped:
+      return "stopped";
   }
   return "?";
 }
 
-void reply_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(e.to_json(), "application/json");
+HttpReply json_reply(int status, std::string body) {
+  return {status, "application/json", std::move(body)};
+}
+HttpReply error_reply(const ApiError& e) {
+  return json_reply(e.status, e.to_json());
 }
 
 std::string endpoint_label(const std::string& path) {
-  for (const char* p : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics"})
+  for (const char* p :
+       {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics"})
     if (path == p) return p;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
   return "other";
 }
+
+// Equal whole values, in time that does not depend on where they differ or on their lengths.
+bool same_secret(const std::string& a, const std::string& b) {
+  unsigned char da[SHA256_DIGEST_LENGTH], db[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(a.data()), a.size(), da);
+  SHA256(reinterpret_cast<const unsigned char*>(b.data()), b.size(), db);
+  return CRYPTO_memcmp(da, db, sizeof da) == 0;
+}
+
+std::string percent_decode(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += char(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// A completion in progress, polled by its connection whenever the engine's events wake it.
+class PendingCompletion : public PendingReply {
+ public:
+  explicit PendingCompletion(std::unique_ptr<CompletionJob> job)
+      : job_(std::move(job)), stream_(job_->request().stream) {}
+
+  bool streaming() const override { return stream_; }
+
+  bool poll(bool tick, std::string* out) override {
+    if (!stream_) {
+      auto r = job_->poll_whole();
+      if (r) reply_ = json_reply(r->first, std::move(r->second));
+      return r.has_value();
+    }
+    // A tick after a quiet interval sends what is there, or an SSE comment as keep-alive (a
+    // vanished client is then noticed by the failed write).
+    if (tick ? !active_ : job_->ready()) *out += job_->stream_next(std::chrono::milliseconds(0));
+    active_ = !tick;
+    return job_->stream_done();
+  }
+
+  HttpReply reply() override { return std::move(reply_); }
+  void client_gone() override { job_->cancel_by_client(); }
+
+ private:
+  std::unique_ptr<CompletionJob> job_;
+  bool stream_;
+  bool active_ = false;  // woken since the last tick
+  HttpReply reply_;
+};
 
 }  // namespace
 
 struct HttpServer::Impl {
   ServerConfig cfg;
   Loader loader;
-  httplib::Server http;
   ServerMetrics metrics;
   std::atomic<State> state{State::loading};
   std::unique_ptr<Backend> backend;  // set once by the loader, before state becomes ready
@@ -57,147 +121,133 @@ struct HttpServer::Impl {
   std::mutex load_mu;
   std::condition_variable load_cv;
   bool load_done = false;
-  std::thread listen_thread, load_thread;
+  std::thread load_thread;
+  // Declared after the backend: connections (and the requests they hold) go first.
+  std::unique_ptr<HttpTransport> transport;
   bool bound = false;
 
-  void setup_routes();
-  void handle_completion(const httplib::Request& req, httplib::Response& res, Endpoint ep);
+  Routed route(const HttpRequest& req, const Waker& wake);
+  Routed handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake);
+  bool authorized(const HttpRequest& req) const {
+    if (cfg.api_key.empty()) return true;
+    bool guarded =
+        req.path.rfind("/v1/", 0) == 0 || (req.path == "/metrics" && !cfg.metrics_public);
+    if (!guarded) return true;
+    const std::string* auth = req.head.field("Authorization");
+    return auth && req.head.count("Authorization") == 1 &&
+           same_secret(*auth, "Bearer " + cfg.api_key);
+  }
   bool model_known(const std::string& name) const {
     if (name.empty() || name == backend->model_id()) return true;
     for (auto& a : cfg.model_aliases)
       if (name == a) return true;
     return false;
   }
-  // 503 unless the model is ready; then backend is safe to use.
-  bool require_ready(httplib::Response& res) {
+  // An error unless the model is ready; then backend is safe to use.
+  std::optional<ApiError> not_ready() {
     State s = state.load();
-    if (s == State::ready) return true;
-    if (s == State::loading) reply_error(res, unavailable("the model is still loading: retry shortly"));
-    else if (s == State::failed) reply_error(res, unavailable("the model failed to load: " + load_error));
-    else reply_error(res, unavailable("the server is shutting down"));
-    return false;
+    if (s == State::ready) return std::nullopt;
+    if (s == State::loading) return unavailable("the model is still loading: retry shortly");
+    if (s == State::failed) return unavailable("the model failed to load: " + load_error);
+    return unavailable("the server is shutting down");
+  }
+  nlohmann::json model_json() const {
+    return {{"id", backend->model_id()},
+            {"object", "model"},
+            {"created", 0},
+            {"owned_by", "invar"},
+            {"max_model_len", backend->n_ctx()},
+            {"system_fingerprint", backend->system_fingerprint()}};
   }
 };
 
-void HttpServer::Impl::setup_routes() {
-  // One thread per connection in flight: streams hold theirs for their whole length, so the pool
-  // is sized past the queue limit, and requests beyond the limit still get a prompt 429.
-  size_t threads = size_t(cfg.queue_limit) + 16;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http.set_payload_max_length(cfg.max_body_bytes);
-  http.set_keep_alive_max_count(1000);
-
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!cfg.api_key.empty() && req.path.rfind("/v1/", 0) == 0 &&
-        req.get_header_value("Authorization") != "Bearer " + cfg.api_key) {
-      reply_error(res, unauthorized());
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;  // a handler already wrote its error
-    if (res.status == 413) reply_error(res, payload_too_large(cfg.max_body_bytes));
-    else if (res.status == 404)
-      reply_error(res, not_found("unknown route: " + req.method + " " + req.path, "not_found"));
-    else reply_error(res, ApiError{res.status, "request failed", "invalid_request_error", "", ""});
-  });
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string msg = "internal error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      msg += std::string(": ") + e.what();
-    } catch (...) {
-    }
-    reply_error(res, internal_error(msg));
-  });
-  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    metrics.count_response(endpoint_label(req.path), res.status);
-  });
-
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
+  const std::string& m = req.head.method;
+  const std::string& p = req.path;
+  bool get = m == "GET" || m == "HEAD";
+  if (!authorized(req)) return {error_reply(unauthorized()), nullptr};
+  auto wrong_method = [&](const char* allowed) {
+    return Routed{
+        error_reply({405, "method " + m + " is not allowed on " + p + " (use " + allowed + ")",
+                     "invalid_request_error", "", "method_not_allowed"}),
+        nullptr};
+  };
+  if (p == "/health") {
+    if (!get) return wrong_method("GET");
     State s = state.load();
     nlohmann::json body = {{"status", s == State::ready ? "ok" : state_name(s)}};
     if (s == State::failed) body["message"] = load_error;
-    res.status = s == State::ready ? 200 : 503;
-    res.set_content(body.dump(), "application/json");
-  });
-  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    return {json_reply(s == State::ready ? 200 : 503, body.dump()), nullptr};
+  }
+  if (p == "/metrics") {
+    if (!get) return wrong_method("GET");
     State s = state.load();
     EngineMetrics em;
     bool have = s == State::ready || s == State::draining;
     if (have) em = backend->metrics();
-    res.set_content(metrics.exposition(have ? &em : nullptr, state_name(s)),
-                    "text/plain; version=0.0.4");
-  });
-  auto model_json = [this] {
-    return nlohmann::json{{"id", backend->model_id()},
-                          {"object", "model"},
-                          {"created", 0},
-                          {"owned_by", "invar"},
-                          {"max_model_len", backend->n_ctx()},
-                          {"system_fingerprint", backend->system_fingerprint()}};
-  };
-  http.Get("/v1/models", [this, model_json](const httplib::Request&, httplib::Response& res) {
-    if (!require_ready(res)) return;
-    nlohmann::json body = {{"object", "list"}, {"data", nlohmann::json::array({model_json()})}};
-    res.set_content(body.dump(), "application/json");
-  });
-  http.Get(R"(/v1/models/(.+))", [this, model_json](const httplib::Request& req, httplib::Response& res) {
-    if (!require_ready(res)) return;
-    std::string name = req.matches[1];
+    std::string text = metrics.exposition(have ? &em : nullptr, state_name(s));
+    text +=
+        "# HELP invar_http_connections_open client connections open\n"
+        "# TYPE invar_http_connections_open gauge\n"
+        "invar_http_connections_open " +
+        std::to_string(transport->connections()) + "\n";
+    return {{200, "text/plain; version=0.0.4", std::move(text)}, nullptr};
+  }
+  if (p == "/v1/models" || p.rfind("/v1/models/", 0) == 0) {
+    if (!get) return wrong_method("GET");
+    if (auto e = not_ready()) return {error_reply(*e), nullptr};
+    if (p == "/v1/models" || p == "/v1/models/") {
+      nlohmann::json body = {{"object", "list"}, {"data", nlohmann::json::array({model_json()})}};
+      return {json_reply(200, body.dump()), nullptr};
+    }
+    std::string name = percent_decode(p.substr(11));
     if (!model_known(name))
-      return reply_error(res, not_found("the model '" + name + "' does not exist", "model_not_found"));
-    res.set_content(model_json().dump(), "application/json");
-  });
-  http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_completion(req, res, Endpoint::completions);
-  });
-  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_completion(req, res, Endpoint::chat);
-  });
+      return {error_reply(not_found("the model '" + name + "' does not exist", "model_not_found")),
+              nullptr};
+    return {json_reply(200, model_json().dump()), nullptr};
+  }
+  if (p == "/v1/completions" || p == "/v1/chat/completions") {
+    if (m != "POST") return wrong_method("POST");
+    return handle_completion(req, p == "/v1/completions" ? Endpoint::completions : Endpoint::chat,
+                             wake);
+  }
+  return {error_reply(not_found("unknown route: " + m + " " + p, "not_found")), nullptr};
 }
 
-void HttpServer::Impl::handle_completion(const httplib::Request& req, httplib::Response& res,
-                                         Endpoint ep) {
-  if (!require_ready(res)) return;
-  std::shared_ptr<CompletionJob> job;
+Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake) {
+  if (auto e = not_ready()) return {error_reply(*e), nullptr};
   try {
     ApiRequest r = api_request_parse(req.body, ep);
     if (!model_known(r.model))
-      return reply_error(res, not_found("the model '" + r.model + "' does not exist", "model_not_found"));
-    job = std::make_shared<CompletionJob>(*backend, std::move(r), metrics);
-    job->start(cfg.queue_limit);
+      return {
+          error_reply(not_found("the model '" + r.model + "' does not exist", "model_not_found")),
+          nullptr};
+    auto job = std::make_unique<CompletionJob>(*backend, std::move(r), metrics);
+    job->start(cfg.queue_limit, wake);
+    return {{}, std::make_unique<PendingCompletion>(std::move(job))};
   } catch (const ApiError& e) {
-    return reply_error(res, e);
+    return {error_reply(e), nullptr};
   }
-  if (!job->request().stream) {
-    auto [status, body] = job->run_whole();
-    res.status = status;
-    res.set_content(body, "application/json");
-    return;
-  }
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [job](size_t, httplib::DataSink& sink) {
-        std::string out = job->stream_next(kKeepAliveEvery);
-        if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-        if (job->stream_done()) sink.done();
-        return true;
-      },
-      [job](bool success) {
-        // Not a clean end: the client went away (or the write timed out) mid-stream.
-        if (!success || !job->stream_done()) job->cancel_by_client();
-      });
 }
 
 HttpServer::HttpServer(ServerConfig cfg, Loader loader) : impl_(std::make_unique<Impl>()) {
-  impl_->cfg = std::move(cfg);
-  impl_->loader = std::move(loader);
-  impl_->setup_routes();
+  Impl& m = *impl_;
+  m.cfg = std::move(cfg);
+  m.loader = std::move(loader);
+  TransportConfig t;
+  t.host = m.cfg.host;
+  t.port = m.cfg.port;
+  t.max_body_bytes = m.cfg.max_body_bytes;
+  t.max_connections = m.cfg.max_connections;
+  t.head_timeout_s = m.cfg.head_timeout_s;
+  t.body_timeout_s = m.cfg.body_timeout_s;
+  t.body_stall_s = m.cfg.body_stall_s;
+  t.idle_timeout_s = m.cfg.idle_timeout_s;
+  m.transport = std::make_unique<HttpTransport>(
+      t, [&m](const HttpRequest& req, const Waker& wake) { return m.route(req, wake); },
+      [&m](const std::string& path, int status) {
+        m.metrics.count_response(endpoint_label(path), status);
+      });
 }
 
 HttpServer::~HttpServer() {
@@ -205,16 +255,8 @@ HttpServer::~HttpServer() {
 }
 
 int HttpServer::bind() {
-  Impl& m = *impl_;
-  int port = m.cfg.port;
-  if (port == 0) {
-    port = m.http.bind_to_any_port(m.cfg.host);
-    if (port < 0) throw Error("cannot bind " + m.cfg.host + " to a free port");
-  } else if (!m.http.bind_to_port(m.cfg.host, port)) {
-    throw Error("cannot listen on " + m.cfg.host + ":" + std::to_string(port) +
-                " (address in use or not local?)");
-  }
-  m.bound = true;
+  int port = impl_->transport->bind();
+  impl_->bound = true;
   return port;
 }
 
@@ -223,7 +265,7 @@ void HttpServer::start() {
   INVAR_CHECK(m.bound, "bind() before start()");
   // A client that vanishes mid-stream must fail the write, not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
-  m.listen_thread = std::thread([&m] { m.http.listen_after_bind(); });
+  m.transport->start();
   m.load_thread = std::thread([&m] {
     std::unique_ptr<Backend> b;
     std::string err;
@@ -265,16 +307,16 @@ void HttpServer::shutdown(double timeout_s) {
   if (m.load_thread.joinable()) m.load_thread.join();
   auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   if (m.backend) m.backend->drain(timeout_s);
-  // Let the HTTP threads write out what the engine finished (bounded: a stalled client's write
+  // Let the connections write out what the engine finished (bounded: a stalled client's write
   // times out on its own).
-  while (m.metrics.inflight.load() > 0 &&
-         Clock::now() < deadline + std::chrono::seconds(2))
+  while (m.metrics.inflight.load() > 0 && Clock::now() < deadline + std::chrono::seconds(2))
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  m.http.stop();
-  if (m.listen_thread.joinable()) m.listen_thread.join();
+  m.transport->stop();
   m.state.store(State::stopped);
 }
 
-std::string HttpServer::state() const { return state_name(impl_->state.load()); }
+std::string HttpServer::state() const {
+  return state_name(impl_->state.load());
+}
 
 }  // namespace invar::server

@@ -1,5 +1,5 @@
-// The HTTP side of `invar serve`: routes, auth, body limits, admission, SSE streaming and
-// graceful drain. It starts listening before the model is loaded (/health answers 503 "loading"
+// The HTTP side of `invar serve`: routes, auth, admission, SSE streaming and graceful drain,
+// over the event-driven connection layer of http_transport.h. It starts listening before the model is loaded (/health answers 503 "loading"
 // meanwhile) and talks to the model only through a Backend.
 #pragma once
 
@@ -16,9 +16,13 @@ namespace invar::server {
 struct ServerConfig {
   std::string host = "127.0.0.1";       // loopback unless told otherwise
   int port = 8080;                      // 0: any free port (bind() returns it)
-  std::string api_key;                  // "" → no auth; else /v1/* need "Bearer <key>"
+  std::string api_key;                  // "" → no auth; else /v1/* and /metrics need "Bearer <key>"
+  bool metrics_public = false;          // /metrics open even when api_key is set
   size_t max_body_bytes = 4u << 20;     // larger bodies get 413
   int64_t queue_limit = 256;            // requests in flight before 429
+  int max_connections = 4096;           // open connections before a 503
+  double head_timeout_s = 10, body_timeout_s = 30, body_stall_s = 5;  // see http_transport.h
+  double idle_timeout_s = 30;
   std::vector<std::string> model_aliases;  // names accepted in "model" besides the model id
 };
 

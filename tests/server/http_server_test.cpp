@@ -187,7 +187,25 @@ TEST(HttpServer, Auth) {
   EXPECT_EQ(s.post("/v1/completions", req, {{"Authorization", "Bearer wrong"}})->status, 401);
   EXPECT_EQ(s.get("/v1/models")->status, 401);
   EXPECT_EQ(s.post("/v1/completions", req, {{"Authorization", "Bearer sekret"}})->status, 200);
-  EXPECT_EQ(s.get("/health")->status, 200);  // health and metrics stay open for probes
+  EXPECT_EQ(s.get("/health")->status, 200);  // health stays open for probes
+  // Only the whole key, exactly: no prefix, extension, trailing junk or other case.
+  for (const char* v : {"Bearer sekre", "Bearer sekretX", "Bearer sekret ", "Bearer  sekret", "bearer sekret",
+                        "Bearer sekret\t", "sekret", "Bearer", ""})
+    EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", req, std::string("Authorization: ") + v + "\r\n")), 401)
+        << "'" << v << "'";
+  const char nul[] = "Authorization: Bearer sekret\0junk\r\n";
+  EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", req, std::string(nul, sizeof nul - 1))), 400);
+  EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", req,
+                               "Authorization: Bearer sekret\r\nAuthorization: Bearer wrong\r\n")),
+            401)
+      << "two keys";
+  EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", req, "Authorization: Bearer sekret\r\n")), 200);
+  EXPECT_EQ(s.get("/metrics")->status, 401);
+  EXPECT_EQ(s.get("/metrics", {{"Authorization", "Bearer sekret"}})->status, 200);
+  cfg.metrics_public = true;
+  FakeServer open(cfg);
+  EXPECT_EQ(open.get("/metrics")->status, 200);
+  EXPECT_EQ(open.get("/v1/models")->status, 401);
 }
 
 TEST(HttpServer, NotFoundTooLargeContext) {

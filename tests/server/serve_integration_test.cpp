@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -51,11 +52,7 @@ class Serve : public ::testing::Test {
     return r ? r->body : "";
   }
   static std::string metrics() { return client().Get("/metrics")->body; }
-  static double metric(const std::string& text, const std::string& name) {
-    std::smatch m;
-    if (!std::regex_search(text, m, std::regex("\n" + name + " ([0-9.e+-]+)\n"))) return -1;
-    return std::stod(m[1]);
-  }
+  static double metric(const std::string& text, const std::string& name) { return metric_value(text, name); }
   static CurlResult curl_post(const std::string& path, const std::string& body, bool key = true) {
     return curl((key ? std::string("-H 'Authorization: Bearer ") + kKey + "' " : std::string()) +
                 "-H 'Content-Type: application/json' -N -d " + shell_quote(body) + " " +
@@ -326,35 +323,42 @@ TEST_F(Serve, MalformedCorpusKeepsServerUp) {
 }
 
 TEST_F(Serve, DisconnectCancelsAndFreesBlocks) {
-  std::string before = metrics();
-  double cancelled0 = metric(before, "invar_requests_cancelled_total");
-  double generated0 = metric(before, "invar_generated_tokens_total");
-  int fd = connect_local(server_->port());
-  ASSERT_GE(fd, 0);
-  std::string body = json{{"prompt", document(7, 3)}, {"max_tokens", 900}, {"ignore_eos", true},
-                          {"stream", true}, {"cache_salt", "disc"}}.dump();
-  send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-key\r\n"
-               "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
-  std::string got;
-  char buf[4096];
-  while (got.find("\"text\"") == std::string::npos) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    ASSERT_GT(n, 0) << got;
-    got.append(buf, size_t(n));
+  for (bool stream : {true, false}) {
+    std::string before = metrics();
+    double cancelled0 = metric(before, "invar_requests_cancelled_total");
+    double generated0 = metric(before, "invar_generated_tokens_total");
+    int fd = connect_local(server_->port());
+    ASSERT_GE(fd, 0);
+    std::string body = json{{"prompt", document(7, 3)}, {"max_tokens", 900}, {"ignore_eos", true},
+                            {"stream", stream}, {"cache_salt", stream ? "disc" : "disc-whole"}}.dump();
+    send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-key\r\n"
+                 "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::string got, during;
+    char buf[4096];
+    while (stream && got.find("\"text\"") == std::string::npos) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      ASSERT_GT(n, 0) << got;
+      got.append(buf, size_t(n));
+    }
+    for (int i = 0; i < 500; ++i) {  // a whole request sends nothing: wait until it generates
+      during = metrics();
+      if (metric(during, "invar_generated_tokens_total") > generated0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_GT(metric(during, "invar_cache_referenced_blocks"), 0) << "no blocks held mid-request:\n" << during;
+    ::close(fd);
+    std::string after;
+    for (int i = 0; i < 500; ++i) {
+      after = metrics();
+      if (metric(after, "invar_cache_referenced_blocks") == 0 && metric(after, "invar_requests_running") == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const char* kind = stream ? "stream" : "whole";
+    EXPECT_EQ(metric(after, "invar_cache_referenced_blocks"), 0) << kind << "\n" << after;
+    EXPECT_EQ(metric(after, "invar_requests_running"), 0) << kind;
+    EXPECT_EQ(metric(after, "invar_requests_cancelled_total"), cancelled0 + 1) << kind;
+    EXPECT_LT(metric(after, "invar_generated_tokens_total") - generated0, 900) << kind << ": ran to its end";
   }
-  std::string during = metrics();
-  EXPECT_GT(metric(during, "invar_cache_referenced_blocks"), 0) << "no blocks held mid-stream:\n" << during;
-  ::close(fd);
-  std::string after;
-  for (int i = 0; i < 500; ++i) {
-    after = metrics();
-    if (metric(after, "invar_cache_referenced_blocks") == 0 && metric(after, "invar_requests_running") == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(metric(after, "invar_cache_referenced_blocks"), 0) << after;
-  EXPECT_EQ(metric(after, "invar_requests_running"), 0);
-  EXPECT_EQ(metric(after, "invar_requests_cancelled_total"), cancelled0 + 1);
-  EXPECT_LT(metric(after, "invar_generated_tokens_total") - generated0, 900) << "the cancelled request ran to its end";
 }
 
 TEST(ServeLimits, QueueLimit429AndSigtermDrain) {
@@ -389,4 +393,81 @@ TEST(ServeLimits, QueueLimit429AndSigtermDrain) {
   for (auto& d : data) done |= d == "[DONE]";
   EXPECT_TRUE(done) << "the in-flight stream was cut by the drain";
   EXPECT_NE(s.log().find("draining"), std::string::npos);
+}
+
+// SIGHUP, SIGUSR1 and SIGUSR2 leave the server serving (a stream in flight ends with [DONE]);
+// after SIGINT starts the drain, a SIGTERM ends it at once.
+TEST(ServeSignals, HarmlessSignalsAndSecondTerm) {
+  ServeProcess s({"--model", kTinyModel, "--threads", "1", "--ctx", "4096", "--drain-timeout", "120"}, "serve_signals");
+  ASSERT_NE(s.port(), 0) << s.log();
+  auto stream = [&](int64_t max_tokens, std::string* out) {
+    return std::thread([&s, max_tokens, out] {
+      httplib::Client c("127.0.0.1", s.port());
+      c.set_read_timeout(120, 0);
+      auto r = c.Post("/v1/completions",
+                      json{{"prompt", "long"}, {"max_tokens", max_tokens}, {"ignore_eos", true}, {"stream", true}}.dump(),
+                      "application/json");
+      if (r) *out = r->body;
+    });
+  };
+  auto wait_inflight = [&] {
+    httplib::Client c("127.0.0.1", s.port());
+    for (int i = 0; i < 1000; ++i) {
+      auto r = c.Get("/metrics");
+      if (r && r->body.find("invar_server_inflight_requests 1\n") != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+  };
+  std::string first;
+  std::thread t = stream(300, &first);
+  ASSERT_TRUE(wait_inflight());
+  for (int sig : {SIGHUP, SIGUSR1, SIGUSR2}) {
+    s.signal(sig);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(s.alive()) << "signal " << sig << " killed the server\n" << s.log();
+  }
+  t.join();
+  EXPECT_NE(first.find("data: [DONE]"), std::string::npos) << "the stream was cut";
+  EXPECT_EQ(curl(s.url() + "/health").status, 200);
+  EXPECT_NE(s.log().find("ignored"), std::string::npos) << s.log();
+
+  std::string cut;
+  std::thread t2 = stream(4000, &cut);
+  ASSERT_TRUE(wait_inflight());
+  s.signal(SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(s.alive()) << "the drain should still be waiting for the long stream";
+  auto t0 = std::chrono::steady_clock::now();
+  int code = s.stop(SIGTERM, 10);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  t2.join();
+  EXPECT_NE(code, -1) << "a SIGTERM during the drain did not end it";
+  EXPECT_NE(code, 0);
+  EXPECT_LT(took, 5.0);
+  EXPECT_NE(s.log().find("second SIGTERM"), std::string::npos) << s.log();
+}
+
+// A model file that cannot be loaded ends `invar serve` with an error, promptly.
+TEST(ServeSignals, CorruptModelExitsNonZero) {
+  std::ifstream in(kTinyModel, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 4096u);
+  std::string dir = std::string(INVAR_BINARY_DIR) + "/tests/server/";
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"corrupt-truncated.gguf", bytes.substr(0, bytes.size() / 2)},
+      {"corrupt-header.gguf", "GGUF" + std::string(4096, '\xff')},
+      {"corrupt-empty.gguf", ""}};
+  for (auto& [name, content] : files) {
+    std::ofstream(dir + name, std::ios::binary) << content;
+    auto t0 = std::chrono::steady_clock::now();
+    ServeProcess s({"--model", dir + name, "--threads", "1"}, "serve_" + name);
+    for (int i = 0; i < 1000 && s.alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int code = s.exit_code();
+    EXPECT_NE(code, -1) << name << ": still running\n" << s.log();
+    EXPECT_NE(code, 0) << name;
+    EXPECT_LT(took, 5.0) << name;
+    EXPECT_EQ(s.port(), 0) << name << ": reported healthy";
+  }
 }

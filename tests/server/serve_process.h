@@ -88,6 +88,12 @@ class ServeProcess {
     }
     return true;
   }
+  void signal(int sig) { kill(pid_, sig); }
+  // The exit code once exited (128 + N for a signal), -1 while running.
+  int exit_code() {
+    if (alive()) return -1;
+    return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+  }
   // Sends `sig` and waits (≤ timeout) for the exit; returns the exit code, -1 if it did not exit.
   int stop(int sig, double timeout_s) {
     kill(pid_, sig);
