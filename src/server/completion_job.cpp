@@ -39,7 +39,7 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
   const char* prompt_field = chat ? "messages" : "prompt";
   if (chat) {
     try {
-      prompt_ = backend_.encode(backend_.chat_render(req_.messages));
+      prompt_ = backend_.chat_encode(req_.messages);
     } catch (const Error& e) {
       throw bad_request("messages", e.what());
     }

@@ -6,6 +6,7 @@
 #include "core/numerics_version.h"
 #include "server/backend.h"
 #include "server/fingerprint.h"
+#include "tokenizer/control_text_guard.h"
 
 namespace invar::server {
 namespace {
@@ -18,9 +19,10 @@ std::string model_id_of(const std::string& path) {
 
 class EngineBackend : public Backend {
  public:
-  EngineBackend(const std::string& path, EngineConfig cfg) {
+  EngineBackend(const std::string& path, EngineConfig cfg, BackendOptions opts) : opts_(opts) {
     model_ = Model::load(path);
     tok_ = std::make_unique<Tokenizer>(vocab_from_gguf(model_->gguf()));
+    guard_ = std::make_unique<ControlTextGuard>(*tok_);
     if (tok_->n_vocab() > model_->hparams().n_vocab)
       throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
                   " tokens but the model only " + std::to_string(model_->hparams().n_vocab));
@@ -47,6 +49,14 @@ class EngineBackend : public Backend {
   std::string chat_render(const std::vector<ChatMessage>& m) const override {
     return invar::chat_render(m, true);
   }
+  std::vector<int32_t> chat_encode(const std::vector<ChatMessage>& m) const override {
+    if (opts_.allow_special_in_content) return encode(chat_render(m));
+    ControlTextGuard guard = *guard_;  // per request: the placeholders it hands out
+    std::vector<ChatMessage> safe;
+    safe.reserve(m.size());
+    for (const ChatMessage& msg : m) safe.push_back({guard.protect(msg.role), guard.protect(msg.content)});
+    return guard.encode(chat_render(safe));
+  }
   std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }
   std::vector<int32_t> end_of_sequence_ids() const override { return eos_; }
   RequestId submit(GenerationRequest req, EventSink sink) override {
@@ -59,7 +69,9 @@ class EngineBackend : public Backend {
  private:
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tok_;
+  std::unique_ptr<ControlTextGuard> guard_;  // control spellings of this vocabulary
   std::unique_ptr<Engine> engine_;
+  BackendOptions opts_;
   int64_t n_ctx_ = 0;
   std::string id_, fingerprint_;
   std::vector<int32_t> eos_;
@@ -67,8 +79,9 @@ class EngineBackend : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> engine_backend_load(const std::string& model_path, EngineConfig cfg) {
-  return std::make_unique<EngineBackend>(model_path, cfg);
+std::unique_ptr<Backend> engine_backend_load(const std::string& model_path, EngineConfig cfg,
+                                             BackendOptions opts) {
+  return std::make_unique<EngineBackend>(model_path, cfg, opts);
 }
 
 }  // namespace invar::server
