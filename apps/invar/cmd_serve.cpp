@@ -36,6 +36,7 @@ struct ServeOptions {
   bool no_prefix_cache = false;
   std::string simd;
   double drain_timeout_s = 30;
+  server::BackendOptions backend;
 };
 
 // The default model, written on first use: make-model's defaults with the Qwen3 vocabulary.
@@ -94,9 +95,10 @@ int run_serve(ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   EngineConfig ecfg = o.engine;
-  server::HttpServer srv(o.server, [path, default_model, ecfg] {
+  server::BackendOptions bopts = o.backend;
+  server::HttpServer srv(o.server, [path, default_model, ecfg, bopts] {
     if (default_model && !std::filesystem::exists(path)) default_model_create(path);
-    return server::engine_backend_load(path, ecfg);
+    return server::engine_backend_load(path, ecfg, bopts);
   });
   int port = srv.bind();
   srv.start();
@@ -169,6 +171,10 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
   s->add_option("--drain-timeout", o->drain_timeout_s,
                 "seconds SIGINT/SIGTERM wait for in-flight requests before cancelling them")
       ->capture_default_str();
+  s->add_flag("--allow-special-in-content", o->backend.allow_special_in_content,
+              "chat: text in messages that spells a control token (<|im_start|>) becomes that "
+              "token, as the raw template would make it. Off by default: any end user could "
+              "forge a system turn. Completions prompts always parse special tokens");
   EngineConfig& e = o->engine;
   s->add_option("--block-size", e.block_size, "tokens per KV block / prefix-cache unit")->capture_default_str();
   s->add_option("--checkpoint-every", e.checkpoint_every, "recurrent-state checkpoint every N blocks")

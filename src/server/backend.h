@@ -28,6 +28,12 @@ class Backend {
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
   // Throws invar::Error for message shapes the template cannot render exactly.
   virtual std::string chat_render(const std::vector<ChatMessage>& messages) const = 0;
+  // The prompt tokens of a chat. Control-token spellings inside message text stay plain text
+  // (tokenizer/control_text_guard.h) unless the server trusts its clients
+  // (--allow-special-in-content); the template's own control tokens are always control tokens.
+  virtual std::vector<int32_t> chat_encode(const std::vector<ChatMessage>& messages) const {
+    return encode(chat_render(messages));
+  }
   virtual std::string token_bytes(int32_t id) const = 0;  // raw bytes (may be partial UTF-8)
   virtual std::vector<int32_t> end_of_sequence_ids() const = 0;  // ids that end a completion
 
@@ -39,7 +45,12 @@ class Backend {
   virtual void drain(double timeout_s) = 0;
 };
 
+struct BackendOptions {
+  bool allow_special_in_content = false;  // --allow-special-in-content: trusted clients only
+};
+
 // Loads the GGUF model, its vocabulary and starts an engine. Throws invar::Error.
-std::unique_ptr<Backend> engine_backend_load(const std::string& model_path, EngineConfig cfg);
+std::unique_ptr<Backend> engine_backend_load(const std::string& model_path, EngineConfig cfg,
+                                             BackendOptions opts = {});
 
 }  // namespace invar::server

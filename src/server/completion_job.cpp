@@ -40,7 +40,7 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
   const char* prompt_field = chat ? "messages" : "prompt";
   // Text the template or the vocabulary cannot take is the client's to fix: a 400.
   try {
-    if (chat) prompt_ = backend_.encode(backend_.chat_render(req_.messages));
+    if (chat) prompt_ = backend_.chat_encode(req_.messages);
     else if (req_.prompt_text) prompt_ = backend_.encode(*req_.prompt_text);
     else prompt_ = req_.prompt_ids;
   } catch (const Error& e) {

@@ -9,6 +9,7 @@
 #include "engine/postprocess.h"
 #include "server/backend.h"
 #include "server/fingerprint.h"
+#include "tokenizer/control_text_guard.h"
 
 namespace invar::server {
 namespace {
@@ -21,9 +22,10 @@ std::string model_id_of(const std::string& path) {
 
 class EngineBackend : public Backend {
  public:
-  EngineBackend(const std::string& path, EngineConfig cfg) {
+  EngineBackend(const std::string& path, EngineConfig cfg, BackendOptions opts) : opts_(opts) {
     model_ = Model::load(path);
     tok_ = std::make_unique<Tokenizer>(vocab_from_gguf(model_->gguf()));
+    guard_ = std::make_unique<ControlTextGuard>(*tok_);
     if (tok_->n_vocab() > model_->hparams().n_vocab)
       throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
                   " tokens but the model only " + std::to_string(model_->hparams().n_vocab));
@@ -50,6 +52,14 @@ class EngineBackend : public Backend {
   std::string chat_render(const std::vector<ChatMessage>& m) const override {
     return invar::chat_render(m, true);
   }
+  std::vector<int32_t> chat_encode(const std::vector<ChatMessage>& m) const override {
+    if (opts_.allow_special_in_content) return encode(chat_render(m));
+    ControlTextGuard guard = *guard_;  // per request: the placeholders it hands out
+    std::vector<ChatMessage> safe;
+    safe.reserve(m.size());
+    for (const ChatMessage& msg : m) safe.push_back({guard.protect(msg.role), guard.protect(msg.content)});
+    return guard.encode(chat_render(safe));
+  }
   std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }
   std::vector<int32_t> end_of_sequence_ids() const override { return eos_; }
   RequestId submit(GenerationRequest req, EventSink sink) override {
@@ -62,15 +72,18 @@ class EngineBackend : public Backend {
  private:
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tok_;
+  std::unique_ptr<ControlTextGuard> guard_;  // control spellings of this vocabulary
   std::unique_ptr<Engine> engine_;
+  BackendOptions opts_;
   std::string id_, fingerprint_;
   std::vector<int32_t> eos_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> engine_backend_load(const std::string& model_path, EngineConfig cfg) {
-  return std::make_unique<EngineBackend>(model_path, cfg);
+std::unique_ptr<Backend> engine_backend_load(const std::string& model_path, EngineConfig cfg,
+                                             BackendOptions opts) {
+  return std::make_unique<EngineBackend>(model_path, cfg, opts);
 }
 
 }  // namespace invar::server
