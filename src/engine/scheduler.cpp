@@ -84,6 +84,16 @@ void Scheduler::remove(ScheduledSeq* s) {
   s->phase = SeqPhase::finished;
 }
 
+// A prefill chunk of up to `budget` tokens, cut where the blocks obtainable end; returns its size.
+int64_t Scheduler::prefill_add(StepPlan& plan, ScheduledSeq* s, int64_t budget) {
+  int64_t n = std::min(s->remaining(), budget);
+  blocks_ensure(s, s->n_done + n);
+  n = std::min(n, static_cast<int64_t>(s->blocks.size()) * cfg_.block_size - s->n_done);
+  if (n <= 0) return 0;
+  chunk_add(plan, s, n);
+  return n;
+}
+
 void Scheduler::chunk_add(StepPlan& plan, ScheduledSeq* s, int64_t n) {
   if (plan.n_chunks == static_cast<int64_t>(plan.chunks.size())) plan.chunks.emplace_back();
   ChunkPlan& c = plan.chunks[static_cast<size_t>(plan.n_chunks++)];
@@ -135,12 +145,7 @@ void Scheduler::schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused) {
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
       ScheduledSeq* s = running_[i];
       if (s->remaining() <= 1) continue;
-      int64_t n = std::min(s->remaining(), budget);
-      blocks_ensure(s, s->n_done + n);
-      n = std::min(n, static_cast<int64_t>(s->blocks.size()) * cfg_.block_size - s->n_done);
-      if (n <= 0) continue;
-      chunk_add(plan, s, n);
-      budget -= n;
+      budget -= prefill_add(plan, s, budget);
     }
     // 3. Admission, FIFO: only when the cache can hold the whole prompt (+ the first token).
     while (budget > 0 && static_cast<int64_t>(running_.size()) < cfg_.max_running &&
@@ -159,12 +164,7 @@ void Scheduler::schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused) {
       }
       waiting_.pop_front();
       admit(s);
-      int64_t n = std::min(s->remaining(), budget);
-      blocks_ensure(s, s->n_done + n);
-      n = std::min(n, static_cast<int64_t>(s->blocks.size()) * cfg_.block_size - s->n_done);
-      if (n <= 0) continue;
-      chunk_add(plan, s, n);
-      budget -= n;
+      budget -= prefill_add(plan, s, budget);
     }
     if (plan.n_chunks > 0 || running_.empty()) return;
     // Nothing could run: every running sequence waits for blocks another holds.

@@ -73,6 +73,7 @@ class Scheduler {
   void admit(ScheduledSeq* s);
   void preempt(ScheduledSeq* s);
   void chunk_add(StepPlan& plan, ScheduledSeq* s, int64_t n);
+  int64_t prefill_add(StepPlan& plan, ScheduledSeq* s, int64_t budget);
   void release_all(ScheduledSeq* s);
 
   SchedulerConfig cfg_;
