@@ -15,7 +15,7 @@
 namespace invar::chat {
 
 struct RenderLimits {
-  uint64_t max_steps = 20'000'000;       // nodes evaluated (bounds loops and recursion time)
+  uint64_t max_steps = 5'000'000;        // nodes evaluated (bounds loops and recursion time)
   uint64_t max_alloc_bytes = 512 << 20;  // text and list storage created, cumulative
   size_t max_string_bytes = 64 << 20;    // any one string, the output included
   int max_call_depth = 100;              // nested macro calls

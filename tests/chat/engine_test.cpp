@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/chat_request.h"
 #include "chat/lexer.h"
 #include "chat/py_string.h"
 #include "chat/template.h"
@@ -140,7 +141,7 @@ TEST(ChatLimits, UnboundedRecursionIsAnError) {
 }
 
 TEST(ChatLimits, HugeStringsAndListsAreRefused) {
-  EXPECT_NE(std::string(error_of("{{ 'x' * 10000000000 }}").what()).find("too large"),
+  EXPECT_NE(std::string(error_of("{{ 'x' * 10000000000000 }}").what()).find("too large"),
             std::string::npos);
   // Repeated doubling through a namespace: each step is small, the total is not.
   const TemplateError grow = error_of(
