@@ -116,8 +116,9 @@ Interp::Flow Interp::exec(const std::vector<NodePtr>& body, const FramePtr& f) {
 }
 
 Interp::Flow Interp::exec_node(const Node& n, const FramePtr& f) {
-  step();
   try {
+    step();
+    EvalDepth depth(*this);
     switch (n.kind) {
       case NodeKind::Output:
         write(n.name);

@@ -19,6 +19,7 @@ struct RenderLimits {
   uint64_t max_alloc_bytes = 512 << 20;  // text and list storage created, cumulative
   size_t max_string_bytes = 64 << 20;    // any one string, the output included
   int max_call_depth = 100;              // nested macro calls
+  int max_eval_depth = 1000;             // nested evaluation (bounds the C++ stack)
 };
 
 struct Frame {
@@ -57,6 +58,8 @@ class Interp {
   uint64_t steps_ = 0, allocated_ = 0;
   int call_depth_ = 0;
   int loop_depth_ = 0;
+  int eval_depth_ = 0;
+  friend struct EvalDepth;
 
   Flow exec(const std::vector<NodePtr>& body, const FramePtr& f);
   Flow exec_node(const Node& n, const FramePtr& f);
@@ -71,6 +74,19 @@ class Interp {
   void eval_args(const Node& n, size_t first, const FramePtr& f, CallArgs& args);
   Value eval_compare(const Node& n, const FramePtr& f);
   Value run_filter_chain(const Node& n, const FramePtr& f, const Value& block_input);
+};
+
+// Nesting of eval/exec calls, bounded so deep recursion ends in an error, not a stack overflow.
+struct EvalDepth {
+  explicit EvalDepth(Interp& in) : in_(in) {
+    if (++in_.eval_depth_ > in_.limits_.max_eval_depth) {
+      --in_.eval_depth_;
+      throw EvalError("RecursionError: evaluation nested deeper than " +
+                      std::to_string(in_.limits_.max_eval_depth));
+    }
+  }
+  ~EvalDepth() { --in_.eval_depth_; }
+  Interp& in_;
 };
 
 // Operators with Python's semantics (operators.cpp).

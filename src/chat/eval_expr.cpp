@@ -6,8 +6,9 @@
 namespace invar::chat {
 
 Value Interp::eval(const Node& n, const FramePtr& f) {
-  step();
   try {
+    step();
+    EvalDepth depth(*this);
     return eval_inner(n, f);
   } catch (const EvalError& e) {
     throw TemplateError(TemplateError::Kind::Runtime, e.what(), n.line, n.col);

@@ -140,6 +140,16 @@ TEST(ChatLimits, UnboundedRecursionIsAnError) {
   EXPECT_NE(std::string(e.what()).find("RecursionError"), std::string::npos) << e.what();
 }
 
+TEST(ChatLimits, DeepRecursionThroughNestedBlocksIsAnError) {
+  // Each macro level nests 100 blocks: the evaluation depth limit ends it before the stack.
+  std::string body;
+  for (int k = 0; k < 100; ++k) body += "{% if true %}";
+  body += "{{ f(n + 1) }}";
+  for (int k = 0; k < 100; ++k) body += "{% endif %}";
+  const TemplateError e = error_of("{% macro f(n) %}" + body + "{% endmacro %}{{ f(0) }}");
+  EXPECT_NE(std::string(e.what()).find("RecursionError"), std::string::npos) << e.what();
+}
+
 TEST(ChatLimits, HugeStringsAndListsAreRefused) {
   EXPECT_NE(std::string(error_of("{{ 'x' * 10000000000000 }}").what()).find("too large"),
             std::string::npos);
