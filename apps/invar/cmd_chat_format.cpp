@@ -1,44 +1,62 @@
-// `invar chat-format`: a messages JSON -> the prompt text a chat template renders from it.
-#include <fstream>
+// `invar chat-format`: an OpenAI chat-completions request -> the exact prompt text the model's
+// own chat template (or a given .jinja file) renders from it.
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "chat/chat_request.h"
+#include "chat/template.h"
 #include "command.h"
 #include "core/error.h"
 #include "core/file_read.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::app {
 namespace {
 
 struct ChatFormatArgs {
-  std::string messages, model, template_name;
-  bool no_generation_prompt = false, no_thinking = false, ids = false;
+  std::string model, template_path, request, now;
+  std::optional<std::string> bos, eos;
+  bool json = false;
 };
 
 int run_chat_format(const ChatFormatArgs& a) {
-  const std::vector<ChatMessage> msgs = chat_messages_from_json(file_read(a.messages));
-  std::unique_ptr<Tokenizer> tok;
-  if (!a.model.empty()) tok = Tokenizer::from_file(a.model);
-  ChatTemplate t = ChatTemplate::qwen3;
-  if (!a.template_name.empty()) {
-    t = chat_template_from_name(a.template_name);
-  } else if (tok) {
-    t = chat_template_identify(tok->vocab().chat_template);
+  std::string source, bos, eos;
+  if (!a.model.empty()) {
+    const std::unique_ptr<Tokenizer> tok = Tokenizer::from_file(a.model);
+    const Vocab& v = tok->vocab();
+    if (v.chat_template.empty()) {
+      throw Error("'" + a.model + "' carries no tokenizer.chat_template; pass --template FILE");
+    }
+    source = v.chat_template;
+    if (v.bos_id >= 0 && v.bos_id < tok->n_vocab()) bos = tok->token_bytes(v.bos_id);
+    if (v.eos_id >= 0 && v.eos_id < tok->n_vocab()) eos = tok->token_bytes(v.eos_id);
+  } else {
+    source = file_read(a.template_path);
   }
-  ChatOptions opts;
-  opts.add_generation_prompt = !a.no_generation_prompt;
-  if (a.no_thinking) opts.enable_thinking = false;
-  const std::string prompt = chat_render(t, msgs, opts);
-  if (a.ids) {
-    if (!tok) throw Error("--ids needs --model");
-    nlohmann::json j = {{"template", chat_template_name(t)},
-                        {"text", prompt},
-                        {"ids", tok->encode(prompt, /*parse_special=*/true)}};
-    std::cout << j.dump() << "\n";
+  if (a.bos) bos = *a.bos;
+  if (a.eos) eos = *a.eos;
+  nlohmann::ordered_json request;
+  try {
+    request = nlohmann::ordered_json::parse(file_read(a.request));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("--request: not valid JSON: " + std::string(e.what()));
+  }
+  const nlohmann::ordered_json context = chat::chat_template_context(request, bos, eos);
+  std::optional<std::tm> now;
+  if (!a.now.empty()) now = chat::parse_iso8601(a.now);
+  std::string prompt;
+  try {
+    const chat::Template t(source);
+    prompt = t.render(context, now);
+  } catch (const chat::TemplateError& e) {
+    std::cerr << "invar chat-format: template error: " << e.what() << "\n";
+    return 1;
+  }
+  if (a.json) {
+    std::cout << nlohmann::ordered_json{{"prompt", prompt}}.dump(
+                     -1, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   } else {
     std::cout << prompt;
   }
@@ -49,21 +67,26 @@ Command chat_format_command("chat-format", [](CLI::App& root) -> Command::Run {
   auto a = std::make_shared<ChatFormatArgs>();
   auto* sub = root.add_subcommand(
       "chat-format",
-      "Render chat messages to the exact prompt text of a chat template and print it (no\n"
-      "trailing newline is added). Messages: an OpenAI-style JSON array\n"
-      "[{\"role\": ..., \"content\": ...}] or a request object holding \"messages\".\n"
-      "Templates invar renders exactly: Qwen3's published template (default) and plain\n"
-      "ChatML; a model whose template is anything else is refused, never approximated.");
-  sub->add_option("--messages", a->messages, "messages JSON file, '-' for stdin")->required();
-  sub->add_option("--model", a->model,
-                  "MODEL.gguf or tokenizer.json: use (and check) its tokenizer.chat_template");
-  sub->add_option("--template", a->template_name, "force a template: qwen3 | chatml");
-  sub->add_flag("--no-generation-prompt", a->no_generation_prompt,
-                "do not append the assistant turn opener (add_generation_prompt=false)");
-  sub->add_flag("--no-thinking", a->no_thinking,
-                "enable_thinking=false: Qwen3 appends an empty <think></think> block");
-  sub->add_flag("--ids", a->ids,
-                "print JSON {template, text, ids} with the prompt tokenized by --model");
+      "Render an OpenAI chat-completions request (messages, tools, chat_template_kwargs,\n"
+      "add_generation_prompt) through a chat template and print the prompt exactly, with\n"
+      "nothing added. The template is the model's own (tokenizer.chat_template) or a .jinja\n"
+      "file, rendered as Hugging Face transformers renders it with Python's jinja2.\n"
+      "A template error or raise_exception() exits with status 1 and the message.");
+  auto* model = sub->add_option("--model", a->model,
+                                "MODEL.gguf or tokenizer.json: its chat template, bos and eos");
+  auto* tmpl = sub->add_option("--template", a->template_path, "a chat template FILE.jinja");
+  model->excludes(tmpl);
+  tmpl->excludes(model);
+  sub->add_option("--request", a->request, "REQUEST.json, '-' for stdin")->required();
+  sub->add_option("--bos-token", a->bos, "bos_token text (default: the model's, else empty)");
+  sub->add_option("--eos-token", a->eos, "eos_token text (default: the model's, else empty)");
+  sub->add_option("--now", a->now, "the time strftime_now() formats, ISO-8601 (default: now)");
+  sub->add_flag("--json", a->json, "print {\"prompt\": ...} instead of the bare prompt");
+  sub->callback([model, tmpl] {
+    if (model->count() == 0 && tmpl->count() == 0) {
+      throw CLI::ValidationError("chat-format", "one of --model or --template is required");
+    }
+  });
   return [a]() -> int { return run_chat_format(*a); };
 });
 

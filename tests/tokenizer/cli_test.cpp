@@ -61,17 +61,21 @@ TEST(ChatFormatCli, RendersChatCaseAndRefusesWhatItCannotRender) {
   const auto& c = cases[0];
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("invar_chat_" + std::to_string(::getpid()) + ".json")).string();
-  std::ofstream(path) << c["messages"].dump();
-  auto r = run("chat-format --messages " + path);
+  const std::string qwen3 = invar::test::source_path("tests/data/chat-templates/Qwen-Qwen3-0.6B.jinja");
+  std::ofstream(path) << nlohmann::json{{"messages", c["messages"]}}.dump();
+  auto r = run("chat-format --template " + qwen3 + " --request " + path);
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out, c["text"].get<std::string>());
-  r = run("chat-format --no-generation-prompt --messages " + path);
+  std::ofstream(path) << nlohmann::json{{"messages", c["messages"]}, {"add_generation_prompt", false}}.dump();
+  r = run("chat-format --template " + qwen3 + " --request " + path);
   EXPECT_EQ(r.out, cases[1]["text"].get<std::string>());
-  std::ofstream(path) << R"([{"role":"developer","content":"x"}])";
-  r = run("chat-format --messages " + path);
+  // A request the template refuses (raise_exception) exits non-zero with the template's message.
+  std::ofstream(path) << R"({"messages": []})";
+  r = run("chat-format --template " +
+          invar::test::source_path("tests/data/chat-templates/Qwen3.5-4B.jinja") + " --request " + path);
   std::filesystem::remove(path);
-  EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.out.find("cannot render exactly"), std::string::npos) << r.out;
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("No messages provided."), std::string::npos) << r.out;
 }
 
 }  // namespace
