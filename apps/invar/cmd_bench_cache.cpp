@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "bench_registry.h"
-#include "int_list.h"
 #include "core/error.h"
 #include "engine/engine.h"
+#include "int_list.h"
 #include "model/model.h"
 
 namespace invar::app {

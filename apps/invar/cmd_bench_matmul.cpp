@@ -48,15 +48,17 @@ double clock_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double seconds_since(double t0) { return clock_now() - t0; }
+double seconds_since(double t0) {
+  return clock_now() - t0;
+}
 
 // ---- OpenBLAS, loaded on demand ------------------------------------------------------------
 
 constexpr int kCblasRowMajor = 101, kCblasNoTrans = 111, kCblasTrans = 112;
 
 struct OpenBlas {
-  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
-                         int, float, float*, int);
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int,
+                         float, float*, int);
   using Sgemv = void (*)(int, int, int, int, float, const float*, int, const float*, int, float,
                          float*, int);
   Sgemm sgemm = nullptr;
@@ -182,9 +184,10 @@ int run_bench(const Options& opt) {
   if (levels.empty()) throw Error("bench matmul needs at least AVX2 (this CPU has none)");
   const SimdLevel saved_level = simd_active();
 
-  std::printf("invar bench matmul: y[M][N] = x[M][K] · Wᵀ, activations F32; GFLOP/s min/median/max "
-              "over %d interleaved samples, %s clock\n", opt.reps,
-              g_cpu_clock ? "CPU-time (process CPU seconds / threads)" : "wall");
+  std::printf(
+      "invar bench matmul: y[M][N] = x[M][K] · Wᵀ, activations F32; GFLOP/s min/median/max "
+      "over %d interleaved samples, %s clock\n",
+      opt.reps, g_cpu_clock ? "CPU-time (process CPU seconds / threads)" : "wall");
   if (blas.ok()) {
     std::printf("OpenBLAS kernel: %s (%s)%s\n", blas.corename ? blas.corename() : "?",
                 blas.config ? blas.config() : "?",
@@ -203,16 +206,16 @@ int run_bench(const Options& opt) {
     ThreadPool pool(t);
     g_clock_threads = t;
     const double peak2 = fma_peak_gflops(SimdLevel::avx2, pool, clock_now);
-    const double peak512 =
-        simd_detect() == SimdLevel::avx512 ? fma_peak_gflops(SimdLevel::avx512, pool, clock_now)
-                                           : 0.0;
+    const double peak512 = simd_detect() == SimdLevel::avx512
+                               ? fma_peak_gflops(SimdLevel::avx512, pool, clock_now)
+                               : 0.0;
     bandwidth[t] = read_bandwidth_gbs(bw_buf, pool, clock_now);
     std::printf("%-8d %-22.0f %-22.0f %-18.1f\n", t, peak2, peak512, bandwidth[t]);
   }
   bw_buf = {};
 
-  std::vector<Shape> shapes{{1, 4096, 1024}, {64, 4096, 1024}, {512, 4096, 1024},
-                            {1024, 1024, 1024}};
+  std::vector<Shape> shapes{
+      {1, 4096, 1024}, {64, 4096, 1024}, {512, 4096, 1024}, {1024, 1024, 1024}};
   if (opt.quick) shapes = {{1, 4096, 1024}, {64, 4096, 1024}};
   std::mt19937 rng(42);
   std::printf("\n%-16s %-5s %-3s | %-20s | %-20s | %-20s | %-6s | %s\n", "M×N×K", "type", "thr",
@@ -252,13 +255,16 @@ int run_bench(const Options& opt) {
         std::vector<Variant> vs;
         size_t rot = 0;
         for (SimdLevel level : levels) {
-          vs.push_back({std::string(simd_name(level)), [&, level] {
+          vs.push_back({std::string(simd_name(level)),
+                        [&, level] {
                           simd_set(level);
                           matmul(ws[rot++ % ws.size()], x.data(), s.m, y.data(), pool, scratch);
-                        }, {}});
+                        },
+                        {}});
         }
         if (!wf.empty()) {
-          vs.push_back({"openblas", [&] {
+          vs.push_back({"openblas",
+                        [&] {
                           const float* w = wf[rot++ % wf.size()].data();
                           if (s.m == 1) {
                             blas.sgemv(kCblasRowMajor, kCblasNoTrans, int(s.n), int(s.k), 1.0f, w,
@@ -268,7 +274,8 @@ int run_bench(const Options& opt) {
                                        int(s.n), int(s.k), 1.0f, x.data(), int(s.k), w, int(s.k),
                                        0.0f, y_ob.data(), int(s.n));
                           }
-                        }, {}});
+                        },
+                        {}});
         }
         run_interleaved(vs, flops, opt.reps, opt.min_sample_ms / 1e3);
         simd_set(saved_level);
@@ -300,9 +307,8 @@ int run_bench(const Options& opt) {
             std::snprintf(gbs, sizeof gbs, "invar %.1f (DRAM %.1f)", invar_gbs, bandwidth[t]);
           }
         }
-        std::printf("%-16s %-5s %-3d | %-20s | %-20s | %-20s | %-7s | %s\n", shape_s,
-                    tname.c_str(), t, cols[0].c_str(), cols[1].c_str(), cols[2].c_str(), ratio,
-                    gbs);
+        std::printf("%-16s %-5s %-3d | %-20s | %-20s | %-20s | %-7s | %s\n", shape_s, tname.c_str(),
+                    t, cols[0].c_str(), cols[1].c_str(), cols[2].c_str(), ratio, gbs);
         // The ISAs must agree to the bit (a cheap reminder that this is the same product).
         if (levels.size() == 2) {
           std::vector<float> a(y.size()), b(y.size());
@@ -319,22 +325,26 @@ int run_bench(const Options& opt) {
       std::fflush(stdout);
     }
   }
-  std::printf("\nPeaks and bandwidth are measured above; best/OB = best invar median / OpenBLAS "
-              "median (F32 rows). M=1 GB/s counts the packed weight bytes per product.\n");
+  std::printf(
+      "\nPeaks and bandwidth are measured above; best/OB = best invar median / OpenBLAS "
+      "median (F32 rows). M=1 GB/s counts the packed weight bytes per product.\n");
   return 0;
 }
 
 BenchKind bench_matmul("matmul", [](CLI::App& bench) -> Command::Run {
   auto opt = std::make_shared<Options>();
-  auto* sub = bench.add_subcommand("matmul", "Matrix product vs OpenBLAS sgemm, FMA peak, bandwidth");
+  auto* sub =
+      bench.add_subcommand("matmul", "Matrix product vs OpenBLAS sgemm, FMA peak, bandwidth");
   sub->add_option("--threads", opt->threads, "thread counts to run (default 1 2)")->delimiter(',');
-  sub->add_option("--dtypes", opt->dtypes, "weight types (default f32 f16 bf16 q8_0)")->delimiter(',');
+  sub->add_option("--dtypes", opt->dtypes, "weight types (default f32 f16 bf16 q8_0)")
+      ->delimiter(',');
   sub->add_option("--reps", opt->reps, "interleaved samples per variant (default 7)");
   sub->add_option("--sample-ms", opt->min_sample_ms, "minimum duration of one sample (default 20)");
   sub->add_option("--cold-mib", opt->cold_mib,
                   "M=1: rotate over weight copies totalling this many MiB (default 320)");
-  sub->add_flag("--keep-openblas-env", opt->keep_openblas_env,
-                "keep OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (default: unset them for the best kernel)");
+  sub->add_flag(
+      "--keep-openblas-env", opt->keep_openblas_env,
+      "keep OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (default: unset them for the best kernel)");
   sub->add_option("--clock", opt->clock,
                   "wall (default) or cpu: process CPU time / threads, for a busy shared machine")
       ->check(CLI::IsMember({"wall", "cpu"}));

@@ -66,9 +66,12 @@ void client_loop(const std::string& host, int port, const ServerBenchOptions& o,
   httplib::Client cli(host, port);
   cli.set_read_timeout(60, 0);
   for (int n = 0; Clock::now() < end; ++n) {
-    nlohmann::json body = {{"prompt", document((index + n) % o.documents) + " Question " + std::to_string(n)},
-                           {"max_tokens", o.max_tokens}, {"temperature", 0}, {"ignore_eos", true},
-                           {"stream", true}};
+    nlohmann::json body = {
+        {"prompt", document((index + n) % o.documents) + " Question " + std::to_string(n)},
+        {"max_tokens", o.max_tokens},
+        {"temperature", 0},
+        {"ignore_eos", true},
+        {"stream", true}};
     httplib::Request req;
     req.method = "POST";
     req.path = "/v1/completions";
@@ -106,14 +109,16 @@ int run_server_bench(const ServerBenchOptions& o) {
   int port = 0;
   std::unique_ptr<server::HttpServer> srv;
   if (o.url.empty()) {
-    if (!std::filesystem::exists(o.model)) throw Error("no model file at " + o.model + " (--model)");
+    if (!std::filesystem::exists(o.model))
+      throw Error("no model file at " + o.model + " (--model)");
     server::ServerConfig cfg;
     cfg.port = 0;
     cfg.queue_limit = o.concurrency * 2;
     EngineConfig ecfg;
     ecfg.threads = o.threads;
     std::string path = o.model;
-    srv = std::make_unique<server::HttpServer>(cfg, [path, ecfg] { return server::engine_backend_load(path, ecfg); });
+    srv = std::make_unique<server::HttpServer>(
+        cfg, [path, ecfg] { return server::engine_backend_load(path, ecfg); });
     port = srv->bind();
     srv->start();
     std::string err;
@@ -129,7 +134,8 @@ int run_server_bench(const ServerBenchOptions& o) {
 
   int64_t rss0 = rss_kib(), rss_max = rss0;
   auto start = Clock::now();
-  auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
+  auto end = start + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(o.duration_s));
   std::vector<ClientStats> stats(size_t(o.concurrency));
   std::vector<std::thread> clients;
   for (int i = 0; i < o.concurrency; ++i)
@@ -156,18 +162,20 @@ int run_server_bench(const ServerBenchOptions& o) {
   // RSS growth over the second half of the run: a leak shows as a steady climb there.
   int64_t rss_mid = rss_trace.empty() ? rss0 : rss_trace[rss_trace.size() / 2];
   int64_t rss_end = rss_trace.empty() ? rss0 : rss_trace.back();
-  std::printf("invar bench server: %d concurrent streams, %.0f s, max_tokens %lld, %s\n", o.concurrency, wall,
-              static_cast<long long>(o.max_tokens), o.url.empty() ? o.model.c_str() : o.url.c_str());
+  std::printf("invar bench server: %d concurrent streams, %.0f s, max_tokens %lld, %s\n",
+              o.concurrency, wall, static_cast<long long>(o.max_tokens),
+              o.url.empty() ? o.model.c_str() : o.url.c_str());
   std::printf("  requests ok %lld, errors %lld, %.2f requests/s, %.1f streamed chunks/s\n",
-              static_cast<long long>(all.ok), static_cast<long long>(all.errors), double(all.ok) / wall,
-              double(all.tokens) / wall);
-  std::printf("  latency  s: p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", percentile(all.latency_s, 0.5),
-              percentile(all.latency_s, 0.9), percentile(all.latency_s, 0.99), percentile(all.latency_s, 1));
+              static_cast<long long>(all.ok), static_cast<long long>(all.errors),
+              double(all.ok) / wall, double(all.tokens) / wall);
+  std::printf("  latency  s: p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n",
+              percentile(all.latency_s, 0.5), percentile(all.latency_s, 0.9),
+              percentile(all.latency_s, 0.99), percentile(all.latency_s, 1));
   std::printf("  ttft     s: p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", percentile(all.ttft_s, 0.5),
               percentile(all.ttft_s, 0.9), percentile(all.ttft_s, 0.99), percentile(all.ttft_s, 1));
   if (o.url.empty())
-    std::printf("  RSS MiB: start %.1f  mid %.1f  end %.1f  max %.1f\n", rss0 / 1024.0, rss_mid / 1024.0,
-                rss_end / 1024.0, rss_max / 1024.0);
+    std::printf("  RSS MiB: start %.1f  mid %.1f  end %.1f  max %.1f\n", rss0 / 1024.0,
+                rss_mid / 1024.0, rss_end / 1024.0, rss_max / 1024.0);
   if (!all.first_error.empty()) std::printf("  first error: %s\n", all.first_error.c_str());
   if (srv) srv->shutdown(10);
   return all.errors == 0 && all.ok > 0 ? 0 : 1;
@@ -175,14 +183,16 @@ int run_server_bench(const ServerBenchOptions& o) {
 
 BenchKind server_bench("server", [](CLI::App& bench) -> Command::Run {
   auto o = std::make_shared<ServerBenchOptions>();
-  auto* s = bench.add_subcommand("server", "load run: concurrent streaming clients against invar serve");
+  auto* s =
+      bench.add_subcommand("server", "load run: concurrent streaming clients against invar serve");
   s->add_option("--model", o->model, "GGUF model for the in-process server")->capture_default_str();
   s->add_option("--url", o->url, "bench a running server instead (http://HOST:PORT)");
   s->add_option("--duration", o->duration_s, "seconds")->capture_default_str();
   s->add_option("--concurrency", o->concurrency, "concurrent streams")->capture_default_str();
   s->add_option("--max-tokens", o->max_tokens, "tokens per request")->capture_default_str();
   s->add_option("--documents", o->documents, "distinct prompt documents")->capture_default_str();
-  s->add_option("--threads", o->threads, "engine compute threads (0: all cores)")->capture_default_str();
+  s->add_option("--threads", o->threads, "engine compute threads (0: all cores)")
+      ->capture_default_str();
   return [o]() { return run_server_bench(*o); };
 });
 

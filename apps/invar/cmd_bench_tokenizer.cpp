@@ -15,7 +15,8 @@ namespace {
 
 struct TokBenchArgs {
   std::string tokenizer = std::string(INVAR_SOURCE_DIR) + "/data/qwen3/tokenizer.json";
-  std::string text = std::string(INVAR_SOURCE_DIR) + "/tests/data/seed/prefix-cache-changed-the-answer.txt";
+  std::string text =
+      std::string(INVAR_SOURCE_DIR) + "/tests/data/seed/prefix-cache-changed-the-answer.txt";
   int repeat = 100;
   int runs = 3;
 };
@@ -64,7 +65,8 @@ int run_bench(const TokBenchArgs& a) {
   std::printf("tokenizer: %s (%lld tokens, load %.2f s)\n", a.tokenizer.c_str(),
               static_cast<long long>(tok->n_vocab()), load_s);
   std::printf("text: %s x%d = %.2f MB, %zu tokens (%.2f bytes/token); one thread, best of %d\n\n",
-              a.text.c_str(), a.repeat, mb, ids.size(), static_cast<double>(text.size()) / nt, a.runs);
+              a.text.c_str(), a.repeat, mb, ids.size(), static_cast<double>(text.size()) / nt,
+              a.runs);
   std::printf("%-8s %10s %14s %10s\n", "phase", "seconds", "tokens/s", "MB/s");
   std::printf("%-8s %10.4f %14.0f %10.1f\n", "encode", enc_s, nt / enc_s, mb / enc_s);
   std::printf("%-8s %10.4f %14.0f %10.1f\n", "decode", dec_s, nt / dec_s, mb / dec_s);
@@ -75,12 +77,18 @@ int run_bench(const TokBenchArgs& a) {
 BenchKind tokenizer_bench("tokenizer", [](CLI::App& bench) -> Command::Run {
   auto a = std::make_shared<TokBenchArgs>();
   auto* sub = bench.add_subcommand(
-      "tokenizer", "Tokenizer throughput: encode / decode / streaming decode of a text repeated N\n"
-                   "times (default: the seed write-up x100 with the Qwen3 vocabulary), one thread");
-  sub->add_option("--tokenizer", a->tokenizer, "tokenizer.json or MODEL.gguf")->capture_default_str();
+      "tokenizer",
+      "Tokenizer throughput: encode / decode / streaming decode of a text repeated N\n"
+      "times (default: the seed write-up x100 with the Qwen3 vocabulary), one thread");
+  sub->add_option("--tokenizer", a->tokenizer, "tokenizer.json or MODEL.gguf")
+      ->capture_default_str();
   sub->add_option("--text", a->text, "text file")->capture_default_str();
-  sub->add_option("--repeat", a->repeat, "times the text is repeated")->capture_default_str()->check(CLI::PositiveNumber);
-  sub->add_option("--runs", a->runs, "timed runs; the best is reported")->capture_default_str()->check(CLI::PositiveNumber);
+  sub->add_option("--repeat", a->repeat, "times the text is repeated")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--runs", a->runs, "timed runs; the best is reported")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   return [a]() -> int { return run_bench(*a); };
 });
 

@@ -26,7 +26,8 @@ struct ProbeArgs {
 };
 
 probe::Plan plan_build(const ProbeArgs& a) {
-  if (a.plan_path.empty() == a.preset.empty()) throw Error("give exactly one of --plan and --preset");
+  if (a.plan_path.empty() == a.preset.empty())
+    throw Error("give exactly one of --plan and --preset");
   probe::Plan plan;
   if (!a.preset.empty()) {
     if (a.preset != "seed") throw Error("--preset " + a.preset + ": unknown (known: seed)");
@@ -71,7 +72,8 @@ int probe_main(const ProbeArgs& a) {
   } else {
     throw Error("--api " + a.api + ": expected chat or completions");
   }
-  if (o.server_cmd.empty() && o.url.empty()) throw Error("give --url URL or --server-cmd 'TEMPLATE with {port}'");
+  if (o.server_cmd.empty() && o.url.empty())
+    throw Error("give --url URL or --server-cmd 'TEMPLATE with {port}'");
   if (!o.server_cmd.empty() && !o.url.empty()) throw Error("give --url or --server-cmd, not both");
   if (!o.server_cmd_nocache.empty() && o.server_cmd.empty())
     throw Error("--server-cmd-nocache needs --server-cmd");
@@ -105,7 +107,8 @@ Command probe_command("probe", [](CLI::App& root) -> Command::Run {
       "bit-identical when its prefix cache is warm? Arms clean / contaminated / no-cache /\n"
       "threshold, three SHA-256 digests per completion. Exit 0 stable, 3 diverged, 2 errors.");
   auto& a = *args;
-  c->add_option("--url", a.o.url, "a running server, http://host:port (a fresh cache_salt per cell)");
+  c->add_option("--url", a.o.url,
+                "a running server, http://host:port (a fresh cache_salt per cell)");
   c->add_option("--server-cmd", a.o.server_cmd,
                 "start a fresh server per arm: shell command with {port}; waits for /health");
   c->add_option("--server-cmd-nocache", a.o.server_cmd_nocache,
@@ -115,22 +118,27 @@ Command probe_command("probe", [](CLI::App& root) -> Command::Run {
   c->add_option("--model", a.o.model, "model name (default: the first of /v1/models)");
   c->add_option("--api-key", a.o.api_key, "sent as a bearer token");
   c->add_option("--plan", a.plan_path, "plan JSON (documents, tasks, arms; see src/probe/plan.h)");
-  c->add_option("--preset", a.preset, "seed: task A and B on one document, the write-up's four arms");
+  c->add_option("--preset", a.preset,
+                "seed: task A and B on one document, the write-up's four arms");
   c->add_option("--doc", a.doc, "document for --preset (default: built-in, ~3,000 tokens)");
-  c->add_option("--doc-chars", a.doc_chars,
-                "cut the preset's document to its first lines within N bytes (small-context models)");
+  c->add_option(
+      "--doc-chars", a.doc_chars,
+      "cut the preset's document to its first lines within N bytes (small-context models)");
   c->add_option("--runs", a.runs, "measured runs per arm (preset: 10)");
   c->add_option("--max-tokens", a.max_tokens, "tokens generated per completion (preset: 32)");
   c->add_option("--top-k", a.top_k, "candidates per token, 0..20 (preset: 20)");
-  c->add_option("--threshold-span", a.threshold_span, "threshold arm: A's tail from -N to +N tokens (preset: 16)");
-  c->add_option("--threshold-step", a.threshold_step, "threshold arm: step between cells (preset: 4)");
+  c->add_option("--threshold-span", a.threshold_span,
+                "threshold arm: A's tail from -N to +N tokens (preset: 16)");
+  c->add_option("--threshold-step", a.threshold_step,
+                "threshold arm: step between cells (preset: 4)");
   c->add_option("--arms", a.arms, "run only these arms (by name)")->delimiter(',');
   c->add_flag("--no-salt", a.no_salt, "send no cache_salt (for servers that reject the field)");
   c->add_option("--out", a.o.out_dir, "directory for records.jsonl, report.json and server logs");
   c->add_option("--html", a.html, "write a self-contained HTML report (table + chart)");
   c->add_flag("--json", a.json, "print exactly one JSON object instead of the table");
   c->add_option("--timeout", a.o.timeout_s, "seconds per request")->capture_default_str();
-  c->add_option("--health-timeout", a.o.health_timeout_s, "seconds a started server has to answer /health")
+  c->add_option("--health-timeout", a.o.health_timeout_s,
+                "seconds a started server has to answer /health")
       ->capture_default_str();
   return [args]() { return probe_main(*args); };
 });

@@ -9,8 +9,8 @@
 
 #include <atomic>
 #include <csignal>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -124,8 +124,8 @@ int run_serve(ServeOptions& o) {
     srv.shutdown(0);
     throw Error("cannot load " + path + ": " + err);
   }
-  std::fprintf(stderr, "invar serve: %s: draining (up to %.0f s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-               o.drain_timeout_s);
+  std::fprintf(stderr, "invar serve: %s: draining (up to %.0f s)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", o.drain_timeout_s);
   std::atomic<bool> drained{false};
   std::thread drain([&] {
     srv.shutdown(o.drain_timeout_s);  // waits for a load in progress
@@ -149,10 +149,11 @@ int run_serve(ServeOptions& o) {
 
 Command serve_command("serve", [](CLI::App& root) -> Command::Run {
   auto o = std::make_shared<ServeOptions>();
-  auto* s = root.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/completions, "
-                                         "/v1/chat/completions, /v1/models, /health, /metrics)");
-  s->add_option("--model", o->model, std::string("GGUF model (default: ") + kDefaultModel +
-                                         ", created on first use)");
+  auto* s = root.add_subcommand("serve",
+                                "OpenAI-compatible HTTP server (/v1/completions, "
+                                "/v1/chat/completions, /v1/models, /health, /metrics)");
+  s->add_option("--model", o->model,
+                std::string("GGUF model (default: ") + kDefaultModel + ", created on first use)");
   s->add_option("--host", o->server.host, "address to bind (loopback unless told otherwise)")
       ->capture_default_str();
   s->add_option("--port", o->server.port, "port (0: any free port, printed on stderr)")
@@ -176,15 +177,19 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
               "token, as the raw template would make it. Off by default: any end user could "
               "forge a system turn. Completions prompts always parse special tokens");
   EngineConfig& e = o->engine;
-  s->add_option("--block-size", e.block_size, "tokens per KV block / prefix-cache unit")->capture_default_str();
-  s->add_option("--checkpoint-every", e.checkpoint_every, "recurrent-state checkpoint every N blocks")
+  s->add_option("--block-size", e.block_size, "tokens per KV block / prefix-cache unit")
+      ->capture_default_str();
+  s->add_option("--checkpoint-every", e.checkpoint_every,
+                "recurrent-state checkpoint every N blocks")
       ->capture_default_str();
   s->add_option("--cache-bytes", e.cache_bytes, "byte budget of cached KV blocks + checkpoints")
       ->capture_default_str();
   s->add_flag("--no-prefix-cache", o->no_prefix_cache, "turn prefix-cache lookups and inserts off");
-  s->add_option("--max-batch-tokens", e.max_batch_tokens, "tokens per engine step")->capture_default_str();
+  s->add_option("--max-batch-tokens", e.max_batch_tokens, "tokens per engine step")
+      ->capture_default_str();
   s->add_option("--threads", e.threads, "compute threads (0: all cores)")->capture_default_str();
-  s->add_option("--ctx", e.n_ctx, "context limit per request (0: the model's)")->capture_default_str();
+  s->add_option("--ctx", e.n_ctx, "context limit per request (0: the model's)")
+      ->capture_default_str();
   s->add_option("--simd", o->simd, "off | avx2 | avx512 (default: the best the CPU has)");
   return [o]() { return run_serve(*o); };
 });

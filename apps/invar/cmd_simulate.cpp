@@ -71,7 +71,8 @@ int run_simulate(const SimulateArgs& a) {
       nlohmann::json j;
       j["sweep"] = nlohmann::json::array();
       for (const auto& pt : pts) {
-        j["sweep"].push_back({{"length", pt.length}, {"predicted", pt.diverges ? "diverges" : "stable"}});
+        j["sweep"].push_back(
+            {{"length", pt.length}, {"predicted", pt.diverges ? "diverges" : "stable"}});
       }
       std::printf("%s\n", j.dump().c_str());
       return 0;
@@ -116,7 +117,8 @@ int run_simulate(const SimulateArgs& a) {
   }
   std::printf("policy %s, spec %s, block %lld, budget %lld\n", a.policy.c_str(), a.spec.c_str(),
               (long long)p.block_size, (long long)p.budget);
-  std::printf("assumes a batch-invariant engine: equal signatures predict bit-identical logits\n\n");
+  std::printf(
+      "assumes a batch-invariant engine: equal signatures predict bit-identical logits\n\n");
   std::printf("%-10s %4s %7s %7s  %-30s %-12s %-13s %-9s %s\n", "request", "run", "prompt",
               "cached", "steps", "states", "signature", "predicted", "prefix from");
   for (const auto& r : res.runs) {
@@ -138,8 +140,7 @@ Command simulate_command("simulate", [](CLI::App& root) -> Command::Run {
       "Replays a trace of requests through a scheduler policy and prints, per run, the steps,\n"
       "the states stored, cached tokens and a numeric signature; runs of one request whose\n"
       "signatures differ are predicted to give different logits.");
-  c->add_option("--policy", args->policy,
-                "vllm-align | vllm-align-54076 | vllm-all | invar")
+  c->add_option("--policy", args->policy, "vllm-align | vllm-align-54076 | vllm-all | invar")
       ->capture_default_str();
   c->add_option("--spec", args->spec, "speculative method: none | eagle | mtp | ngram")
       ->capture_default_str();

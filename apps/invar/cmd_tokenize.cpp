@@ -21,7 +21,6 @@ struct TokenizeArgs {
   bool json = false, special = false;
 };
 
-
 // "1,2,3", "1 2 3" or "[1, 2, 3]".
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> ids;
@@ -40,7 +39,8 @@ std::vector<int32_t> parse_ids(const std::string& s) {
                   s.substr(i, 12) + "'");
     }
     const long long v = std::stoll(s.substr(i, j - i));
-    if (v < INT32_MIN || v > INT32_MAX) throw Error("--decode: id " + s.substr(i, j - i) + " out of range");
+    if (v < INT32_MIN || v > INT32_MAX)
+      throw Error("--decode: id " + s.substr(i, j - i) + " out of range");
     ids.push_back(static_cast<int32_t>(v));
     i = j;
   }
@@ -83,9 +83,10 @@ Command tokenize_command("tokenize", [](CLI::App& root) -> Command::Run {
   sub->add_option("source", a->source, "MODEL.gguf or tokenizer.json")->required();
   auto* text = sub->add_option("--text", a->text, "text to tokenize");
   auto* file = sub->add_option("--file", a->file, "file whose bytes to tokenize ('-' for stdin)");
-  auto* dec = sub->add_option("--decode", a->decode,
-                              "token ids to turn back into text: \"1,2,3\", \"1 2 3\" or \"[1,2,3]\"; "
-                              "invalid UTF-8 prints as U+FFFD");
+  auto* dec =
+      sub->add_option("--decode", a->decode,
+                      "token ids to turn back into text: \"1,2,3\", \"1 2 3\" or \"[1,2,3]\"; "
+                      "invalid UTF-8 prints as U+FFFD");
   text->excludes(file)->excludes(dec);
   file->excludes(dec);
   sub->add_flag("--json", a->json,

@@ -9,10 +9,14 @@ namespace invar {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::Q8_0: return "q8_0";
-    case DType::BF16: return "bf16";
+    case DType::F32:
+      return "f32";
+    case DType::F16:
+      return "f16";
+    case DType::Q8_0:
+      return "q8_0";
+    case DType::BF16:
+      return "bf16";
   }
   return "?";
 }
@@ -27,16 +31,23 @@ std::optional<DType> dtype_parse(std::string_view s) {
   return std::nullopt;
 }
 
-bool dtype_supported(uint32_t id) { return id == 0 || id == 1 || id == 8 || id == 30; }
+bool dtype_supported(uint32_t id) {
+  return id == 0 || id == 1 || id == 8 || id == 30;
+}
 
-int64_t dtype_block_size(DType t) { return t == DType::Q8_0 ? kQ8Block : 1; }
+int64_t dtype_block_size(DType t) {
+  return t == DType::Q8_0 ? kQ8Block : 1;
+}
 
 int64_t dtype_row_bytes(DType t, int64_t n) {
   switch (t) {
-    case DType::F32: return 4 * n;
+    case DType::F32:
+      return 4 * n;
     case DType::F16:
-    case DType::BF16: return 2 * n;
-    case DType::Q8_0: return (n / kQ8Block) * kQ8BlockBytes;
+    case DType::BF16:
+      return 2 * n;
+    case DType::Q8_0:
+      return (n / kQ8Block) * kQ8BlockBytes;
   }
   INVAR_CHECK(false, "unknown dtype");
 }
@@ -72,13 +83,13 @@ uint16_t f32_to_f16(float f) {
   std::memcpy(&u, &f, 4);
   const uint16_t sign = uint16_t((u >> 16) & 0x8000);
   const uint32_t abs = u & 0x7fffffff;
-  if (abs > 0x7f800000) return sign | 0x7e00;          // NaN
-  if (abs >= 0x477ff000) return sign | 0x7c00;         // overflow (incl. rounding up) -> inf
-  if (abs < 0x38800000) {                              // subnormal or zero in f16
-    if (abs < 0x33000000) return sign;                 // below half the smallest subnormal
+  if (abs > 0x7f800000) return sign | 0x7e00;   // NaN
+  if (abs >= 0x477ff000) return sign | 0x7c00;  // overflow (incl. rounding up) -> inf
+  if (abs < 0x38800000) {                       // subnormal or zero in f16
+    if (abs < 0x33000000) return sign;          // below half the smallest subnormal
     const uint32_t e = abs >> 23;
     const uint32_t m = (abs & 0x7fffff) | 0x800000;
-    const uint32_t shift = 126 - e;                    // 14 + (113 - e) + ...
+    const uint32_t shift = 126 - e;  // 14 + (113 - e) + ...
     uint32_t r = m >> (shift - 0);
     // m is value * 2^(150-e); we want value * 2^24 => shift right by (126 - e)
     const uint32_t rem = m & ((1u << shift) - 1);

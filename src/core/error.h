@@ -27,7 +27,7 @@ class Error : public std::runtime_error {
 }  // namespace invar
 
 // INVAR_CHECK(cond) or INVAR_CHECK(cond, std::string message)
-#define INVAR_CHECK(cond, ...)                                                    \
-  do {                                                                            \
+#define INVAR_CHECK(cond, ...)                                                               \
+  do {                                                                                       \
     if (!(cond)) ::invar::check_failed(__FILE__, __LINE__, #cond, std::string{__VA_ARGS__}); \
   } while (0)

@@ -55,9 +55,12 @@ std::optional<SimdLevel> simd_parse(std::string_view s) {
 
 std::string_view simd_name(SimdLevel level) {
   switch (level) {
-    case SimdLevel::scalar: return "off";
-    case SimdLevel::avx2: return "avx2";
-    case SimdLevel::avx512: return "avx512";
+    case SimdLevel::scalar:
+      return "off";
+    case SimdLevel::avx2:
+      return "avx2";
+    case SimdLevel::avx512:
+      return "avx512";
   }
   return "?";
 }

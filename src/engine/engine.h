@@ -56,8 +56,8 @@ class EngineError : public Error {
 struct SamplingParams {
   float temperature = 0.0f;  // 0: greedy (argmax, ties to the smaller id)
   float top_p = 1.0f;
-  int64_t top_k = 0;         // 0: off
-  uint64_t seed = 0;         // counter-based RNG keyed by (seed, position)
+  int64_t top_k = 0;  // 0: off
+  uint64_t seed = 0;  // counter-based RNG keyed by (seed, position)
 };
 
 struct GenerationRequest {
@@ -69,9 +69,9 @@ struct GenerationRequest {
                                           // text ends just before it)
   std::string cache_salt;                 // isolates the prefix cache (first block's key)
   int64_t top_logprobs = 0;               // 0..20 candidates per generated token
-  int64_t prompt_logprobs = -1;           // ≥ 0: logprob of each prompt token ≥ 1 (+ K candidates);
-                                          // forces those positions to be computed (no cache skip)
-  bool capture_logits = false;            // tests: raw logits of every computed position
+  int64_t prompt_logprobs = -1;  // ≥ 0: logprob of each prompt token ≥ 1 (+ K candidates);
+                                 // forces those positions to be computed (no cache skip)
+  bool capture_logits = false;   // tests: raw logits of every computed position
 };
 
 struct TokenLogprob {
@@ -135,7 +135,7 @@ class Engine {
   void cancel(RequestId id);
   EngineMetrics metrics() const;
   const EngineConfig& config() const;
-  int64_t n_ctx() const;  // the context limit every request is checked against
+  int64_t n_ctx() const;                    // the context limit every request is checked against
   const CacheBudget& cache_budget() const;  // fixed at construction
   // Stops admitting work; waits up to timeout_s for running requests, then cancels the rest.
   void drain(double timeout_s);

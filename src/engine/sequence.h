@@ -27,6 +27,8 @@ struct Sequence : ScheduledSeq {
 };
 
 // The scheduler hands back the ScheduledSeq part of the engine's sequences.
-inline Sequence& sequence_of(ScheduledSeq* s) { return *static_cast<Sequence*>(s); }
+inline Sequence& sequence_of(ScheduledSeq* s) {
+  return *static_cast<Sequence*>(s);
+}
 
 }  // namespace invar

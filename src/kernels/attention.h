@@ -26,10 +26,10 @@ struct KvView {
 struct AttentionShape {
   int64_t n_tokens;  // [T] queries, at positions pos0 .. pos0+T−1 (all in the KV view already)
   int64_t pos0;
-  int64_t h;         // [H]
-  int64_t hkv;       // [Hkv]
-  int64_t d;         // [D]
-  float scale;       // 1/sqrt(D)
+  int64_t h;    // [H]
+  int64_t hkv;  // [Hkv]
+  int64_t d;    // [D]
+  float scale;  // 1/sqrt(D)
 };
 
 // Floats of working memory attention() needs on a pool of n_threads for queries up to position

@@ -11,7 +11,7 @@ namespace invar {
 // y[T][C] outputs. The sum over j runs j = 0..Kc−1 in order (FMA chain starting from 0).
 void conv1d_silu(const float* x, const float* w, float* state, int64_t t, int64_t c, int64_t kc,
                  float* y);
-void conv1d_silu_ref(const float* x, const float* w, float* state, int64_t t, int64_t c,
-                     int64_t kc, float* y);
+void conv1d_silu_ref(const float* x, const float* w, float* state, int64_t t, int64_t c, int64_t kc,
+                     float* y);
 
 }  // namespace invar

@@ -15,12 +15,12 @@
 namespace invar {
 
 struct DeltaRuleShape {
-  int64_t n_tokens;   // [T]
-  int64_t hk;         // [Hk] key heads
-  int64_t hv;         // [Hv] value heads
-  int64_t dk;         // [Dk]
-  int64_t dv;         // [Dv]
-  bool tiled;         // k-head of v-head h: tiled → h % Hk (qwen35*), else h / (Hv/Hk) (qwen3next)
+  int64_t n_tokens;  // [T]
+  int64_t hk;        // [Hk] key heads
+  int64_t hv;        // [Hv] value heads
+  int64_t dk;        // [Dk]
+  int64_t dv;        // [Dv]
+  bool tiled;        // k-head of v-head h: tiled → h % Hk (qwen35*), else h / (Hv/Hk) (qwen3next)
 };
 
 // state[Hv][Dv][Dk] in/out; q,k [T][Hk][Dk] (already L2-normalised); v [T][Hv][Dv];

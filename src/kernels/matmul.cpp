@@ -74,10 +74,11 @@ void matmul_scalar_range(const Matrix& w, const float* x, int64_t m, float* y, i
 
 Matrix::Matrix(DType type, int64_t k, int64_t n, const void* data)
     : type_(type), k_(k), n_(n), data_(data) {
-  INVAR_CHECK(k > 0 && n > 0, "matrix shape {" + std::to_string(k) + ", " + std::to_string(n) + "}");
-  INVAR_CHECK(k % dtype_block_size(type) == 0,
-              std::string(dtype_name(type)) + " matrix with K = " + std::to_string(k) +
-                  " not a multiple of its block size");
+  INVAR_CHECK(k > 0 && n > 0,
+              "matrix shape {" + std::to_string(k) + ", " + std::to_string(n) + "}");
+  INVAR_CHECK(k % dtype_block_size(type) == 0, std::string(dtype_name(type)) +
+                                                   " matrix with K = " + std::to_string(k) +
+                                                   " not a multiple of its block size");
   INVAR_CHECK(data != nullptr);
 }
 

@@ -58,10 +58,16 @@ void matrix_prepare(Matrix& w) {
   pk->n = w.n();
   pk->n_panels = (w.n() + kPanel - 1) / kPanel;
   switch (w.type()) {
-    case DType::F32: pk->panel_bytes = w.k() * kPanel * 4; break;
+    case DType::F32:
+      pk->panel_bytes = w.k() * kPanel * 4;
+      break;
     case DType::F16:
-    case DType::BF16: pk->panel_bytes = w.k() * kPanel * 2; break;
-    case DType::Q8_0: pk->panel_bytes = w.k() / kQ8Block * kQ8PanelBlockBytes; break;
+    case DType::BF16:
+      pk->panel_bytes = w.k() * kPanel * 2;
+      break;
+    case DType::Q8_0:
+      pk->panel_bytes = w.k() / kQ8Block * kQ8PanelBlockBytes;
+      break;
   }
   // 64-byte alignment: each panel step of F32 weights is one cache line.
   const size_t total = size_t(pk->n_panels * pk->panel_bytes);
@@ -76,7 +82,9 @@ void matrix_prepare(Matrix& w) {
     case DType::BF16:
       pack_elements(static_cast<const uint16_t*>(w.data()), w.k(), w.n(), *pk);
       break;
-    case DType::Q8_0: pack_q8(static_cast<const uint8_t*>(w.data()), w.k(), w.n(), *pk); break;
+    case DType::Q8_0:
+      pack_q8(static_cast<const uint8_t*>(w.data()), w.k(), w.n(), *pk);
+      break;
   }
   w.packed = std::move(pk);
 }

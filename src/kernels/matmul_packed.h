@@ -25,8 +25,8 @@ inline constexpr int64_t kQ8PanelBlockBytes = kPanel * 2 + kQ8Block * kPanel;
 struct MatmulPacked {
   DType type = DType::F32;
   int64_t k = 0, n = 0;
-  int64_t n_panels = 0;     // ceil(n / 16)
-  int64_t panel_bytes = 0;  // bytes of one panel
+  int64_t n_panels = 0;                                               // ceil(n / 16)
+  int64_t panel_bytes = 0;                                            // bytes of one panel
   std::unique_ptr<uint8_t, void (*)(void*)> bytes{nullptr, nullptr};  // [n_panels][panel_bytes]
 
   const uint8_t* panel(int64_t p) const { return bytes.get() + p * panel_bytes; }

@@ -248,9 +248,8 @@ void tiles_run(const MatmulPacked& w, const float* x, int64_t rows, float* y, in
           ws = kc * kPanel;
         }
         for (int64_t t0 = 0; t0 < mc; t0 += R) {
-          tile_run<V, R, P>(std::min<int64_t>(R, mc - t0), np, wf, ws, kc,
-                            x + (m0 + t0) * w.k + k0, w.k, y + (m0 + t0) * w.n + g * kPanel, w.n,
-                            n_valid, k0 > 0);
+          tile_run<V, R, P>(std::min<int64_t>(R, mc - t0), np, wf, ws, kc, x + (m0 + t0) * w.k + k0,
+                            w.k, y + (m0 + t0) * w.n + g * kPanel, w.n, n_valid, k0 > 0);
         }
       }
     }
@@ -271,10 +270,14 @@ template <class V>
 void panels_run(const MatmulPacked& w, const float* x, int64_t rows, float* y, int64_t p0,
                 int64_t p1, float* wbuf) {
   switch (w.type) {
-    case DType::F32: return panels_run_typed<V, DType::F32>(w, x, rows, y, p0, p1, wbuf);
-    case DType::F16: return panels_run_typed<V, DType::F16>(w, x, rows, y, p0, p1, wbuf);
-    case DType::BF16: return panels_run_typed<V, DType::BF16>(w, x, rows, y, p0, p1, wbuf);
-    case DType::Q8_0: return panels_run_typed<V, DType::Q8_0>(w, x, rows, y, p0, p1, wbuf);
+    case DType::F32:
+      return panels_run_typed<V, DType::F32>(w, x, rows, y, p0, p1, wbuf);
+    case DType::F16:
+      return panels_run_typed<V, DType::F16>(w, x, rows, y, p0, p1, wbuf);
+    case DType::BF16:
+      return panels_run_typed<V, DType::BF16>(w, x, rows, y, p0, p1, wbuf);
+    case DType::Q8_0:
+      return panels_run_typed<V, DType::Q8_0>(w, x, rows, y, p0, p1, wbuf);
   }
 }
 

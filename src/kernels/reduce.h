@@ -9,9 +9,10 @@
 
 namespace invar {
 
-float reduce_sum_ref(const float* x, int64_t n);          // Σ x
-float reduce_sum_sq_ref(const float* x, int64_t n);       // Σ x²  (x*x rounded, then added)
-float reduce_dot_ref(const float* a, const float* b, int64_t n);  // Σ a·b (product rounded, then added)
+float reduce_sum_ref(const float* x, int64_t n);     // Σ x
+float reduce_sum_sq_ref(const float* x, int64_t n);  // Σ x²  (x*x rounded, then added)
+float reduce_dot_ref(const float* a, const float* b,
+                     int64_t n);  // Σ a·b (product rounded, then added)
 // Dispatching versions (simd_active()).
 float reduce_sum(const float* x, int64_t n);
 float reduce_sum_sq(const float* x, int64_t n);

@@ -5,6 +5,8 @@
 //   h = token_embd[tok]
 //   for each layer: h += mixer(rmsnorm(h, attn_norm));  h += ffn(rmsnorm(h, post_norm))
 //   logits = output · rmsnorm(h, output_norm)
+#include "model/forward.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -13,7 +15,6 @@
 #include "kernels/elementwise.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
-#include "model/forward.h"
 
 namespace invar {
 namespace {
@@ -67,7 +68,9 @@ void ForwardScratch::reserve_seqs(const Hparams& hp, int64_t n_seqs) {
   grow(last_logits, n_seqs * hp.n_vocab);
 }
 
-void ForwardScratchDeleter::operator()(ForwardScratch* s) const { delete s; }
+void ForwardScratchDeleter::operator()(ForwardScratch* s) const {
+  delete s;
+}
 
 ForwardScratchPtr Model::scratch_make(int64_t max_rows, int64_t max_seqs) const {
   ForwardScratchPtr s(new ForwardScratch());

@@ -25,37 +25,37 @@ struct BatchRows {
 // Widths are named by the math document's letters.
 struct ForwardScratch {
   int64_t capacity = 0;
-  std::vector<float> h, x, out;            // [M][E] residual, normed input, layer output
+  std::vector<float> h, x, out;  // [M][E] residual, normed input, layer output
   // Gated DeltaNet
-  std::vector<float> qkv;                  // [M][CONV] projection (conv input)
-  std::vector<float> z;                    // [M][VAL] output gate
-  std::vector<float> legacy_in;            // [M][2KEY+2VAL] ssm_in projection (legacy files)
-  std::vector<float> conv_out;             // [M][CONV]
-  std::vector<float> gq, gk, gv;           // [M][Hk][Dk], [M][Hk][Dk], [M][Hv][Dv]
-  std::vector<float> ba;                   // [M][2·Hv] raw β and α projections
-  std::vector<float> beta, gdecay;         // [M][Hv]
-  std::vector<float> go;                   // [M][Hv][Dv] delta-rule output
+  std::vector<float> qkv;                         // [M][CONV] projection (conv input)
+  std::vector<float> z;                           // [M][VAL] output gate
+  std::vector<float> legacy_in;                   // [M][2KEY+2VAL] ssm_in projection (legacy files)
+  std::vector<float> conv_out;                    // [M][CONV]
+  std::vector<float> gq, gk, gv;                  // [M][Hk][Dk], [M][Hk][Dk], [M][Hv][Dv]
+  std::vector<float> ba;                          // [M][2·Hv] raw β and α projections
+  std::vector<float> beta, gdecay;                // [M][Hv]
+  std::vector<float> go;                          // [M][Hv][Dv] delta-rule output
   std::vector<std::pair<int64_t, int64_t>> cuts;  // (relative end, checkpoint index) of one seq
   // Attention
-  std::vector<float> qg;                   // [M][H][2D]
-  std::vector<float> aq, agate, ao;        // [M][H][D]
-  std::vector<float> ak, av;               // [M][Hkv][D]
-  std::vector<const float*> kblk, vblk;    // per-block K / V pointers of one attention layer
+  std::vector<float> qg;                 // [M][H][2D]
+  std::vector<float> aq, agate, ao;      // [M][H][D]
+  std::vector<float> ak, av;             // [M][Hkv][D]
+  std::vector<const float*> kblk, vblk;  // per-block K / V pointers of one attention layer
   // FFN
-  std::vector<float> fgate, fup;           // [M][max(F, Fe, Fs)]
-  std::vector<float> router;               // [M][NE]
-  std::vector<int32_t> sel;                // [M][K] chosen experts
-  std::vector<float> sel_w;                // [M][K] their weights
-  std::vector<int64_t> ex_rows;            // [M·K] (row·K + slot) entries routed to one expert
-  std::vector<float> ex_x, ex_y;           // [M][E] gathered inputs / outputs of one expert
-  std::vector<float> ex_out;               // [M][K][E] expert outputs before weighting
-  std::vector<float> shexp_g;              // [M] shared-expert gate logits
+  std::vector<float> fgate, fup;  // [M][max(F, Fe, Fs)]
+  std::vector<float> router;      // [M][NE]
+  std::vector<int32_t> sel;       // [M][K] chosen experts
+  std::vector<float> sel_w;       // [M][K] their weights
+  std::vector<int64_t> ex_rows;   // [M·K] (row·K + slot) entries routed to one expert
+  std::vector<float> ex_x, ex_y;  // [M][E] gathered inputs / outputs of one expert
+  std::vector<float> ex_out;      // [M][K][E] expert outputs before weighting
+  std::vector<float> shexp_g;     // [M] shared-expert gate logits
   // Logits
-  std::vector<int64_t> row0;               // [n_seqs]
-  std::vector<float> last_x;               // [n_seqs][E] last rows of last-only sequences
-  std::vector<float> last_logits;          // [n_seqs][V]
+  std::vector<int64_t> row0;       // [n_seqs]
+  std::vector<float> last_x;       // [n_seqs][E] last rows of last-only sequences
+  std::vector<float> last_logits;  // [n_seqs][V]
   // Working memory of the matmul and attention kernels, one slice per pool thread
-  int64_t kernel_context = 0;              // longest context `kernel` is sized for
+  int64_t kernel_context = 0;  // longest context `kernel` is sized for
   std::vector<float> kernel;
 
   void reserve_rows(const Hparams& hp, int64_t m);
@@ -66,8 +66,8 @@ struct ForwardScratch {
 };
 
 // Each writes the layer's contribution to the residual into out[M][E], reading x[M][E].
-void gdn_layer(const Hparams& hp, const LayerWeights& lw, const BatchRows& b,
-               ForwardScratch& s, ThreadPool& pool, const float* x, float* out);
+void gdn_layer(const Hparams& hp, const LayerWeights& lw, const BatchRows& b, ForwardScratch& s,
+               ThreadPool& pool, const float* x, float* out);
 void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeights& lw,
                      const BatchRows& b, ForwardScratch& s, ThreadPool& pool, const float* x,
                      float* out);

@@ -30,12 +30,12 @@ void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeight
   const int64_t H = hp.n_head, Hkv = hp.n_head_kv, D = hp.head_dim;
   const int64_t HD = H * D, KVD = Hkv * D;
 
-  float* qg = s.qg.data();      // [M][H][2D]
-  float* q = s.aq.data();       // [M][H][D]
-  float* gate = s.agate.data(); // [M][H][D]
-  float* k = s.ak.data();       // [M][Hkv][D]
-  float* v = s.av.data();       // [M][Hkv][D]
-  float* o = s.ao.data();       // [M][H][D]
+  float* qg = s.qg.data();       // [M][H][2D]
+  float* q = s.aq.data();        // [M][H][D]
+  float* gate = s.agate.data();  // [M][H][D]
+  float* k = s.ak.data();        // [M][Hkv][D]
+  float* v = s.av.data();        // [M][Hkv][D]
+  float* o = s.ao.data();        // [M][H][D]
   matmul(lw.wq, x, m, qg, pool, s.kernel);
   matmul(lw.wk, x, m, k, pool, s.kernel);
   matmul(lw.wv, x, m, v, pool, s.kernel);

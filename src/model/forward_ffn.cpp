@@ -31,8 +31,8 @@ void swiglu_block(const Matrix& gate, const Matrix& up, const Matrix& down, cons
   matmul(down, g, m, out, pool, s.kernel);
 }
 
-void moe(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s,
-         ThreadPool& pool, const float* x, float* out) {
+void moe(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s, ThreadPool& pool,
+         const float* x, float* out) {
   const int64_t E = hp.n_embd, NE = hp.n_expert, K = hp.n_expert_used;
   float* router = s.router.data();  // [M][NE]
   int32_t* sel = s.sel.data();      // [M][K]

@@ -52,8 +52,8 @@ void legacy_split(const Hparams& hp, const float* in, int64_t m, float* qkv, flo
 
 // β and g per row and v-head. qwen3next's ssm_ba holds per k-head [b(r), a(r)]; qwen35*
 // has separate β / α projections in plain v-head order.
-void gates(const Hparams& hp, const LayerWeights& lw, const float* x, int64_t m,
-           ForwardScratch& s, ThreadPool& pool) {
+void gates(const Hparams& hp, const LayerWeights& lw, const float* x, int64_t m, ForwardScratch& s,
+           ThreadPool& pool) {
   const int64_t Hv = hp.ssm_dt_rank, Hk = hp.ssm_n_group, r = Hv / Hk;
   float* ba = s.ba.data();  // [M][2Hv]: qwen3next grouped; qwen35* [b(Hv) | a(Hv)] per row
   if (hp.arch == Arch::qwen3next) {
@@ -91,9 +91,9 @@ void collect_cuts(const SeqChunk& c, std::vector<std::pair<int64_t, int64_t>>& c
   cuts.clear();
   for (int64_t i = 0; i < c.n_checkpoints; ++i) {
     int64_t rel = c.checkpoint_pos[i] - c.pos0;
-    INVAR_CHECK(rel >= 1 && rel <= c.n_tokens,
-                "checkpoint position " + std::to_string(c.checkpoint_pos[i]) +
-                    " outside chunk at " + std::to_string(c.pos0));
+    INVAR_CHECK(rel >= 1 && rel <= c.n_tokens, "checkpoint position " +
+                                                   std::to_string(c.checkpoint_pos[i]) +
+                                                   " outside chunk at " + std::to_string(c.pos0));
     cuts.emplace_back(rel, i);
   }
   std::sort(cuts.begin(), cuts.end());

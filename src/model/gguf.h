@@ -24,8 +24,19 @@ namespace invar {
 
 // Metadata value types, numbered as in the GGUF spec.
 enum class GgufType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 std::string_view gguf_type_name(GgufType t);
 
@@ -53,7 +64,7 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> ne;  // ggml order: ne[0] is the contiguous (row) dimension
   DType type = DType::F32;
-  uint64_t offset = 0;      // relative to the data section
+  uint64_t offset = 0;  // relative to the data section
   uint64_t n_bytes = 0;
   const uint8_t* data = nullptr;  // into the mapping; valid while the GgufFile lives
   int64_t n_elements() const;
@@ -109,8 +120,8 @@ class GgufFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
-  void* mapping_ = nullptr;           // mmap'd region, or nullptr
-  std::vector<uint8_t> owned_;        // from_memory copy
+  void* mapping_ = nullptr;     // mmap'd region, or nullptr
+  std::vector<uint8_t> owned_;  // from_memory copy
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   std::vector<GgufKv> kvs_;

@@ -27,7 +27,9 @@ const std::string& Model::sha256() const {
   return sha256_;
 }
 
-int64_t Model::state_floats() const { return hp_.n_recurrent_layers() * gdn_state_floats(hp_); }
+int64_t Model::state_floats() const {
+  return hp_.n_recurrent_layers() * gdn_state_floats(hp_);
+}
 
 int64_t Model::kv_floats_per_token() const {
   return hp_.n_attention_layers() * 2 * hp_.n_head_kv * hp_.head_dim;

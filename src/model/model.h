@@ -21,8 +21,8 @@
 
 namespace invar {
 
-struct ModelWeights;   // model/weights.h
-struct ForwardScratch; // model/forward.h
+struct ModelWeights;    // model/weights.h
+struct ForwardScratch;  // model/forward.h
 
 // Owns one caller's activation buffers (complete type in model/forward.h only).
 struct ForwardScratchDeleter {
@@ -34,8 +34,8 @@ using ForwardScratchPtr = std::unique_ptr<ForwardScratch, ForwardScratchDeleter>
 struct SeqChunk {
   const int32_t* tokens = nullptr;  // [n_tokens]
   int64_t n_tokens = 0;
-  int64_t pos0 = 0;                 // absolute position of tokens[0]
-  float* state = nullptr;           // [Model::state_floats()] in/out: state after pos0−1 → after pos0+n−1
+  int64_t pos0 = 0;        // absolute position of tokens[0]
+  float* state = nullptr;  // [Model::state_floats()] in/out: state after pos0−1 → after pos0+n−1
   float* const* kv_blocks = nullptr;  // block table covering positions 0 .. pos0+n_tokens−1
   int64_t block_size = 0;
   // Recurrent-state checkpoints (rule N5): for each i, checkpoint_dst[i] receives the state after
@@ -58,9 +58,9 @@ class Model {
   const GgufFile& gguf() const { return *file_; }
   const std::string& sha256() const;  // hex SHA-256 of the file, computed lazily once
 
-  int64_t state_floats() const;                         // recurrent state per sequence
-  int64_t kv_block_floats(int64_t block_size) const;    // one KV block
-  int64_t kv_floats_per_token() const;                  // n_attn_layers · 2 · Hkv · D
+  int64_t state_floats() const;                       // recurrent state per sequence
+  int64_t kv_block_floats(int64_t block_size) const;  // one KV block
+  int64_t kv_floats_per_token() const;                // n_attn_layers · 2 · Hkv · D
 
   // Activation buffers for batches of up to max_rows tokens in max_seqs sequences, allocated
   // now. A larger batch grows them (once). Each concurrent caller of forward() has its own, so

@@ -31,8 +31,8 @@ class Binder {
     while (got.size() > 1 && got.back() == 1) got.pop_back();
     while (want.size() > 1 && want.back() == 1) want.pop_back();
     if (got != want)
-      throw GgufError("gguf: tensor '" + t.name + "' has shape " + shape_str(t.ne) +
-                      ", expected " + shape_str(want));
+      throw GgufError("gguf: tensor '" + t.name + "' has shape " + shape_str(t.ne) + ", expected " +
+                      shape_str(want));
   }
 
   // {K, N} matrix over the mapping, prepared for the fast path.

@@ -22,53 +22,53 @@ struct ExpertWeights {
 };
 
 struct LayerWeights {
-  bool recurrent = false;          // Gated DeltaNet (true) or full attention (false)
-  int64_t state_index = -1;        // recurrent: index among GDN layers (state layout order)
-  int64_t attn_index = -1;         // attention: index among attention layers (KV block layout)
-  std::vector<float> attn_norm;    // [E]
-  std::vector<float> post_norm;    // [E] post_attention_norm
+  bool recurrent = false;        // Gated DeltaNet (true) or full attention (false)
+  int64_t state_index = -1;      // recurrent: index among GDN layers (state layout order)
+  int64_t attn_index = -1;       // attention: index among attention layers (KV block layout)
+  std::vector<float> attn_norm;  // [E]
+  std::vector<float> post_norm;  // [E] post_attention_norm
 
   // Full attention
-  Matrix wq;                       // {E, 2·D·H}: per head [q(D), gate(D)]
-  Matrix wk;                       // {E, D·Hkv}
-  Matrix wv;                       // {E, D·Hkv}
-  Matrix wo;                       // {D·H, E}
-  std::vector<float> q_norm;       // [D]
-  std::vector<float> k_norm;       // [D]
+  Matrix wq;                  // {E, 2·D·H}: per head [q(D), gate(D)]
+  Matrix wk;                  // {E, D·Hkv}
+  Matrix wv;                  // {E, D·Hkv}
+  Matrix wo;                  // {D·H, E}
+  std::vector<float> q_norm;  // [D]
+  std::vector<float> k_norm;  // [D]
 
   // Gated DeltaNet
-  Matrix ssm_qkv;                  // {E, CONV}: [q all k-heads | k all k-heads | v all v-heads]
-  Matrix ssm_gate;                 // {E, VAL}: z
-  Matrix ssm_in;                   // legacy qwen3next {E, 2KEY+2VAL}, per k-head [q k v(r·Dv) z(r·Dv)]
-  Matrix ssm_ba;                   // qwen3next {E, 2·Hv}: per k-head [b(r), a(r)]
-  Matrix ssm_beta;                 // qwen35* {E, Hv}
-  Matrix ssm_alpha;                // qwen35* {E, Hv}
-  std::vector<float> conv_w;       // [CONV][Kc]
-  std::vector<float> dt_bias;      // [Hv]
-  std::vector<float> ssm_a;        // [Hv] = −e^A_log
-  std::vector<float> ssm_norm;     // [Dv]
-  Matrix ssm_out;                  // {VAL, E}
+  Matrix ssm_qkv;             // {E, CONV}: [q all k-heads | k all k-heads | v all v-heads]
+  Matrix ssm_gate;            // {E, VAL}: z
+  Matrix ssm_in;              // legacy qwen3next {E, 2KEY+2VAL}, per k-head [q k v(r·Dv) z(r·Dv)]
+  Matrix ssm_ba;              // qwen3next {E, 2·Hv}: per k-head [b(r), a(r)]
+  Matrix ssm_beta;            // qwen35* {E, Hv}
+  Matrix ssm_alpha;           // qwen35* {E, Hv}
+  std::vector<float> conv_w;  // [CONV][Kc]
+  std::vector<float> dt_bias;   // [Hv]
+  std::vector<float> ssm_a;     // [Hv] = −e^A_log
+  std::vector<float> ssm_norm;  // [Dv]
+  Matrix ssm_out;               // {VAL, E}
 
   // Dense FFN (qwen35)
-  Matrix ffn_gate;                 // {E, F}
-  Matrix ffn_up;                   // {E, F}
-  Matrix ffn_down;                 // {F, E}
+  Matrix ffn_gate;  // {E, F}
+  Matrix ffn_up;    // {E, F}
+  Matrix ffn_down;  // {F, E}
 
   // MoE (qwen3next, qwen35moe)
-  Matrix router;                   // {E, NE} ffn_gate_inp
+  Matrix router;                       // {E, NE} ffn_gate_inp
   std::vector<ExpertWeights> experts;  // [NE]
-  Matrix shexp_gate_inp;           // {E, 1} sigmoid gate of the shared expert
-  Matrix shexp_gate;               // {E, Fs}
-  Matrix shexp_up;                 // {E, Fs}
-  Matrix shexp_down;               // {Fs, E}
+  Matrix shexp_gate_inp;               // {E, 1} sigmoid gate of the shared expert
+  Matrix shexp_gate;                   // {E, Fs}
+  Matrix shexp_up;                     // {E, Fs}
+  Matrix shexp_down;                   // {Fs, E}
 };
 
 struct ModelWeights {
-  Matrix token_embd;               // {E, V}
-  std::vector<float> output_norm;  // [E]
-  Matrix output;                   // {E, V}; token_embd's mapping when tied
+  Matrix token_embd;                 // {E, V}
+  std::vector<float> output_norm;    // [E]
+  Matrix output;                     // {E, V}; token_embd's mapping when tied
   std::vector<LayerWeights> layers;  // [L] trunk only (MTP blocks are never run)
-  RopeFreqs rope;                  // attention layers' rotary tables
+  RopeFreqs rope;                    // attention layers' rotary tables
 };
 
 // Binds every tensor (hp from hparams_from_gguf, which has already validated shapes and types;

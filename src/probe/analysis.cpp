@@ -9,7 +9,9 @@
 namespace invar::probe {
 namespace {
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 bool same_candidate(const Candidate& a, const Candidate& b) {
   return a.id == b.id && a.token == b.token && same_bits(a.logprob, b.logprob);
@@ -121,7 +123,8 @@ void report_finish(Report& r) {
     bool agree = true;
     const std::set<std::string> first(arms[0]->order_digests.begin(), arms[0]->order_digests.end());
     for (const auto* a : arms)
-      if (std::set<std::string>(a->order_digests.begin(), a->order_digests.end()) != first) agree = false;
+      if (std::set<std::string>(a->order_digests.begin(), a->order_digests.end()) != first)
+        agree = false;
     if (!agree) {
       std::vector<std::string> names;
       for (const auto* a : arms) names.push_back(a->name);

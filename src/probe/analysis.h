@@ -15,13 +15,13 @@ namespace invar::probe {
 // One completion the probe asked for.
 struct RunRecord {
   std::string arm;
-  std::string role;       // "measure" (counted in the arm) or "warm" (task A, run first)
+  std::string role;  // "measure" (counted in the arm) or "warm" (task A, run first)
   std::string task;
-  int cell = -1;          // threshold: index of the cell; -1 otherwise
-  int tail_fillers = 0;   // fillers appended to the task's tail
-  int run = 0;            // 0-based within the arm (measure) or the cell
+  int cell = -1;         // threshold: index of the cell; -1 otherwise
+  int tail_fillers = 0;  // fillers appended to the task's tail
+  int run = 0;           // 0-based within the arm (measure) or the cell
   std::string cache_salt;
-  double seconds = 0;     // request wall time
+  double seconds = 0;  // request wall time
   Completion completion;
   Digests digests;
 };
@@ -38,10 +38,10 @@ struct RunComparison {
 RunComparison runs_compare(const Completion& ref, const Completion& run);
 
 struct ThresholdCell {
-  int delta = 0;                      // A's tail relative to the middle cell, in fillers
-  std::vector<std::string> order;     // order digest of each measured run in the cell
+  int delta = 0;                   // A's tail relative to the middle cell, in fillers
+  std::vector<std::string> order;  // order digest of each measured run in the cell
   std::vector<std::optional<int64_t>> cached_tokens;
-  bool flipped = false;               // a run differs from the arm's reference digest
+  bool flipped = false;  // a run differs from the arm's reference digest
 };
 
 struct ArmSummary {

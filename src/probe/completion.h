@@ -18,8 +18,8 @@ using json = nlohmann::ordered_json;
 enum class Api { chat, completions };
 
 struct Candidate {
-  std::string token;   // token text as the server spelled it
-  int64_t id = -1;     // token id when the server reports one ("id", or vLLM's "token_id:N"); else -1
+  std::string token;  // token text as the server spelled it
+  int64_t id = -1;  // token id when the server reports one ("id", or vLLM's "token_id:N"); else -1
   double logprob = 0;  // exactly the JSON number received
 };
 
@@ -31,7 +31,8 @@ struct TokenRecord {
 struct Usage {
   std::optional<int64_t> prompt_tokens;
   std::optional<int64_t> completion_tokens;
-  std::optional<int64_t> cached_tokens;  // usage.prompt_tokens_details.cached_tokens (or timings.cache_n)
+  std::optional<int64_t>
+      cached_tokens;  // usage.prompt_tokens_details.cached_tokens (or timings.cache_n)
 };
 
 struct Completion {

@@ -40,7 +40,8 @@ Candidate candidate_from_content(const json& e, const std::string& where) {
   }
   if (!e.contains("logprob")) {
     if (e.contains("prob"))
-      throw Error(where + ": has 'prob' but no 'logprob' (llama.cpp post_sampling_probs is not supported)");
+      throw Error(where +
+                  ": has 'prob' but no 'logprob' (llama.cpp post_sampling_probs is not supported)");
     throw Error(where + ".logprob: missing");
   }
   c.logprob = logprob_at(e["logprob"], where + ".logprob");
@@ -58,7 +59,8 @@ void parse_content(const json& content, Completion& out) {
       throw Error(where + ".top_logprobs: missing (did the server honour top_logprobs?)");
     const json& top = e["top_logprobs"];
     for (size_t k = 0; k < top.size(); k++)
-      r.top.push_back(candidate_from_content(top[k], where + ".top_logprobs[" + std::to_string(k) + "]"));
+      r.top.push_back(
+          candidate_from_content(top[k], where + ".top_logprobs[" + std::to_string(k) + "]"));
     out.tokens.push_back(std::move(r));
   }
 }
@@ -76,17 +78,20 @@ void parse_legacy(const json& lp, Completion& out) {
   for (size_t i = 0; i < tokens.size(); i++) {
     const std::string where = "choices[0].logprobs";
     TokenRecord r;
-    if (!tokens[i].is_string()) throw Error(where + ".tokens[" + std::to_string(i) + "]: not a string");
+    if (!tokens[i].is_string())
+      throw Error(where + ".tokens[" + std::to_string(i) + "]: not a string");
     r.chosen.token = tokens[i].get<std::string>();
     r.chosen.id = token_id_from_text(r.chosen.token);
-    r.chosen.logprob = logprob_at(token_lps[i], where + ".token_logprobs[" + std::to_string(i) + "]");
+    r.chosen.logprob =
+        logprob_at(token_lps[i], where + ".token_logprobs[" + std::to_string(i) + "]");
     if (!tops[i].is_object())
       throw Error(where + ".top_logprobs[" + std::to_string(i) + "]: expected an object");
     for (auto it = tops[i].begin(); it != tops[i].end(); ++it) {
       Candidate c;
       c.token = it.key();
       c.id = token_id_from_text(c.token);
-      c.logprob = logprob_at(it.value(), where + ".top_logprobs[" + std::to_string(i) + "]." + it.key());
+      c.logprob =
+          logprob_at(it.value(), where + ".top_logprobs[" + std::to_string(i) + "]." + it.key());
       r.top.push_back(std::move(c));
     }
     out.tokens.push_back(std::move(r));
@@ -135,7 +140,8 @@ Completion completion_parse(const json& body, Api api) {
     parse_legacy(lp, out);
   } else if (!out.text.empty()) {
     // Nothing generated is the only excuse for no logprobs (llama.cpp omits the key then).
-    throw Error("choices[0].logprobs: missing although text was generated (server ignored logprobs?)");
+    throw Error(
+        "choices[0].logprobs: missing although text was generated (server ignored logprobs?)");
   } else {
     out.shape = "none";
   }
@@ -169,7 +175,9 @@ Candidate candidate_from_json(const json& j) {
   return c;
 }
 
-json opt_json(const std::optional<int64_t>& v) { return v ? json(*v) : json(); }
+json opt_json(const std::optional<int64_t>& v) {
+  return v ? json(*v) : json();
+}
 
 std::optional<int64_t> opt_from(const json& j, const char* k) {
   if (!j.contains(k) || j[k].is_null()) return std::nullopt;

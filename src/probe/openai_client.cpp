@@ -17,7 +17,8 @@ Endpoint endpoint_parse(const std::string& url) {
   if (ep.host_port.size() <= scheme) throw Error("--url " + url + ": no host");
   std::string path = slash == std::string::npos ? "" : url.substr(slash);
   while (!path.empty() && path.back() == '/') path.pop_back();
-  if (path.size() >= 3 && path.compare(path.size() - 3, 3, "/v1") == 0) path.resize(path.size() - 3);
+  if (path.size() >= 3 && path.compare(path.size() - 3, 3, "/v1") == 0)
+    path.resize(path.size() - 3);
   ep.base_path = path;
   return ep;
 }
@@ -50,8 +51,8 @@ struct OpenAIClient::Impl {
   explicit Impl(const std::string& hp) : cli(hp) {}
 };
 
-OpenAIClient::OpenAIClient(const std::string& url, Api api, std::string model,
-                           std::string api_key, double timeout_s)
+OpenAIClient::OpenAIClient(const std::string& url, Api api, std::string model, std::string api_key,
+                           double timeout_s)
     : ep_(endpoint_parse(url)), api_(api), model_(std::move(model)), api_key_(std::move(api_key)) {
   impl_ = std::make_unique<Impl>(ep_.host_port);
   impl_->cli.set_connection_timeout(5, 0);
@@ -69,11 +70,11 @@ Completion OpenAIClient::complete(const CompletionRequest& r, json* raw_body) {
       ep_.base_path + (api_ == Api::chat ? "/v1/chat/completions" : "/v1/completions");
   const std::string body = request_body(api_, model_, r).dump();
   auto res = impl_->cli.Post(path.c_str(), body, "application/json");
-  if (!res)
-    throw Error("POST " + ep_.host_port + path + ": " + httplib::to_string(res.error()));
+  if (!res) throw Error("POST " + ep_.host_port + path + ": " + httplib::to_string(res.error()));
   if (res->status != 200) {
     std::string msg = res->body.substr(0, 400);
-    throw Error("POST " + ep_.host_port + path + ": HTTP " + std::to_string(res->status) + ": " + msg);
+    throw Error("POST " + ep_.host_port + path + ": HTTP " + std::to_string(res->status) + ": " +
+                msg);
   }
   json j;
   try {

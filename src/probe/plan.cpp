@@ -14,15 +14,21 @@ extern const char* const seed_document_text;  // generated from data/probe/seed_
 
 std::string arm_kind_name(ArmKind k) {
   switch (k) {
-    case ArmKind::clean: return "clean";
-    case ArmKind::contaminated: return "contaminated";
-    case ArmKind::no_cache: return "no-cache";
-    case ArmKind::threshold: return "threshold";
+    case ArmKind::clean:
+      return "clean";
+    case ArmKind::contaminated:
+      return "contaminated";
+    case ArmKind::no_cache:
+      return "no-cache";
+    case ArmKind::threshold:
+      return "threshold";
   }
   return "?";
 }
 
-std::string read_text_file(const std::string& path) { return file_read(path); }
+std::string read_text_file(const std::string& path) {
+  return file_read(path);
+}
 
 namespace {
 
@@ -66,7 +72,8 @@ void plan_validate(const Plan& p) {
   if (p.arms.empty()) throw Error("arms: empty");
   for (const auto& a : p.arms) {
     if (!arms.insert(a.name).second) throw Error("arms: '" + a.name + "' twice");
-    if (!tasks.count(a.task)) throw Error("arms." + a.name + ".task: no task named '" + a.task + "'");
+    if (!tasks.count(a.task))
+      throw Error("arms." + a.name + ".task: no task named '" + a.task + "'");
     const bool needs_warm = a.kind == ArmKind::contaminated || a.kind == ArmKind::threshold;
     if (needs_warm && !tasks.count(a.warm))
       throw Error("arms." + a.name + ".warm: a " + arm_kind_name(a.kind) +
@@ -93,7 +100,8 @@ Plan plan_from_json(const json& j, const std::string& base_dir) {
     if (!j["request"].is_object()) throw Error("plan.request: expected an object");
     p.request = j["request"];
   }
-  if (!j.contains("documents") || !j["documents"].is_array()) throw Error("plan.documents: missing");
+  if (!j.contains("documents") || !j["documents"].is_array())
+    throw Error("plan.documents: missing");
   for (size_t i = 0; i < j["documents"].size(); i++) {
     const json& d = j["documents"][i];
     const std::string where = "documents[" + std::to_string(i) + "]";

@@ -40,7 +40,7 @@ enum class ArmKind {
   clean,         // the task alone, `runs` times, one salt: runs 2.. are its own cache hits
   contaminated,  // `warm` once, then the task `runs` times, one salt
   no_cache,      // the task `runs` times, a unique salt per request (or a no-cache server)
-  threshold,     // per cell: `warm` with its tail lengthened by n fillers, then the task `runs` times
+  threshold,  // per cell: `warm` with its tail lengthened by n fillers, then the task `runs` times
 };
 
 struct Arm {

@@ -6,7 +6,9 @@
 
 namespace invar::probe {
 
-bool progress_wanted() { return isatty(STDERR_FILENO) == 1; }
+bool progress_wanted() {
+  return isatty(STDERR_FILENO) == 1;
+}
 
 Progress::Progress(int64_t total_requests, bool enabled)
     : total_(total_requests), enabled_(enabled), t0_(std::chrono::steady_clock::now()) {}
@@ -25,7 +27,9 @@ void Progress::show(const std::string& arm, int arm_index, int arms, const std::
   std::fflush(stderr);
 }
 
-void Progress::request_done() { done_++; }
+void Progress::request_done() {
+  done_++;
+}
 
 void Progress::finish() {
   if (!enabled_) return;

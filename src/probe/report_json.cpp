@@ -7,24 +7,29 @@ json report_json(const Report& r) {
   for (const auto& a : r.arms) {
     json cached = json::array();
     for (const auto& c : a.cached_tokens) cached.push_back(c ? json(*c) : json());
-    arms.push_back({{"name", a.name},
-                    {"runs", a.runs},
-                    {"distinct",
-                     {{"order", a.distinct_order}, {"sorted", a.distinct_sorted}, {"text", a.distinct_text}}},
-                    {"first_divergent_token", a.first_divergent ? json(*a.first_divergent) : json()},
-                    {"max_abs_dlogprob", a.max_abs_dlogprob},
-                    {"candidate_set_changes", a.candidate_set_changes},
-                    {"cached_tokens", std::move(cached)},
-                    {"fingerprints", a.fingerprints}});
+    arms.push_back(
+        {{"name", a.name},
+         {"runs", a.runs},
+         {"distinct",
+          {{"order", a.distinct_order}, {"sorted", a.distinct_sorted}, {"text", a.distinct_text}}},
+         {"first_divergent_token", a.first_divergent ? json(*a.first_divergent) : json()},
+         {"max_abs_dlogprob", a.max_abs_dlogprob},
+         {"candidate_set_changes", a.candidate_set_changes},
+         {"cached_tokens", std::move(cached)},
+         {"fingerprints", a.fingerprints}});
   }
   return {{"target", r.target}, {"arms", std::move(arms)}, {"verdict", r.verdict}};
 }
 
-int report_exit_code(const Report& r) { return r.verdict == "stable" ? 0 : 3; }
+int report_exit_code(const Report& r) {
+  return r.verdict == "stable" ? 0 : 3;
+}
 
 namespace {
 
-std::string one(const std::optional<int64_t>& x) { return x ? std::to_string(*x) : "n/a"; }
+std::string one(const std::optional<int64_t>& x) {
+  return x ? std::to_string(*x) : "n/a";
+}
 
 }  // namespace
 

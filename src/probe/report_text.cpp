@@ -46,7 +46,9 @@ std::string report_text(const Report& r) {
     if (a.cells.empty()) continue;
     std::string flips;
     for (const auto& c : a.cells)
-      if (c.flipped) flips += (flips.empty() ? "" : ", ") + std::string(c.delta > 0 ? "+" : "") + std::to_string(c.delta);
+      if (c.flipped)
+        flips += (flips.empty() ? "" : ", ") + std::string(c.delta > 0 ? "+" : "") +
+                 std::to_string(c.delta);
     s += "\n" + a.name + ": " + std::to_string(a.cells.size()) + " cells, A's tail " +
          std::to_string(a.cells.front().delta) + ".." + (a.cells.back().delta > 0 ? "+" : "") +
          std::to_string(a.cells.back().delta) + " tokens; " +

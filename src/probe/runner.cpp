@@ -40,7 +40,9 @@ ArmTarget arm_target_open(const Arm& arm, const ProbeOptions& o) {
   const int port = port_free_find();
   const std::string cmd = server_cmd_expand(tmpl, port);
   const std::string log =
-      o.out_dir.empty() ? "" : (std::filesystem::path(o.out_dir) / ("server-" + arm.name + ".log")).string();
+      o.out_dir.empty()
+          ? ""
+          : (std::filesystem::path(o.out_dir) / ("server-" + arm.name + ".log")).string();
   t.url = "http://127.0.0.1:" + std::to_string(port);
   t.process = std::make_unique<ServerProcess>(cmd, log);
   t.process->wait_healthy(t.url, o.health_timeout_s);
@@ -54,9 +56,15 @@ int64_t plan_request_count(const Plan& plan) {
   for (const auto& a : plan.arms) {
     switch (a.kind) {
       case ArmKind::clean:
-      case ArmKind::no_cache: n += a.runs; break;
-      case ArmKind::contaminated: n += 1 + a.runs; break;
-      case ArmKind::threshold: n += int64_t(threshold_fillers(a).size()) * (1 + a.runs); break;
+      case ArmKind::no_cache:
+        n += a.runs;
+        break;
+      case ArmKind::contaminated:
+        n += 1 + a.runs;
+        break;
+      case ArmKind::threshold:
+        n += int64_t(threshold_fillers(a).size()) * (1 + a.runs);
+        break;
     }
   }
   return n;
@@ -71,7 +79,8 @@ json run_record_to_json(const RunRecord& r) {
           {"run", r.run},
           {"cache_salt", r.cache_salt},
           {"seconds", r.seconds},
-          {"digests", {{"order", r.digests.order}, {"sorted", r.digests.sorted}, {"text", r.digests.text}}},
+          {"digests",
+           {{"order", r.digests.order}, {"sorted", r.digests.sorted}, {"text", r.digests.text}}},
           {"completion", completion_to_json(r.completion)}};
 }
 
@@ -142,12 +151,14 @@ Report probe_run(const Plan& plan, const ProbeOptions& o, std::vector<RunRecord>
     switch (arm.kind) {
       case ArmKind::clean:
         for (int i = 0; i < arm.runs; i++)
-          one("measure", arm.task, -1, 0, i, arm_salt, "run " + std::to_string(i + 1) + "/" + std::to_string(arm.runs));
+          one("measure", arm.task, -1, 0, i, arm_salt,
+              "run " + std::to_string(i + 1) + "/" + std::to_string(arm.runs));
         break;
       case ArmKind::contaminated:
         one("warm", arm.warm, -1, 0, 0, arm_salt, "warm-up " + arm.warm);
         for (int i = 0; i < arm.runs; i++)
-          one("measure", arm.task, -1, 0, i, arm_salt, "run " + std::to_string(i + 1) + "/" + std::to_string(arm.runs));
+          one("measure", arm.task, -1, 0, i, arm_salt,
+              "run " + std::to_string(i + 1) + "/" + std::to_string(arm.runs));
         break;
       case ArmKind::no_cache:
         // A unique salt per request: nothing can be a hit even on a caching server.
@@ -160,10 +171,12 @@ Report probe_run(const Plan& plan, const ProbeOptions& o, std::vector<RunRecord>
         int run = 0;
         for (size_t c = 0; c < fillers.size(); c++) {
           const std::string salt = arm_salt + "-cell" + std::to_string(c);
-          const std::string cell = "cell " + std::to_string(c + 1) + "/" + std::to_string(fillers.size());
+          const std::string cell =
+              "cell " + std::to_string(c + 1) + "/" + std::to_string(fillers.size());
           one("warm", arm.warm, int(c), fillers[c], 0, salt, cell + " warm-up " + arm.warm);
           for (int i = 0; i < arm.runs; i++)
-            one("measure", arm.task, int(c), 0, run++, salt, cell + " run " + std::to_string(i + 1));
+            one("measure", arm.task, int(c), 0, run++, salt,
+                cell + " run " + std::to_string(i + 1));
         }
         break;
       }

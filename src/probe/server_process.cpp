@@ -73,7 +73,9 @@ ServerProcess::ServerProcess(const std::string& cmd, const std::string& log_path
   setpgid(pid_, pid_);  // also from the parent, so a signal sent right away reaches the group
 }
 
-ServerProcess::~ServerProcess() { stop(); }
+ServerProcess::~ServerProcess() {
+  stop();
+}
 
 bool ServerProcess::running() {
   if (pid_ <= 0) return false;
@@ -103,8 +105,7 @@ void ServerProcess::wait_healthy(const std::string& url, double timeout_s) {
   const auto t0 = std::chrono::steady_clock::now();
   for (;;) {
     if (probe_client.healthy()) return;
-    if (!running())
-      throw Error("server exited before answering /health: " + cmd_ + log_tail());
+    if (!running()) throw Error("server exited before answering /health: " + cmd_ + log_tail());
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (waited > timeout_s) {

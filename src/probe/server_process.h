@@ -2,8 +2,9 @@
 // gets a fresh process, so no arm sees a cache another arm warmed.
 #pragma once
 
-#include <string>
 #include <sys/types.h>
+
+#include <string>
 
 namespace invar::probe {
 

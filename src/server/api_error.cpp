@@ -47,10 +47,14 @@ ApiError internal_error(std::string message) {
 ApiError api_error_of(ErrorKind kind, std::string param, std::string message) {
   switch (kind) {
     case ErrorKind::invalid_request:
-    case ErrorKind::context_overflow: return bad_request(std::move(param), std::move(message));
-    case ErrorKind::overloaded: return overloaded(std::move(message));
-    case ErrorKind::shutting_down: return unavailable(std::move(message));
-    case ErrorKind::internal: break;
+    case ErrorKind::context_overflow:
+      return bad_request(std::move(param), std::move(message));
+    case ErrorKind::overloaded:
+      return overloaded(std::move(message));
+    case ErrorKind::shutting_down:
+      return unavailable(std::move(message));
+    case ErrorKind::internal:
+      break;
   }
   return internal_error(std::move(message));
 }

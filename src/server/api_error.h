@@ -9,22 +9,22 @@
 namespace invar::server {
 
 struct ApiError {
-  int status = 400;               // HTTP status
-  std::string message;            // for the user: names the bad field and why
+  int status = 400;     // HTTP status
+  std::string message;  // for the user: names the bad field and why
   std::string type = "invalid_request_error";
-  std::string param;              // the offending field ("" → null)
-  std::string code;               // OpenAI-style code ("" → null)
+  std::string param;  // the offending field ("" → null)
+  std::string code;   // OpenAI-style code ("" → null)
 
   std::string to_json() const;
 };
 
 ApiError bad_request(std::string param, std::string message);  // 400 naming the field
-ApiError unauthorized();                                          // 401
-ApiError not_found(std::string message, std::string code);        // 404
-ApiError payload_too_large(size_t limit);                         // 413
-ApiError overloaded(std::string message);                         // 429
-ApiError unavailable(std::string message);                        // 503
-ApiError internal_error(std::string message);                     // 500: a bug in invar only
+ApiError unauthorized();                                       // 401
+ApiError not_found(std::string message, std::string code);     // 404
+ApiError payload_too_large(size_t limit);                      // 413
+ApiError overloaded(std::string message);                      // 429
+ApiError unavailable(std::string message);                     // 503
+ApiError internal_error(std::string message);                  // 500: a bug in invar only
 // The status an engine failure deserves: 400 for the request's own faults, 429 when
 // overloaded, 503 while shutting down, 500 for internal errors.
 ApiError api_error_of(ErrorKind kind, std::string param, std::string message);

@@ -10,7 +10,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr int kMaxDepth = 64;         // deeper bodies are junk, not requests
+constexpr int kMaxDepth = 64;  // deeper bodies are junk, not requests
 constexpr int64_t kMaxTopLogprobs = 20;
 constexpr size_t kMaxStops = 16;
 
@@ -87,8 +87,9 @@ void parse_prompt(const json& body, ApiRequest& r) {
       for (size_t i = 0; i < p->size(); ++i)
         r.prompt_ids.push_back(token_id((*p)[i], "prompt[" + std::to_string(i) + "]"));
     } else if (p->size() != 1) {
-      throw bad_request("prompt", "'prompt' with several prompts is not supported (n = 1 only): "
-                                  "send one request per prompt");
+      throw bad_request("prompt",
+                        "'prompt' with several prompts is not supported (n = 1 only): "
+                        "send one request per prompt");
     } else if (first.is_string()) {
       r.prompt_text = first.get<std::string>();
     } else if (first.is_array()) {
@@ -145,8 +146,8 @@ void parse_messages(const json& body, ApiRequest& r) {
       throw bad_request(name + ".role", "'" + name + ".role' must be a string");
     std::string rs = role->get<std::string>();
     if (rs != "system" && rs != "user" && rs != "assistant")
-      throw bad_request(name + ".role", "role '" + rs +
-                                            "' is not supported (system, user, assistant)");
+      throw bad_request(name + ".role",
+                        "role '" + rs + "' is not supported (system, user, assistant)");
     if (m.contains("tool_calls") && !m["tool_calls"].is_null())
       throw bad_request(name + ".tool_calls", "tool calls are not supported");
     r.messages.push_back({rs, message_content(m, name)});
@@ -189,7 +190,8 @@ void reject_unsupported(const json& body) {
     if (!v->is_object()) wrong_type("response_format", "an object", *v);
     auto t = v->find("type");
     if (t == v->end() || !t->is_string() || *t != "text")
-      throw bad_request("response_format", "only response_format {\"type\": \"text\"} is supported");
+      throw bad_request("response_format",
+                        "only response_format {\"type\": \"text\"} is supported");
   }
 }
 
@@ -200,7 +202,8 @@ void parse_stop(const json& body, ApiRequest& r) {
     r.stop.push_back(s->get<std::string>());
   } else if (s->is_array()) {
     if (s->size() > kMaxStops)
-      throw bad_request("stop", "'stop' may hold at most " + std::to_string(kMaxStops) + " strings");
+      throw bad_request("stop",
+                        "'stop' may hold at most " + std::to_string(kMaxStops) + " strings");
     for (size_t i = 0; i < s->size(); ++i) {
       if (!(*s)[i].is_string()) wrong_type("stop[" + std::to_string(i) + "]", "a string", (*s)[i]);
       r.stop.push_back((*s)[i].get<std::string>());
@@ -254,13 +257,16 @@ ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
     if (!v->is_string()) wrong_type("model", "a string", *v);
     r.model = v->get<std::string>();
   }
-  if (endpoint == Endpoint::completions) parse_prompt(body, r);
-  else parse_messages(body, r);
+  if (endpoint == Endpoint::completions)
+    parse_prompt(body, r);
+  else
+    parse_messages(body, r);
 
   reject_unsupported(body);
   const char* max_name = "max_tokens";
   const json* mt = field(body, "max_tokens");
-  if (const json* v = field(body, "max_completion_tokens")) mt = v, max_name = "max_completion_tokens";
+  if (const json* v = field(body, "max_completion_tokens"))
+    mt = v, max_name = "max_completion_tokens";
   if (mt) r.max_tokens = int_in(*mt, max_name, 1, std::numeric_limits<int32_t>::max());
 
   if (const json* v = field(body, "temperature"))
@@ -271,8 +277,10 @@ ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
     if (r.top_k < 0) r.top_k = 0;
   }
   if (const json* v = field(body, "seed")) {
-    if (v->is_number_unsigned()) r.seed = v->get<uint64_t>();
-    else r.seed = uint64_t(as_int(*v, "seed"));
+    if (v->is_number_unsigned())
+      r.seed = v->get<uint64_t>();
+    else
+      r.seed = uint64_t(as_int(*v, "seed"));
     r.has_seed = true;
   }
   parse_stop(body, r);

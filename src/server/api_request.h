@@ -29,20 +29,20 @@ struct ApiRequest {
   std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens; unset: default
   float temperature = 1.0f;           // OpenAI's default; 0 = greedy
   float top_p = 1.0f;
-  int64_t top_k = 0;                  // 0: off (-1 accepted as off, vLLM style)
+  int64_t top_k = 0;  // 0: off (-1 accepted as off, vLLM style)
   uint64_t seed = 0;
   bool has_seed = false;
-  std::vector<std::string> stop;      // stop strings (≤ 16, non-empty)
+  std::vector<std::string> stop;  // stop strings (≤ 16, non-empty)
   bool stream = false;
-  bool include_usage = false;         // stream_options.include_usage
+  bool include_usage = false;  // stream_options.include_usage
 
-  bool logprobs = false;              // chat: logprobs=true; completions: logprobs is an int
-  int64_t top_logprobs = 0;           // candidates per token, 0..20
-  bool echo = false;                  // completions: prepend the prompt (+ its logprobs)
-  int64_t prompt_logprobs = -1;       // vLLM extension: ≥ 0 returns prompt logprobs
-  bool tokens_as_ids = false;         // vLLM return_tokens_as_token_ids: tokens as "token_id:N"
-  bool ignore_eos = false;            // vLLM extension: end-of-sequence tokens do not stop
-  std::string cache_salt;             // vLLM extension: isolates the prefix cache
+  bool logprobs = false;         // chat: logprobs=true; completions: logprobs is an int
+  int64_t top_logprobs = 0;      // candidates per token, 0..20
+  bool echo = false;             // completions: prepend the prompt (+ its logprobs)
+  int64_t prompt_logprobs = -1;  // vLLM extension: ≥ 0 returns prompt logprobs
+  bool tokens_as_ids = false;    // vLLM return_tokens_as_token_ids: tokens as "token_id:N"
+  bool ignore_eos = false;       // vLLM extension: end-of-sequence tokens do not stop
+  std::string cache_salt;        // vLLM extension: isolates the prefix cache
 };
 
 // Throws ApiError (400) naming the first bad field.

@@ -129,7 +129,9 @@ json prompt_logprobs_json(const ResponseContext& c, const std::vector<int32_t>& 
   return out;
 }
 
-static json finish_value(const std::string& f) { return f.empty() ? json() : json(f); }
+static json finish_value(const std::string& f) {
+  return f.empty() ? json() : json(f);
+}
 
 json response_json(const ResponseContext& c, const std::string& text, const json& logprobs,
                    const std::string& finish_reason, const UsageOut& u,
@@ -167,29 +169,33 @@ json chunk_json(const ResponseContext& c, const std::string& text, const json& l
   }
   choice["logprobs"] = logprobs;
   choice["finish_reason"] = finish_value(finish_reason);
-  return json{{"id", c.id},
-              {"object", c.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
-              {"created", c.created},
-              {"model", c.model},
-              {"system_fingerprint", c.fingerprint},
-              {"choices", json::array({std::move(choice)})},
-              {"usage", nullptr}};
+  return json{
+      {"id", c.id},
+      {"object", c.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
+      {"created", c.created},
+      {"model", c.model},
+      {"system_fingerprint", c.fingerprint},
+      {"choices", json::array({std::move(choice)})},
+      {"usage", nullptr}};
 }
 
 json usage_chunk_json(const ResponseContext& c, const UsageOut& u) {
-  return json{{"id", c.id},
-              {"object", c.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
-              {"created", c.created},
-              {"model", c.model},
-              {"system_fingerprint", c.fingerprint},
-              {"choices", json::array()},
-              {"usage", usage_json(u)}};
+  return json{
+      {"id", c.id},
+      {"object", c.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
+      {"created", c.created},
+      {"model", c.model},
+      {"system_fingerprint", c.fingerprint},
+      {"choices", json::array()},
+      {"usage", usage_json(u)}};
 }
 
 std::string json_text(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string sse_event(const json& j) { return "data: " + json_text(j) + "\n\n"; }
+std::string sse_event(const json& j) {
+  return "data: " + json_text(j) + "\n\n";
+}
 
 }  // namespace invar::server

@@ -31,8 +31,8 @@ struct UsageOut {
 
 struct ResponseContext {
   Endpoint endpoint = Endpoint::completions;
-  std::string id;           // "cmpl-…" / "chatcmpl-…"
-  int64_t created = 0;      // unix seconds
+  std::string id;       // "cmpl-…" / "chatcmpl-…"
+  int64_t created = 0;  // unix seconds
   std::string model;
   std::string fingerprint;
   bool logprobs = false;

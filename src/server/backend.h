@@ -34,7 +34,7 @@ class Backend {
   virtual std::vector<int32_t> chat_encode(const std::vector<ChatMessage>& messages) const {
     return encode(chat_render(messages));
   }
-  virtual std::string token_bytes(int32_t id) const = 0;  // raw bytes (may be partial UTF-8)
+  virtual std::string token_bytes(int32_t id) const = 0;         // raw bytes (may be partial UTF-8)
   virtual std::vector<int32_t> end_of_sequence_ids() const = 0;  // ids that end a completion
 
   // Engine calls (see engine/engine.h), with the engine's event contract: the engine decides

@@ -23,11 +23,16 @@ std::string random_id(const char* prefix) {
 
 std::string finish_name(FinishReason f) {
   switch (f) {
-    case FinishReason::stop: return "stop";
-    case FinishReason::length: return "length";
-    case FinishReason::cancelled: return "abort";
-    case FinishReason::error: return "error";
-    case FinishReason::none: break;
+    case FinishReason::stop:
+      return "stop";
+    case FinishReason::length:
+      return "length";
+    case FinishReason::cancelled:
+      return "abort";
+    case FinishReason::error:
+      return "error";
+    case FinishReason::none:
+      break;
   }
   return "stop";
 }
@@ -40,25 +45,29 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
   const char* prompt_field = chat ? "messages" : "prompt";
   // Text the template or the vocabulary cannot take is the client's to fix: a 400.
   try {
-    if (chat) prompt_ = backend_.chat_encode(req_.messages);
-    else if (req_.prompt_text) prompt_ = backend_.encode(*req_.prompt_text);
-    else prompt_ = req_.prompt_ids;
+    if (chat)
+      prompt_ = backend_.chat_encode(req_.messages);
+    else if (req_.prompt_text)
+      prompt_ = backend_.encode(*req_.prompt_text);
+    else
+      prompt_ = req_.prompt_ids;
   } catch (const Error& e) {
     throw bad_request(prompt_field, e.what());
   }
-  if (prompt_.empty()) throw bad_request(prompt_field, std::string("'") + prompt_field +
-                                                           "' encodes to no tokens");
+  if (prompt_.empty())
+    throw bad_request(prompt_field, std::string("'") + prompt_field + "' encodes to no tokens");
   for (size_t i = 0; i < prompt_.size(); ++i)
     if (prompt_[i] < 0 || prompt_[i] >= backend_.n_vocab())
-      throw bad_request("prompt", "prompt[" + std::to_string(i) + "] = " +
-                                      std::to_string(prompt_[i]) + " is not a token id (vocabulary size " +
+      throw bad_request("prompt", "prompt[" + std::to_string(i) +
+                                      "] = " + std::to_string(prompt_[i]) +
+                                      " is not a token id (vocabulary size " +
                                       std::to_string(backend_.n_vocab()) + ")");
   int64_t n_ctx = backend_.n_ctx();
   int64_t p = int64_t(prompt_.size());
   max_tokens_ = req_.max_tokens ? *req_.max_tokens : (chat ? std::max<int64_t>(n_ctx - p, 1) : 16);
   if (p + max_tokens_ > n_ctx) {
-    std::string name = p >= n_ctx ? prompt_field
-                                   : (chat && !req_.max_tokens ? "messages" : "max_tokens");
+    std::string name =
+        p >= n_ctx ? prompt_field : (chat && !req_.max_tokens ? "messages" : "max_tokens");
     throw bad_request(name, "this model's maximum context length is " + std::to_string(n_ctx) +
                                 " tokens, but " + std::to_string(p + max_tokens_) +
                                 " were requested (" + std::to_string(p) + " in the prompt, " +
@@ -116,8 +125,10 @@ void CompletionJob::start(int64_t queue_limit, std::function<void()> notify) {
     auto now = Clock::now();
     std::lock_guard<std::mutex> lock(q->mu);
     if (ev.kind == EventKind::token) {
-      if (!q->any_token) q->metrics->ttft.observe(std::chrono::duration<double>(now - q->submitted).count());
-      else q->metrics->inter_token.observe(std::chrono::duration<double>(now - q->last_token).count());
+      if (!q->any_token)
+        q->metrics->ttft.observe(std::chrono::duration<double>(now - q->submitted).count());
+      else
+        q->metrics->inter_token.observe(std::chrono::duration<double>(now - q->last_token).count());
       q->any_token = true;
       q->last_token = now;
     }
@@ -139,8 +150,10 @@ void CompletionJob::wait_events(std::vector<RequestEvent>& out, std::chrono::mil
                                 bool forever) {
   std::unique_lock<std::mutex> lock(queue_->mu);
   auto ready = [&] { return !queue_->events.empty(); };
-  if (forever) queue_->cv.wait(lock, ready);
-  else queue_->cv.wait_for(lock, wait, ready);
+  if (forever)
+    queue_->cv.wait(lock, ready);
+  else
+    queue_->cv.wait_for(lock, wait, ready);
   while (!queue_->events.empty()) {
     out.push_back(std::move(queue_->events.front()));
     queue_->events.pop_front();
@@ -224,7 +237,8 @@ std::optional<std::pair<int, std::string>> CompletionJob::poll_whole() {
     lp = logprobs_value(tokens_, &offset);
   }
   json plp = req_.prompt_logprobs >= 0 ? prompt_logprobs_json(ctx_, prompt_, prompt_lp_) : json();
-  return std::make_pair(200, json_text(response_json(ctx_, text, lp, finish_reason_, usage(), plp)));
+  return std::make_pair(200,
+                        json_text(response_json(ctx_, text, lp, finish_reason_, usage(), plp)));
 }
 
 std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
@@ -244,7 +258,8 @@ std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
         out += sse_event(chunk_json(ctx_, "", nullptr, "", true));
       } else if (req_.echo) {
         json lp = nullptr;
-        if (req_.logprobs) lp = logprobs_legacy_prompt_json(ctx_, prompt_, prompt_lp_, &stream_offset_);
+        if (req_.logprobs)
+          lp = logprobs_legacy_prompt_json(ctx_, prompt_, prompt_lp_, &stream_offset_);
         out += sse_event(chunk_json(ctx_, prompt_echo_text(), lp, "", false));
       }
     }
@@ -256,7 +271,8 @@ std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
     if (!d.text.empty() || !d.tokens.empty() || d.finished) {
       bool skip = d.text.empty() && !d.finished && !req_.logprobs;  // nothing visible yet
       if (!skip) {
-        json lp = d.tokens.empty() && !req_.logprobs ? json() : logprobs_value(d.tokens, &stream_offset_);
+        json lp =
+            d.tokens.empty() && !req_.logprobs ? json() : logprobs_value(d.tokens, &stream_offset_);
         out += sse_event(chunk_json(ctx_, d.text, lp, d.finished ? finish_reason_ : "", false));
       }
     }

@@ -57,7 +57,8 @@ class EngineBackend : public Backend {
     ControlTextGuard guard = *guard_;  // per request: the placeholders it hands out
     std::vector<ChatMessage> safe;
     safe.reserve(m.size());
-    for (const ChatMessage& msg : m) safe.push_back({guard.protect(msg.role), guard.protect(msg.content)});
+    for (const ChatMessage& msg : m)
+      safe.push_back({guard.protect(msg.role), guard.protect(msg.content)});
     return guard.encode(chat_render(safe));
   }
   std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }

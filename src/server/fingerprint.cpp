@@ -2,7 +2,8 @@
 
 namespace invar::server {
 
-std::string system_fingerprint_of(std::string_view model_sha256, std::string_view numerics_version) {
+std::string system_fingerprint_of(std::string_view model_sha256,
+                                  std::string_view numerics_version) {
   std::string input(model_sha256);
   input += ':';
   input += numerics_version;

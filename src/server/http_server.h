@@ -1,6 +1,7 @@
 // The HTTP side of `invar serve`: routes, auth, admission, SSE streaming and graceful drain,
-// over the event-driven connection layer of http_transport.h. It starts listening before the model is loaded (/health answers 503 "loading"
-// meanwhile) and talks to the model only through a Backend.
+// over the event-driven connection layer of http_transport.h. It starts listening before the model
+// is loaded (/health answers 503 "loading" meanwhile) and talks to the model only through a
+// Backend.
 #pragma once
 
 #include <cstdint>
@@ -14,13 +15,13 @@
 namespace invar::server {
 
 struct ServerConfig {
-  std::string host = "127.0.0.1";       // loopback unless told otherwise
-  int port = 8080;                      // 0: any free port (bind() returns it)
-  std::string api_key;                  // "" → no auth; else /v1/* and /metrics need "Bearer <key>"
-  bool metrics_public = false;          // /metrics open even when api_key is set
-  size_t max_body_bytes = 4u << 20;     // larger bodies get 413
-  int64_t queue_limit = 256;            // requests in flight before 429
-  int max_connections = 4096;           // open connections before a 503
+  std::string host = "127.0.0.1";    // loopback unless told otherwise
+  int port = 8080;                   // 0: any free port (bind() returns it)
+  std::string api_key;               // "" → no auth; else /v1/* and /metrics need "Bearer <key>"
+  bool metrics_public = false;       // /metrics open even when api_key is set
+  size_t max_body_bytes = 4u << 20;  // larger bodies get 413
+  int64_t queue_limit = 256;         // requests in flight before 429
+  int max_connections = 4096;        // open connections before a 503
   double head_timeout_s = 10, body_timeout_s = 30, body_stall_s = 5;  // see http_transport.h
   double idle_timeout_s = 30;
   std::vector<std::string> model_aliases;  // names accepted in "model" besides the model id
@@ -34,7 +35,7 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  int bind();  // binds the socket; returns the port. Throws invar::Error.
+  int bind();    // binds the socket; returns the port. Throws invar::Error.
   void start();  // serves on a background thread and runs the loader on another
   // Blocks until the loader returns: true when ready, else false with its message.
   bool wait_loaded(std::string* error);

@@ -34,7 +34,8 @@ std::string LatencyHistogram::exposition(const std::string& name, const std::str
   for (size_t i = 0; i < kBounds.size(); ++i) {
     cum += counts_[i];
     char le[32];
-    std::snprintf(le, sizeof le, "%g", kBounds[i]);  // bucket labels as written: 0.0025, not 0.0025000000000000001
+    std::snprintf(le, sizeof le, "%g",
+                  kBounds[i]);  // bucket labels as written: 0.0025, not 0.0025000000000000001
     out += name + "_bucket{le=\"" + le + "\"} " + std::to_string(cum) + "\n";
   }
   cum += counts_[kBounds.size()];
@@ -51,39 +52,44 @@ void ServerMetrics::count_response(const std::string& endpoint, int status) {
 
 std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string& state) const {
   std::string out;
-  out += "# HELP invar_server_state 1 for the current state (loading, ready, draining)\n"
-         "# TYPE invar_server_state gauge\n";
+  out +=
+      "# HELP invar_server_state 1 for the current state (loading, ready, draining)\n"
+      "# TYPE invar_server_state gauge\n";
   for (const char* s : {"loading", "ready", "draining"})
-    out += std::string("invar_server_state{state=\"") + s + "\"} " + (state == s ? "1" : "0") + "\n";
+    out +=
+        std::string("invar_server_state{state=\"") + s + "\"} " + (state == s ? "1" : "0") + "\n";
   {
     std::lock_guard<std::mutex> lock(mu_);
-    out += "# HELP invar_http_responses_total HTTP responses by endpoint and status\n"
-           "# TYPE invar_http_responses_total counter\n";
+    out +=
+        "# HELP invar_http_responses_total HTTP responses by endpoint and status\n"
+        "# TYPE invar_http_responses_total counter\n";
     for (auto& [k, v] : responses_)
       out += "invar_http_responses_total{endpoint=\"" + k.first + "\",status=\"" +
              std::to_string(k.second) + "\"} " + std::to_string(v) + "\n";
   }
-  metric(out, "invar_server_inflight_requests", "gauge",
-         "requests admitted and not yet answered", double(inflight.load()));
+  metric(out, "invar_server_inflight_requests", "gauge", "requests admitted and not yet answered",
+         double(inflight.load()));
   metric(out, "invar_requests_cancelled_total", "counter",
          "requests cancelled because the client disconnected", double(cancelled_total.load()));
   if (e) {
     metric(out, "invar_requests_total", "counter", "requests submitted to the engine",
            double(e->requests_total));
-    metric(out, "invar_requests_running", "gauge", "requests computing", double(e->requests_running));
+    metric(out, "invar_requests_running", "gauge", "requests computing",
+           double(e->requests_running));
     metric(out, "invar_queue_depth", "gauge", "requests waiting for the engine",
            double(e->requests_waiting));
     metric(out, "invar_prompt_tokens_total", "counter", "prompt tokens submitted",
            double(e->prompt_tokens_total));
-    metric(out, "invar_cached_tokens_total", "counter", "prompt tokens served from the prefix cache",
-           double(e->cached_tokens_total));
+    metric(out, "invar_cached_tokens_total", "counter",
+           "prompt tokens served from the prefix cache", double(e->cached_tokens_total));
     metric(out, "invar_generated_tokens_total", "counter", "tokens generated",
            double(e->generated_tokens_total));
     metric(out, "invar_cache_lookups_total", "counter", "prefix-cache lookups",
            double(e->cache_lookups));
     metric(out, "invar_cache_hits_total", "counter", "prefix-cache lookups that hit",
            double(e->cache_hits));
-    double rate = e->prompt_tokens_total ? double(e->cached_tokens_total) / e->prompt_tokens_total : 0;
+    double rate =
+        e->prompt_tokens_total ? double(e->cached_tokens_total) / e->prompt_tokens_total : 0;
     metric(out, "invar_cache_hit_rate", "gauge", "cached prompt tokens / prompt tokens", rate);
     metric(out, "invar_cache_resident_bytes", "gauge", "bytes of KV blocks and state checkpoints",
            double(e->resident_bytes));

@@ -17,7 +17,7 @@ namespace invar::server {
 class LatencyHistogram {
  public:
   static constexpr std::array<double, 14> kBounds = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                     0.25,  0.5,    1,     2.5,  5,     10,  30};
+                                                     0.25,  0.5,    1,     2.5,  5,     10,   30};
   void observe(double seconds);
   std::string exposition(const std::string& name, const std::string& help) const;
 
@@ -29,12 +29,12 @@ class LatencyHistogram {
 };
 
 struct ServerMetrics {
-  std::atomic<int64_t> inflight{0};            // admitted requests not yet answered
-  std::atomic<uint64_t> cancelled_total{0};    // cancelled by a client disconnect
+  std::atomic<int64_t> inflight{0};          // admitted requests not yet answered
+  std::atomic<uint64_t> cancelled_total{0};  // cancelled by a client disconnect
   std::atomic<uint64_t> completion_tokens_total{0};
-  LatencyHistogram ttft;                       // submit → first generated token
-  LatencyHistogram inter_token;                // between consecutive generated tokens
-  LatencyHistogram request_duration;           // admission → last byte produced
+  LatencyHistogram ttft;              // submit → first generated token
+  LatencyHistogram inter_token;       // between consecutive generated tokens
+  LatencyHistogram request_duration;  // admission → last byte produced
 
   void count_response(const std::string& endpoint, int status);
   // Prometheus text format 0.0.4. engine: null while the model loads.

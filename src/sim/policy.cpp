@@ -16,10 +16,14 @@ std::optional<PolicyKind> policy_parse(std::string_view s) {
 
 std::string_view policy_name(PolicyKind k) {
   switch (k) {
-    case PolicyKind::vllm_align: return "vllm-align";
-    case PolicyKind::vllm_align_54076: return "vllm-align-54076";
-    case PolicyKind::vllm_all: return "vllm-all";
-    case PolicyKind::invar: return "invar";
+    case PolicyKind::vllm_align:
+      return "vllm-align";
+    case PolicyKind::vllm_align_54076:
+      return "vllm-align-54076";
+    case PolicyKind::vllm_all:
+      return "vllm-all";
+    case PolicyKind::invar:
+      return "invar";
   }
   return "?";
 }
@@ -34,10 +38,14 @@ std::optional<SpecMethod> spec_parse(std::string_view s) {
 
 std::string_view spec_name(SpecMethod s) {
   switch (s) {
-    case SpecMethod::none: return "none";
-    case SpecMethod::eagle: return "eagle";
-    case SpecMethod::mtp: return "mtp";
-    case SpecMethod::ngram: return "ngram";
+    case SpecMethod::none:
+      return "none";
+    case SpecMethod::eagle:
+      return "eagle";
+    case SpecMethod::mtp:
+      return "mtp";
+    case SpecMethod::ngram:
+      return "ngram";
   }
   return "?";
 }

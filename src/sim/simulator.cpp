@@ -81,8 +81,8 @@ class Simulation {
     const int64_t max_blocks = (P - 1) / B;
     int64_t matched = 0;
     const int64_t match_limit =
-        std::min(full_blocks, policy_.use_eagle() && !policy_.chunk_invariant() ? max_blocks + 1
-                                                                                  : max_blocks);
+        std::min(full_blocks,
+                 policy_.use_eagle() && !policy_.chunk_invariant() ? max_blocks + 1 : max_blocks);
     while (matched < match_limit && kv_.count(keys[matched])) ++matched;
     int64_t attn_hit = matched;
     if (policy_.use_eagle() && !policy_.chunk_invariant()) {
@@ -143,8 +143,8 @@ class Simulation {
         new_states[q] = origin;
         out.states_written.push_back(q);
       }
-      state_origin = policy_.chunk_invariant() ? mix(0x5747e, hash_segments(segs, e))
-                                               : mix(step_id, e);
+      state_origin =
+          policy_.chunk_invariant() ? mix(0x5747e, hash_segments(segs, e)) : mix(step_id, e);
       computed = e;
     }
 

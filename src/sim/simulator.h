@@ -28,10 +28,10 @@ struct RunResult {
   int64_t run = 0;  // 1-based, per request name
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
-  std::vector<StepSpan> steps;         // computed prefill steps
-  std::vector<int64_t> states_written; // boundaries where this run stored a state
-  std::string signature;               // hex SHA-256 of the per-token origins
-  bool diverges = false;               // signature differs from run 1 of the same request
+  std::vector<StepSpan> steps;          // computed prefill steps
+  std::vector<int64_t> states_written;  // boundaries where this run stored a state
+  std::string signature;                // hex SHA-256 of the per-token origins
+  bool diverges = false;                // signature differs from run 1 of the same request
   // Where the prefix came from (for the table): "cold", or the writers of the KV and the state.
   std::string hit_origin;
 };
@@ -43,8 +43,8 @@ struct SimResult {
 SimResult simulate(const Trace& trace, const Policy& policy);
 
 struct SweepPoint {
-  int64_t length = 0;    // the swept request's total prompt length
-  bool diverges = false; // any later run of any other request diverges from its first
+  int64_t length = 0;     // the swept request's total prompt length
+  bool diverges = false;  // any later run of any other request diverges from its first
 };
 // Varies the tail of every request named `name` so its prompt is LO..HI tokens.
 std::vector<SweepPoint> simulate_sweep(const Trace& trace, const Policy& policy,

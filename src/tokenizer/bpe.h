@@ -43,7 +43,8 @@ struct BpeScratch {
     int32_t left, right;
   };
   std::vector<int32_t> sym, prev, next;
-  std::vector<MergeTable::Merge> pair;  // [n-1] merge of (sym[i], sym[i+1]); rank UINT32_MAX if none
+  std::vector<MergeTable::Merge>
+      pair;  // [n-1] merge of (sym[i], sym[i+1]); rank UINT32_MAX if none
   std::vector<Cand> heap;
 };
 

@@ -33,7 +33,9 @@ const Tables& tables() {
 
 }  // namespace
 
-const std::string& encode_byte(uint8_t b) { return tables().byte_to_text[b]; }
+const std::string& encode_byte(uint8_t b) {
+  return tables().byte_to_text[b];
+}
 
 std::string encode(std::string_view bytes) {
   std::string out;

@@ -33,8 +33,9 @@ std::vector<ChatMessage> chat_messages_from_json(std::string_view json_text) {
       throw Error(where + ": 'role' must be a string");
     }
     if (!m.contains("content") || !m["content"].is_string()) {
-      throw Error(where + ".content: cannot render exactly: content must be a string "
-                          "(content parts and null content are not supported)");
+      throw Error(where +
+                  ".content: cannot render exactly: content must be a string "
+                  "(content parts and null content are not supported)");
     }
     for (const char* key : {"tool_calls", "reasoning_content", "function_call"}) {
       if (m.contains(key) && !m[key].is_null()) {

@@ -14,7 +14,9 @@ std::string_view rstrip_nl(std::string_view s) {
   while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
   return s;
 }
-std::string_view strip_nl(std::string_view s) { return lstrip_nl(rstrip_nl(s)); }
+std::string_view strip_nl(std::string_view s) {
+  return lstrip_nl(rstrip_nl(s));
+}
 
 // s.split(sep)[0] and s.split(sep)[-1].
 std::string_view before_first(std::string_view s, std::string_view sep) {
@@ -118,8 +120,9 @@ ChatTemplate chat_template_identify(std::string_view tmpl) {
   if (tmpl == chat_template_qwen3_text()) return ChatTemplate::qwen3;
   if (tmpl == chat_template_chatml_text()) return ChatTemplate::chatml;
   if (tmpl.empty()) {
-    throw Error("chat template: the model declares no chat template; choose one explicitly "
-                "(qwen3 or chatml)");
+    throw Error(
+        "chat template: the model declares no chat template; choose one explicitly "
+        "(qwen3 or chatml)");
   }
   throw Error("chat template: cannot render exactly: the model's chat template (" +
               std::to_string(tmpl.size()) +
@@ -129,8 +132,7 @@ ChatTemplate chat_template_identify(std::string_view tmpl) {
 ChatTemplate chat_template_from_name(std::string_view name) {
   if (name == "qwen3") return ChatTemplate::qwen3;
   if (name == "chatml") return ChatTemplate::chatml;
-  throw Error("chat template: unknown template name '" + std::string(name) +
-              "' (qwen3, chatml)");
+  throw Error("chat template: unknown template name '" + std::string(name) + "' (qwen3, chatml)");
 }
 
 std::string_view chat_template_name(ChatTemplate t) {

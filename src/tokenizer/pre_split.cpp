@@ -23,12 +23,21 @@ std::string pcre2_pattern(bool marks_in_letters) {
   const std::string not_letter_digit_space =
       marks_in_letters ? "[^" + ws + "\\p{L}\\p{M}\\p{N}]" : "[^" + ws + "\\p{L}\\p{N}]";
   return "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
-         "|[^\\r\\n\\p{L}\\p{N}]?" + letter + "+"
+         "|[^\\r\\n\\p{L}\\p{N}]?" +
+         letter +
+         "+"
          "|\\p{N}"
-         "| ?" + not_letter_digit_space + "+[\\r\\n]*"
-         "|[" + ws + "]*[\\r\\n]+"
-         "|[" + ws + "]+(?![^" + ws + "])"
-         "|[" + ws + "]+";
+         "| ?" +
+         not_letter_digit_space +
+         "+[\\r\\n]*"
+         "|[" +
+         ws +
+         "]*[\\r\\n]+"
+         "|[" +
+         ws + "]+(?![^" + ws +
+         "])"
+         "|[" +
+         ws + "]+";
 }
 
 }  // namespace
@@ -69,7 +78,9 @@ PreSplitter::PreSplitter(const std::string& pre) : impl_(std::make_unique<Impl>(
   impl_->jit = pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE) == 0;
 }
 
-PreSplitter::~PreSplitter() { pcre2_code_free(impl_->code); }
+PreSplitter::~PreSplitter() {
+  pcre2_code_free(impl_->code);
+}
 
 void PreSplitter::split(std::string_view text,
                         std::vector<std::pair<uint32_t, uint32_t>>& out) const {
@@ -95,7 +106,8 @@ void PreSplitter::split(std::string_view text,
     out.emplace_back(static_cast<uint32_t>(b), static_cast<uint32_t>(e));
     pos = e;
   }
-  if (pos < text.size()) out.emplace_back(static_cast<uint32_t>(pos), static_cast<uint32_t>(text.size()));
+  if (pos < text.size())
+    out.emplace_back(static_cast<uint32_t>(pos), static_cast<uint32_t>(text.size()));
   pcre2_match_data_free(md);
 }
 

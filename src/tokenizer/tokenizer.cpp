@@ -36,16 +36,15 @@ struct EncodeScratch {
 
 struct Tokenizer::Impl {
   Vocab vocab;
-  std::vector<std::string> raw;                          // [V] bytes each token decodes to
-  std::unordered_map<std::string_view, int32_t> id_of;   // vocab string -> first id with it
-  std::array<int32_t, 256> byte_id{};                    // [256] token of each single byte, or -1
+  std::vector<std::string> raw;                         // [V] bytes each token decodes to
+  std::unordered_map<std::string_view, int32_t> id_of;  // vocab string -> first id with it
+  std::array<int32_t, 256> byte_id{};                   // [256] token of each single byte, or -1
   MergeTable merges;
-  std::vector<AddedToken> added;                         // longest first
-  std::array<bool, 256> added_first{};                   // first bytes of added tokens
+  std::vector<AddedToken> added;        // longest first
+  std::array<bool, 256> added_first{};  // first bytes of added tokens
   PreSplitter splitter;
 
-  explicit Impl(Vocab v)
-      : vocab(std::move(v)), merges(vocab.merges.size()), splitter(vocab.pre) {}
+  explicit Impl(Vocab v) : vocab(std::move(v)), merges(vocab.merges.size()), splitter(vocab.pre) {}
 
   void encode_plain(std::string_view seg, EncodeScratch& s, std::vector<int32_t>& out) const;
 };
@@ -89,8 +88,9 @@ Tokenizer::Tokenizer(Vocab v) : impl_(std::make_unique<Impl>(std::move(v))) {
       m.raw[i] = bytes ? std::move(*bytes) : t;
     }
   }
-  std::stable_sort(m.added.begin(), m.added.end(),
-                   [](const AddedToken& a, const AddedToken& b) { return a.text.size() > b.text.size(); });
+  std::stable_sort(m.added.begin(), m.added.end(), [](const AddedToken& a, const AddedToken& b) {
+    return a.text.size() > b.text.size();
+  });
 
   for (int b = 0; b < 256; ++b) {
     auto it = m.id_of.find(byte_level::encode_byte(static_cast<uint8_t>(b)));
@@ -217,9 +217,13 @@ const std::string& Tokenizer::token_bytes(int32_t id) const {
   return impl_->raw[static_cast<size_t>(id)];
 }
 
-int64_t Tokenizer::n_vocab() const { return static_cast<int64_t>(impl_->raw.size()); }
+int64_t Tokenizer::n_vocab() const {
+  return static_cast<int64_t>(impl_->raw.size());
+}
 
-const Vocab& Tokenizer::vocab() const { return impl_->vocab; }
+const Vocab& Tokenizer::vocab() const {
+  return impl_->vocab;
+}
 
 int32_t Tokenizer::token_id(std::string_view token_text) const {
   auto it = impl_->id_of.find(token_text);
@@ -231,6 +235,8 @@ std::string StreamDecoder::push(int32_t id) {
   return utf8::release_complete(pending_, pending_.size());
 }
 
-std::string StreamDecoder::flush() { return utf8::release_all(pending_); }
+std::string StreamDecoder::flush() {
+  return utf8::release_all(pending_);
+}
 
 }  // namespace invar

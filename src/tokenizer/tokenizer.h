@@ -21,7 +21,7 @@ struct Vocab {
   std::string pre = "qwen2";         // pre-tokenizer name (qwen2, qwen35)
   int32_t bos_id = -1, eos_id = -1, pad_id = -1;
   bool add_bos = false;
-  std::string chat_template;         // tokenizer.chat_template, may be empty
+  std::string chat_template;  // tokenizer.chat_template, may be empty
 };
 
 // tokenizer.json (+ tokenizer_config.json beside it, if present, for eos/bos/chat template).
@@ -63,7 +63,7 @@ class StreamDecoder {
 };
 
 struct ChatMessage {
-  std::string role;     // system | user | assistant
+  std::string role;  // system | user | assistant
   std::string content;
 };
 // ChatML exactly as the Qwen3 chat template renders plain system/user/assistant turns.

@@ -20,10 +20,9 @@ namespace {
 
 void nfc_append(std::string_view s, std::string& out) {
   utf8proc_uint8_t* buf = nullptr;
-  const utf8proc_ssize_t n =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                   static_cast<utf8proc_ssize_t>(s.size()), &buf,
-                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  const utf8proc_ssize_t n = utf8proc_map(
+      reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()),
+      &buf, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   if (n < 0) {
     throw Error(std::string("tokenizer: NFC normalisation failed: ") + utf8proc_errmsg(n));
   }
@@ -31,7 +30,9 @@ void nfc_append(std::string_view s, std::string& out) {
   out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
 }
 
-bool is_ascii(char c) { return static_cast<uint8_t>(c) < 0x80; }
+bool is_ascii(char c) {
+  return static_cast<uint8_t>(c) < 0x80;
+}
 
 }  // namespace
 

@@ -37,7 +37,9 @@ class TokenizerJsonSax {
 
   bool null() { return mode_ == Mode::dom && dom_.null(); }
   bool boolean(bool v) { return mode_ == Mode::dom && dom_.boolean(v); }
-  bool number_integer(json::number_integer_t v) { return number(v) || (mode_ == Mode::dom && dom_.number_integer(v)); }
+  bool number_integer(json::number_integer_t v) {
+    return number(v) || (mode_ == Mode::dom && dom_.number_integer(v));
+  }
   bool number_unsigned(json::number_unsigned_t v) {
     if (mode_ == Mode::vocab) return number(static_cast<int64_t>(v));
     return mode_ == Mode::dom && dom_.number_unsigned(v);
@@ -48,10 +50,16 @@ class TokenizerJsonSax {
   bool binary(json::binary_t& v) { return mode_ == Mode::dom && dom_.binary(v); }
   bool string(json::string_t& v) {
     switch (mode_) {
-      case Mode::dom: return dom_.string(v);
-      case Mode::merges: merges.push_back(std::move(v)); return true;
-      case Mode::merge_pair: pair_.push_back(std::move(v)); return true;
-      default: return false;
+      case Mode::dom:
+        return dom_.string(v);
+      case Mode::merges:
+        merges.push_back(std::move(v));
+        return true;
+      case Mode::merge_pair:
+        pair_.push_back(std::move(v));
+        return true;
+      default:
+        return false;
     }
   }
   bool key(json::string_t& k) {
@@ -200,15 +208,16 @@ Vocab vocab_from_tokenizer_json(const std::string& path) {
     const std::string pattern = split_pattern(j.at("pre_tokenizer"), path);
     v.pre = pre_name_for_pattern(pattern);
     if (v.pre.empty()) {
-      throw Error("tokenizer: " + path + ": split pattern is neither Qwen2's nor Qwen3.5's: " +
-                  pattern);
+      throw Error("tokenizer: " + path +
+                  ": split pattern is neither Qwen2's nor Qwen3.5's: " + pattern);
     }
 
     // Ids: the model vocabulary plus the added tokens; rows no one names become unused
     // padding, as llama.cpp's converter writes them.
     int64_t max_id = -1;
     for (const auto& [tok, id] : sax.vocab) max_id = std::max<int64_t>(max_id, id);
-    for (const json& a : j.at("added_tokens")) max_id = std::max<int64_t>(max_id, a.at("id").get<int64_t>());
+    for (const json& a : j.at("added_tokens"))
+      max_id = std::max<int64_t>(max_id, a.at("id").get<int64_t>());
     if (max_id < 0 || max_id >= (1ll << 31)) throw Error("tokenizer: " + path + ": bad token ids");
     const size_t n = static_cast<size_t>(max_id) + 1;
     v.tokens.assign(n, std::string());
@@ -228,7 +237,8 @@ Vocab vocab_from_tokenizer_json(const std::string& path) {
                     "' uses lstrip/rstrip/single_word, which invar does not implement");
       }
       v.tokens[id] = a.at("content").get<std::string>();
-      v.token_types[id] = a.value("special", false) ? token_type::kControl : token_type::kUserDefined;
+      v.token_types[id] =
+          a.value("special", false) ? token_type::kControl : token_type::kUserDefined;
     }
     for (size_t i = 0; i < n; ++i) {
       if (v.token_types[i] == 0) {

@@ -59,7 +59,8 @@ TEST(EngineApi, StopTokenMaxTokensAndZeroMaxTokens) {
 }
 
 TEST(EngineApi, StopStringEndsTheRequest) {
-  const auto tok = Tokenizer::from_file(std::string(INVAR_TEST_DATA_DIR) + "/models/qwen3next-tiny.gguf");
+  const auto tok =
+      Tokenizer::from_file(std::string(INVAR_TEST_DATA_DIR) + "/models/qwen3next-tiny.gguf");
   std::mt19937 rng(5);
   const auto p = tokens_random(rng, 30, tiny().hparams().n_vocab);
   const auto free_run = run_sequential(tiny(), config_base(), {request_make(p, 8, false)})[0];

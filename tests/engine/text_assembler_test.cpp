@@ -1,9 +1,10 @@
 // Streaming text: never a split UTF-8 character, stop strings cut exactly, whatever the token
 // boundaries.
+#include "engine/text_assembler.h"
+
 #include <gtest/gtest.h>
 
 #include "core/utf8.h"
-#include "engine/text_assembler.h"
 
 using namespace invar;
 
@@ -28,9 +29,9 @@ TEST(Utf8, SanitizeReplacesIllFormed) {
   EXPECT_EQ(utf8::lossy("abc"), "abc");
   EXPECT_EQ(utf8::lossy("\xC3\xA9"), "\xC3\xA9");
   EXPECT_EQ(utf8::lossy("a\xFFz"), "a\xEF\xBF\xBDz");
-  EXPECT_EQ(utf8::lossy("\xE2\x82"), "\xEF\xBF\xBD");           // truncated 3-byte: one U+FFFD
+  EXPECT_EQ(utf8::lossy("\xE2\x82"), "\xEF\xBF\xBD");  // truncated 3-byte: one U+FFFD
   EXPECT_EQ(utf8::lossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
-  EXPECT_EQ(utf8::lossy("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
+  EXPECT_EQ(utf8::lossy("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong
 }
 
 TEST(Utf8, CompletePrefix) {
@@ -44,8 +45,11 @@ TEST(TextAssembler, NeverSplitsACharacter) {
   // "€" (E2 82 AC) and "😀" (F0 9F 98 80) split across byte tokens.
   TextAssembler a({});
   std::vector<std::string> releases;
-  std::string out = feed(a, {"a", "\xE2", "\x82", "\xAC", "\xF0\x9F", "\x98", "\x80", "b"}, &releases);
-  EXPECT_EQ(out, "a\xE2\x82\xAC\xF0\x9F\x98\x80" "b");
+  std::string out =
+      feed(a, {"a", "\xE2", "\x82", "\xAC", "\xF0\x9F", "\x98", "\x80", "b"}, &releases);
+  EXPECT_EQ(out,
+            "a\xE2\x82\xAC\xF0\x9F\x98\x80"
+            "b");
   for (auto& r : releases) EXPECT_EQ(utf8::lossy(r), r) << "a release is not valid UTF-8";
   EXPECT_EQ(releases[1], "");  // the first byte of € is held back
   EXPECT_EQ(releases[3], "\xE2\x82\xAC");

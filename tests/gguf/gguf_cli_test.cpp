@@ -111,8 +111,8 @@ TEST(GgufCli, MakeModelRejectsBadFlags) {
   Result r = run("make-model --arch llama --out " + test::temp_path("x.gguf"));
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has(r.out, "--arch must be qwen3next, qwen35 or qwen35moe, not 'llama'")) << r.out;
-  r = run("make-model --heads 3 --heads-kv 2 --vocab " + kData +
-          "/models/qwen35-tiny.gguf --out " + test::temp_path("x.gguf"));
+  r = run("make-model --heads 3 --heads-kv 2 --vocab " + kData + "/models/qwen35-tiny.gguf --out " +
+          test::temp_path("x.gguf"));
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has(r.out, "--heads must be a multiple of --heads-kv")) << r.out;
   r = run("make-model --type q4_K --out " + test::temp_path("x.gguf"));

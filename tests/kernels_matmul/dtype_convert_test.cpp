@@ -60,7 +60,10 @@ uint16_t f16_oracle(float f) {
   if (v >= f16_value(0x7c00)) return sign | 0x7c00;
   while (hi - lo > 1) {
     const uint16_t mid = uint16_t((lo + hi) / 2);
-    if (f16_value(mid) <= v) lo = mid; else hi = mid;
+    if (f16_value(mid) <= v)
+      lo = mid;
+    else
+      hi = mid;
   }
   if (f16_value(lo) == v) return sign | lo;
   // Compare 2v with lo+up (both exact in float64): nearest, ties to the even pattern. One step
@@ -79,7 +82,8 @@ TEST(DTypeConvert, F32ToF16RoundsToNearestEven) {
     for (uint32_t s : {0u, 0x8000u}) {
       const uint16_t pat = uint16_t(h | s);
       EXPECT_EQ(f32_to_f16(f16_to_f32(pat)), pat) << std::hex << pat;
-      const double mid = (f16_value(uint16_t(h)) + (h + 1 == 0x7c00 ? 65536.0 : f16_value(uint16_t(h + 1)))) / 2;
+      const double mid =
+          (f16_value(uint16_t(h)) + (h + 1 == 0x7c00 ? 65536.0 : f16_value(uint16_t(h + 1)))) / 2;
       const float midf = float(s ? -mid : mid);
       ASSERT_EQ(double(std::fabs(midf)), mid);  // the midpoint is exact in F32
       EXPECT_EQ(f32_to_f16(midf), f16_oracle(midf)) << "midpoint above " << std::hex << h;
@@ -120,7 +124,8 @@ TEST(DTypeConvert, F32ToBF16RoundsToNearestEven) {
     const uint16_t lo = uint16_t(u >> 16), up = uint16_t(lo + 1);
     const double a = bf16_to_f32(lo);
     // Above the largest finite magnitude the upper neighbour is infinity, at 2^128.
-    const double b = (up & 0x7fff) == 0x7f80 ? std::copysign(std::ldexp(1.0, 128), a) : bf16_to_f32(up);
+    const double b =
+        (up & 0x7fff) == 0x7f80 ? std::copysign(std::ldexp(1.0, 128), a) : bf16_to_f32(up);
     const double twice = 2.0 * double(f), sum = a + b;
     uint16_t want;
     if (double(f) == a) {

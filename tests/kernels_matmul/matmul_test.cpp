@@ -34,7 +34,8 @@ TEST(Matmul, FastEqualsReferenceBitExact) {
           matmul_ref(w.m, x.data(), m, ref.data());
           for (SimdLevel level : available_levels()) {
             simd_set(level);
-            std::vector<float> y(static_cast<size_t>(m * n), std::numeric_limits<float>::quiet_NaN());
+            std::vector<float> y(static_cast<size_t>(m * n),
+                                 std::numeric_limits<float>::quiet_NaN());
             matmul(w.m, x.data(), m, y.data(), pool);
             EXPECT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "")
                 << case_name(t, level) << " K=" << k << " N=" << n << " M=" << m;
@@ -113,12 +114,11 @@ TEST(Matmul, ThreadCountDoesNotChangeBits) {
   // falling inside a tile group and the last panel partial.
   const int64_t n = 300, m = 37;
   std::atomic<bool> second_thread_worked{false};
-  two.parallel_for(
-      (n + 15) / 16,
-      [&](int64_t b, int64_t e, int t) {
-        if (t == 1 && b < e) second_thread_worked = true;
-      },
-      4);
+  two.parallel_for((n + 15) / 16,
+                   [&](int64_t b, int64_t e, int t) {
+                     if (t == 1 && b < e) second_thread_worked = true;
+                   },
+                   4);
   ASSERT_TRUE(second_thread_worked);
   for (DType t : kAllTypes) {
     const int64_t k = t == DType::Q8_0 ? 64 : 45;

@@ -51,7 +51,9 @@ const Baseline& baseline() {
   return b;
 }
 
-int64_t V() { return model().hparams().n_vocab; }
+int64_t V() {
+  return model().hparams().n_vocab;
+}
 
 void expect_same_as_baseline(int64_t chunk, ThreadPool& pool, const std::string& what) {
   const Baseline& b = baseline();
@@ -172,7 +174,8 @@ TEST(Invariance, CheckpointsMidChunk) {
   const int64_t S = m.state_floats();
   ASSERT_GT(S, 0);
   const std::vector<int64_t> cps = {16, 48, 32, 64, 150, 150};  // unsorted, repeated, at the end
-  std::vector<std::vector<float>> dst(cps.size(), std::vector<float>(static_cast<size_t>(S), std::nanf("")));
+  std::vector<std::vector<float>> dst(cps.size(),
+                                      std::vector<float>(static_cast<size_t>(S), std::nanf("")));
   std::vector<float*> dst_ptr;
   for (auto& d : dst) dst_ptr.push_back(d.data());
 

@@ -53,13 +53,16 @@ std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b, 
     if (ua == ub) continue;
     if (n_diff++ < 5) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "\n  [%zu] (row %" PRId64 ", col %" PRId64 "): %.9g (0x%08x) vs %.9g (0x%08x)",
-                    i, row_len ? int64_t(i) / row_len : 0, row_len ? int64_t(i) % row_len : int64_t(i),
-                    double(a[i]), ua, double(b[i]), ub);
+      std::snprintf(buf, sizeof buf,
+                    "\n  [%zu] (row %" PRId64 ", col %" PRId64 "): %.9g (0x%08x) vs %.9g (0x%08x)",
+                    i, row_len ? int64_t(i) / row_len : 0,
+                    row_len ? int64_t(i) % row_len : int64_t(i), double(a[i]), ua, double(b[i]),
+                    ub);
       msg += buf;
     }
   }
-  return std::to_string(n_diff) + " of " + std::to_string(a.size()) + " floats differ; first:" + msg;
+  return std::to_string(n_diff) + " of " + std::to_string(a.size()) +
+         " floats differ; first:" + msg;
 }
 
 void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from) {

@@ -16,9 +16,9 @@ namespace invar::test {
 // One sequence's recurrent state and paged KV, sized for `capacity` positions.
 struct SeqState {
   SeqState(const Model& m, int64_t capacity, int64_t block_size = 16);
-  std::vector<float> state;       // [state_floats]
-  std::vector<float> kv;          // [n_blocks][kv_block_floats]
-  std::vector<float*> blocks;     // [n_blocks]
+  std::vector<float> state;    // [state_floats]
+  std::vector<float> kv;       // [n_blocks][kv_block_floats]
+  std::vector<float*> blocks;  // [n_blocks]
   int64_t block_size;
 };
 

@@ -76,11 +76,11 @@ void check_sequence(const std::string& name) {
     const auto want = values[i].get<std::vector<double>>();
     ASSERT_EQ(int64_t(want.size()), V);
     for (int64_t v = 0; v < V; ++v)
-      lm.add("pos " + std::to_string(p) + " id " + std::to_string(v),
-             logits[size_t(p * V + v)], want[size_t(v)]);
+      lm.add("pos " + std::to_string(p) + " id " + std::to_string(v), logits[size_t(p * V + v)],
+             want[size_t(v)]);
   }
-  EXPECT_EQ(lm.count, 0) << name << ": " << lm.count << " prompt logits off by more than "
-                         << kTol << " (worst " << lm.worst << ")" << lm.first;
+  EXPECT_EQ(lm.count, 0) << name << ": " << lm.count << " prompt logits off by more than " << kTol
+                         << " (worst " << lm.worst << ")" << lm.first;
 
   // Greedy steps: argmax equal to the oracle's token, top-20 logprobs within tolerance. The
   // oracle's token is fed back, so one wrong step does not hide the later ones.
@@ -101,8 +101,7 @@ void check_sequence(const std::string& name) {
       gm.add("step " + std::to_string(i) + " id " + std::to_string(id), lp[size_t(id)],
              e[1].get<double>());
     }
-    if (i + 1 < greedy.size())
-      cur = run_chunked(m, st, {greedy[i]}, 0, pool, n + int64_t(i));
+    if (i + 1 < greedy.size()) cur = run_chunked(m, st, {greedy[i]}, 0, pool, n + int64_t(i));
   }
   EXPECT_TRUE(wrong_tokens.empty()) << name << ": greedy continuation differs" << wrong_tokens;
   EXPECT_EQ(gm.count, 0) << name << ": " << gm.count << " greedy-step logprobs off by more than "
@@ -112,10 +111,18 @@ void check_sequence(const std::string& name) {
               gm.worst_at.c_str());
 }
 
-TEST(Reference, Len1) { check_sequence("len1"); }
-TEST(Reference, Len17) { check_sequence("len17"); }
-TEST(Reference, Len200Chat) { check_sequence("len200_chat"); }
-TEST(Reference, Len700) { check_sequence("len700"); }
+TEST(Reference, Len1) {
+  check_sequence("len1");
+}
+TEST(Reference, Len17) {
+  check_sequence("len17");
+}
+TEST(Reference, Len200Chat) {
+  check_sequence("len200_chat");
+}
+TEST(Reference, Len700) {
+  check_sequence("len700");
+}
 
 }  // namespace
 }  // namespace invar::test

@@ -99,8 +99,8 @@ TEST(RunCli, DigestMatchesServe) {
   const CurlResult c = curl("-H 'Content-Type: application/json' -d " + shell_quote(body.dump()) +
                             " " + s.url() + "/v1/chat/completions");
   ASSERT_EQ(c.status, 200) << c.body;
-  const auto got = invar::probe::completion_parse(invar::probe::json::parse(c.body),
-                                                  invar::probe::Api::chat);
+  const auto got =
+      invar::probe::completion_parse(invar::probe::json::parse(c.body), invar::probe::Api::chat);
   ASSERT_EQ(got.tokens.size(), j["tokens"].size()) << c.body;
   for (size_t i = 0; i < got.tokens.size(); ++i) {
     EXPECT_EQ(got.tokens[i].chosen.id, j["tokens"][i]["id"].get<int64_t>()) << "token " << i;

@@ -20,7 +20,8 @@ struct Result {
 };
 
 Result invar(const std::string& args) {
-  const std::string cmd = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar probe " + args + " 2>/dev/null";
+  const std::string cmd =
+      std::string(INVAR_BINARY_DIR) + "/apps/invar/invar probe " + args + " 2>/dev/null";
   FILE* f = popen(cmd.c_str(), "r");
   Result r{-1, ""};
   if (!f) return r;
@@ -36,7 +37,8 @@ std::string fake(const std::string& mode) {
   return "--server-cmd '" + std::string(PROBE_FAKE_SERVER) + " {port} " + mode + " openai'";
 }
 
-const std::string kSmall = " --preset seed --runs 2 --max-tokens 4 --threshold-span 1 --threshold-step 1";
+const std::string kSmall =
+    " --preset seed --runs 2 --max-tokens 4 --threshold-span 1 --threshold-step 1";
 
 TEST(ProbeCli, StableExitsZeroWithExactJson) {
   Result r = invar(fake("stable") + kSmall + " --json");

@@ -3,10 +3,10 @@
 // right digest kinds; against a well-behaved one it reports stable. Each test also checks that
 // the cache hits it relies on really happened (cached_tokens > 0).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "fake_server.h"
@@ -138,7 +138,9 @@ TEST(ProbeDetect, MixedOriginHitsLikeTheWriteUp) {
 
 TEST(ProbeDetect, RecordsAreWrittenAsJsonl) {
   Running s({FakeMode::stable, FakeShape::openai}, Api::chat);
-  s.o.out_dir = (std::filesystem::temp_directory_path() / ("probe-records-" + std::to_string(getpid()))).string();
+  s.o.out_dir =
+      (std::filesystem::temp_directory_path() / ("probe-records-" + std::to_string(getpid())))
+          .string();
   Plan plan = small_seed_plan(2);
   std::vector<RunRecord> records;
   probe_run(plan, s.o, &records);
@@ -151,7 +153,8 @@ TEST(ProbeDetect, RecordsAreWrittenAsJsonl) {
     EXPECT_EQ(j["completion"]["tokens"].size(), 8u);
     EXPECT_EQ(j["completion"]["tokens"][0]["top"].size(), 20u);
     // The stored record digests to the same value: raw lists are kept exactly.
-    EXPECT_EQ(completion_digests(completion_from_json(j["completion"])).order, records[n].digests.order);
+    EXPECT_EQ(completion_digests(completion_from_json(j["completion"])).order,
+              records[n].digests.order);
     n++;
   }
   EXPECT_EQ(n, size_t(plan_request_count(plan)));
@@ -166,7 +169,8 @@ TEST(ProbeDetect, ServerCmdGivesEveryArmAFreshServer) {
   ProbeOptions o;
   o.server_cmd = std::string(PROBE_FAKE_SERVER) + " {port} ulp openai fp_cached";
   o.server_cmd_nocache = std::string(PROBE_FAKE_SERVER) + " {port} stable openai fp_nocache";
-  o.out_dir = (std::filesystem::temp_directory_path() / ("probe-cmd-" + std::to_string(getpid()))).string();
+  o.out_dir =
+      (std::filesystem::temp_directory_path() / ("probe-cmd-" + std::to_string(getpid()))).string();
   o.health_timeout_s = 20;
   Report r = probe_run(plan, o);
   const auto& cont = arm(r, "contaminated");

@@ -1,12 +1,13 @@
 // Digests and run comparison: the byte format is pinned, a reorder of tied candidates moves the
 // server-order digest only, a 1-ulp change moves both logprob digests, text equality hides both.
+#include "probe/digest.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
 #include "probe/analysis.h"
-#include "probe/digest.h"
 #include "probe/report.h"
 
 namespace invar::probe {
@@ -37,10 +38,23 @@ TEST(ProbeDigest, OrderDigestFollowsTheDocumentedFormat) {
   r.top = {{"x", 7, -0.25}, {"y", -1, -2.0}};
   c.tokens.push_back(r);
   // 'I' + i64 id, 'T' + u32 length + bytes; logprob as little-endian binary64; u32 k.
-  auto u64 = [](uint64_t v) { std::string s; for (int i = 0; i < 8; i++) s.push_back(char(v >> (8 * i))); return s; };
-  auto u32 = [](uint32_t v) { std::string s; for (int i = 0; i < 4; i++) s.push_back(char(v >> (8 * i))); return s; };
-  auto bits = [&](double d) { uint64_t b; std::memcpy(&b, &d, 8); return u64(b); };
-  std::string expect = "I" + u64(7) + bits(-0.25) + u32(2) + "I" + u64(7) + bits(-0.25) + "T" + u32(1) + "y" + bits(-2.0);
+  auto u64 = [](uint64_t v) {
+    std::string s;
+    for (int i = 0; i < 8; i++) s.push_back(char(v >> (8 * i)));
+    return s;
+  };
+  auto u32 = [](uint32_t v) {
+    std::string s;
+    for (int i = 0; i < 4; i++) s.push_back(char(v >> (8 * i)));
+    return s;
+  };
+  auto bits = [&](double d) {
+    uint64_t b;
+    std::memcpy(&b, &d, 8);
+    return u64(b);
+  };
+  std::string expect = "I" + u64(7) + bits(-0.25) + u32(2) + "I" + u64(7) + bits(-0.25) + "T" +
+                       u32(1) + "y" + bits(-2.0);
   Digests d = completion_digests(c);
   EXPECT_EQ(d.order, sha256_hex(expect));
   // Sorted: ids first (ascending), then token text.
@@ -82,7 +96,7 @@ TEST(ProbeDigest, OneUlpChangesBothLogprobDigests) {
 TEST(ProbeDigest, CandidateSetChangeAndChosenFlip) {
   Completion a = sample();
   Completion b = sample();
-  b.tokens[1].top[3] = {" e", 50, -3.5};  // " d" left the list, " e" came in
+  b.tokens[1].top[3] = {" e", 50, -3.5};   // " d" left the list, " e" came in
   b.tokens[2].chosen = {" b", 20, -0.75};  // the chosen token flips at 2: compare no further
   b.tokens[2].top[0].logprob = -0.9;
   b.tokens[2].top[1].logprob = -0.75;

@@ -47,7 +47,9 @@ std::vector<Cand> candidates(uint64_t prompt_hash, int pos, int k) {
   return c;
 }
 
-std::string tok_text(int64_t id) { return " w" + std::to_string(id); }
+std::string tok_text(int64_t id) {
+  return " w" + std::to_string(id);
+}
 
 }  // namespace
 
@@ -97,8 +99,9 @@ struct FakeServer::Impl {
         salt_seen[prompt] = p;
       }
     }
-    const bool misbehave = hit && (cfg.mode == FakeMode::ulp_on_hit || cfg.mode == FakeMode::reorder_on_hit ||
-                                   (cfg.mode == FakeMode::mixed_origin && poisoned));
+    const bool misbehave =
+        hit && (cfg.mode == FakeMode::ulp_on_hit || cfg.mode == FakeMode::reorder_on_hit ||
+                (cfg.mode == FakeMode::mixed_origin && poisoned));
     const uint64_t h = hash_str(prompt);
     json content = json::array();
     json tokens = json::array(), token_lps = json::array(), tops = json::array();
@@ -148,7 +151,9 @@ struct FakeServer::Impl {
       if (cfg.shape == FakeShape::llamacpp) {
         choice["logprobs"] = {{"content", content}};
       } else {
-        choice["logprobs"] = {{"tokens", tokens}, {"token_logprobs", token_lps}, {"top_logprobs", tops},
+        choice["logprobs"] = {{"tokens", tokens},
+                              {"token_logprobs", token_lps},
+                              {"top_logprobs", tops},
                               {"text_offset", json::array()}};
       }
     }
@@ -171,8 +176,9 @@ struct FakeServer::Impl {
       res.set_content("{\"status\":\"ok\"}", "application/json");
     });
     svr.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("{\"object\":\"list\",\"data\":[{\"id\":\"fake-model\",\"object\":\"model\"}]}",
-                      "application/json");
+      res.set_content(
+          "{\"object\":\"list\",\"data\":[{\"id\":\"fake-model\",\"object\":\"model\"}]}",
+          "application/json");
     });
     auto handler = [this](bool chat) {
       return [this, chat](const httplib::Request& rq, httplib::Response& res) {
@@ -194,7 +200,9 @@ FakeServer::FakeServer(FakeConfig cfg) : impl_(std::make_unique<Impl>()) {
   impl_->routes();
 }
 
-FakeServer::~FakeServer() { stop(); }
+FakeServer::~FakeServer() {
+  stop();
+}
 
 int FakeServer::start(int port) {
   if (port == 0) {

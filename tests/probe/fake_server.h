@@ -14,11 +14,11 @@
 namespace invar::probe_test {
 
 enum class FakeMode {
-  stable,        // a well-behaved server: hits change nothing
-  ulp_on_hit,    // on a hit, one candidate's logprob moves by 1 ulp (float) at `position`
-  reorder_on_hit,// on a hit, two tied candidates at `position` swap places
-  mixed_origin,  // like ulp_on_hit, but only on hits whose shared prefix another, shorter
-                 // request of the same salt wrote first (the write-up's bug)
+  stable,          // a well-behaved server: hits change nothing
+  ulp_on_hit,      // on a hit, one candidate's logprob moves by 1 ulp (float) at `position`
+  reorder_on_hit,  // on a hit, two tied candidates at `position` swap places
+  mixed_origin,    // like ulp_on_hit, but only on hits whose shared prefix another, shorter
+                   // request of the same salt wrote first (the write-up's bug)
 };
 
 enum class FakeShape {

@@ -60,7 +60,8 @@ std::string chromium(const std::string& args, const fs::path& dir) {
   return "timeout 90 " + std::string(kChromium) +
          " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
          " --disable-background-networking --disable-component-update --disable-sync"
-         " --hide-scrollbars --user-data-dir=" + profile.string() + " " + args;
+         " --hide-scrollbars --user-data-dir=" +
+         profile.string() + " " + args;
 }
 
 TEST(ProbeHtml, SelfContainedPage) {
@@ -80,7 +81,8 @@ TEST(ProbeHtml, SelfContainedPage) {
 }
 
 TEST(ProbeHtml, OpensInHeadlessChromium) {
-  if (access(kChromium, X_OK) != 0) GTEST_SKIP() << kChromium << " is absent (scripts/install-deps installs it)";
+  if (access(kChromium, X_OK) != 0)
+    GTEST_SKIP() << kChromium << " is absent (scripts/install-deps installs it)";
   const fs::path dir = fs::temp_directory_path() / ("probe-html-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const fs::path page = dir / "report.html";

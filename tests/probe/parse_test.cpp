@@ -11,7 +11,8 @@ namespace invar::probe {
 namespace {
 
 json fixture(const std::string& name) {
-  return json::parse(read_text_file(std::string(INVAR_SOURCE_DIR) + "/tests/probe/fixtures/" + name));
+  return json::parse(
+      read_text_file(std::string(INVAR_SOURCE_DIR) + "/tests/probe/fixtures/" + name));
 }
 
 TEST(ProbeParse, OpenAIChatContentShape) {
@@ -98,9 +99,11 @@ TEST(ProbeParse, ErrorsNameTheField) {
     completion_parse(bad, Api::chat);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("content[1].top_logprobs[0].logprob"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("content[1].top_logprobs[0].logprob"), std::string::npos)
+        << e.what();
   }
-  EXPECT_THROW(completion_parse(json{{"error", {{"message", "model not found"}}}}, Api::chat), Error);
+  EXPECT_THROW(completion_parse(json{{"error", {{"message", "model not found"}}}}, Api::chat),
+               Error);
 }
 
 TEST(ProbeParse, RecordRoundTripIsExact) {

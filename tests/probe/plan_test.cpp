@@ -1,8 +1,9 @@
 // Plans: the seed preset's shape, the file format's errors, prompts that share a prefix.
+#include "probe/plan.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "probe/plan.h"
 #include "probe/runner.h"
 
 namespace invar::probe {
@@ -24,7 +25,8 @@ TEST(ProbePlan, SeedPresetIsTheWriteUpsPlan) {
   EXPECT_GT(builtin_document().size(), 10000u);
   EXPECT_LT(builtin_document().size(), 16000u);
   // ASCII only: the tiny test models' vocabularies hold only the 128 ASCII byte tokens.
-  for (unsigned char c : builtin_document()) ASSERT_LT(c, 0x80) << "non-ASCII byte in the built-in document";
+  for (unsigned char c : builtin_document())
+    ASSERT_LT(c, 0x80) << "non-ASCII byte in the built-in document";
   // A and B share the document as their prefix and differ after it.
   const std::string a = task_prompt(p, plan_task(p, "A"), 0);
   const std::string b = task_prompt(p, plan_task(p, "B"), 0);
@@ -80,15 +82,24 @@ TEST(ProbePlan, ErrorsNameTheField) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(err(R"({"documents": [], "tasks": [], "arms": []})").find("arms: empty"), std::string::npos);
-  EXPECT_NE(err(R"({"documents": [{"name": "d", "text": "x"}], "tasks": [{"name": "B", "document": "e", "question": "q"}], "arms": [{"kind": "clean", "task": "B"}]})")
-                .find("tasks.B.document"), std::string::npos);
-  EXPECT_NE(err(R"({"documents": [{"name": "d", "text": "x"}], "tasks": [{"name": "B", "document": "d", "question": "q"}], "arms": [{"kind": "contaminated", "task": "B"}]})")
-                .find(".warm"), std::string::npos);
-  EXPECT_NE(err(R"({"documents": [{"name": "d", "text": "x"}], "tasks": [{"name": "B", "document": "d", "question": "q"}], "arms": [{"kind": "warm", "task": "B"}]})")
-                .find("arms[0].kind"), std::string::npos);
-  EXPECT_NE(err(R"({"top_k": 21, "documents": [], "tasks": [], "arms": []})").find("plan.top_k"), std::string::npos);
-  EXPECT_NE(err(R"({"documents": [{"name": "d"}], "tasks": [], "arms": []})").find("documents[0]"), std::string::npos);
+  EXPECT_NE(err(R"({"documents": [], "tasks": [], "arms": []})").find("arms: empty"),
+            std::string::npos);
+  EXPECT_NE(
+      err(R"({"documents": [{"name": "d", "text": "x"}], "tasks": [{"name": "B", "document": "e", "question": "q"}], "arms": [{"kind": "clean", "task": "B"}]})")
+          .find("tasks.B.document"),
+      std::string::npos);
+  EXPECT_NE(
+      err(R"({"documents": [{"name": "d", "text": "x"}], "tasks": [{"name": "B", "document": "d", "question": "q"}], "arms": [{"kind": "contaminated", "task": "B"}]})")
+          .find(".warm"),
+      std::string::npos);
+  EXPECT_NE(
+      err(R"({"documents": [{"name": "d", "text": "x"}], "tasks": [{"name": "B", "document": "d", "question": "q"}], "arms": [{"kind": "warm", "task": "B"}]})")
+          .find("arms[0].kind"),
+      std::string::npos);
+  EXPECT_NE(err(R"({"top_k": 21, "documents": [], "tasks": [], "arms": []})").find("plan.top_k"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"documents": [{"name": "d"}], "tasks": [], "arms": []})").find("documents[0]"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 namespace invar::probe_test {
 namespace {
 
-uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
+uint32_t be32(const uint8_t* p) {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
 
 int paeth(int a, int b, int c) {
   int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
@@ -20,7 +22,8 @@ int paeth(int a, int b, int c) {
 
 bool png_decode(const std::string& bytes, Image& out, std::string& why) {
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-  if (bytes.size() < 8 || std::memcmp(p, "\x89PNG\r\n\x1a\n", 8) != 0) return why = "not a PNG", false;
+  if (bytes.size() < 8 || std::memcmp(p, "\x89PNG\r\n\x1a\n", 8) != 0)
+    return why = "not a PNG", false;
   size_t off = 8;
   int bpp = 0;
   std::string idat;
@@ -34,7 +37,9 @@ bool png_decode(const std::string& bytes, Image& out, std::string& why) {
       out.height = int(be32(d + 4));
       const int depth = d[8], colour = d[9], interlace = d[12];
       if (depth != 8 || (colour != 2 && colour != 6) || interlace != 0)
-        return why = "unsupported PNG (depth " + std::to_string(depth) + ", colour type " + std::to_string(colour) + ")", false;
+        return why = "unsupported PNG (depth " + std::to_string(depth) + ", colour type " +
+                     std::to_string(colour) + ")",
+               false;
       bpp = colour == 2 ? 3 : 4;
     } else if (type == "IDAT") {
       idat.append(reinterpret_cast<const char*>(d), len);
@@ -47,7 +52,8 @@ bool png_decode(const std::string& bytes, Image& out, std::string& why) {
   const size_t stride = size_t(out.width) * size_t(bpp);
   std::vector<uint8_t> raw((stride + 1) * size_t(out.height));
   uLongf raw_len = uLongf(raw.size());
-  if (uncompress(raw.data(), &raw_len, reinterpret_cast<const Bytef*>(idat.data()), uLong(idat.size())) != Z_OK ||
+  if (uncompress(raw.data(), &raw_len, reinterpret_cast<const Bytef*>(idat.data()),
+                 uLong(idat.size())) != Z_OK ||
       raw_len != raw.size())
     return why = "IDAT does not inflate to the image size", false;
   std::vector<uint8_t> img(stride * size_t(out.height)), prev(stride, 0);
@@ -60,12 +66,22 @@ bool png_decode(const std::string& bytes, Image& out, std::string& why) {
                 c = x >= size_t(bpp) ? prev[x - size_t(bpp)] : 0;
       int v = src[x];
       switch (filter) {
-        case 0: break;
-        case 1: v += a; break;
-        case 2: v += b; break;
-        case 3: v += (a + b) / 2; break;
-        case 4: v += paeth(a, b, c); break;
-        default: return why = "bad filter " + std::to_string(filter), false;
+        case 0:
+          break;
+        case 1:
+          v += a;
+          break;
+        case 2:
+          v += b;
+          break;
+        case 3:
+          v += (a + b) / 2;
+          break;
+        case 4:
+          v += paeth(a, b, c);
+          break;
+        default:
+          return why = "bad filter " + std::to_string(filter), false;
       }
       row[x] = uint8_t(v);
     }

@@ -1,9 +1,10 @@
 // Request parsing: accepted shapes map to the right fields; every rejection is a 400 that names
 // the field.
+#include "server/api_request.h"
+
 #include <gtest/gtest.h>
 
 #include "server/api_error.h"
-#include "server/api_request.h"
 
 using namespace invar::server;
 
@@ -75,12 +76,17 @@ TEST(ApiRequest, ChatFields) {
   EXPECT_EQ(reject(R"({"messages":[{"role":"tool","content":"x"}]})", Endpoint::chat).param,
             "messages[0].role");
   EXPECT_EQ(reject(R"({"messages":[{"content":"x"}]})", Endpoint::chat).param, "messages[0].role");
-  EXPECT_EQ(reject(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", Endpoint::chat).param,
-            "messages[0].content[0].type");
-  EXPECT_EQ(reject(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", Endpoint::chat).param,
-            "top_logprobs");
-  EXPECT_EQ(reject(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", Endpoint::chat).param,
-            "logprobs");
+  EXPECT_EQ(
+      reject(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", Endpoint::chat)
+          .param,
+      "messages[0].content[0].type");
+  EXPECT_EQ(
+      reject(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", Endpoint::chat)
+          .param,
+      "top_logprobs");
+  EXPECT_EQ(
+      reject(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", Endpoint::chat).param,
+      "logprobs");
 }
 
 TEST(ApiRequest, RangesAndUnsupported) {

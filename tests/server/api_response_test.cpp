@@ -1,10 +1,11 @@
 // Response shapes as OpenAI clients parse them: both logprobs shapes, usage always with
 // cached_tokens, stream chunks, and exact float printing.
+#include "server/api_response.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "server/api_response.h"
 #include "server/fingerprint.h"
 
 using namespace invar::server;
@@ -20,7 +21,9 @@ ResponseContext context(Endpoint ep) {
   c.fingerprint = "fp_1";
   c.logprobs = true;
   c.top_logprobs = 2;
-  c.token_bytes = [](int32_t id) { return id == 9 ? std::string("\xE2\x82") : std::string(1, char('a' + id)); };
+  c.token_bytes = [](int32_t id) {
+    return id == 9 ? std::string("\xE2\x82") : std::string(1, char('a' + id));
+  };
   return c;
 }
 

@@ -32,10 +32,10 @@ class FakeBackend : public Backend {
   }
 
   // Knobs (set before requests arrive).
-  std::vector<int32_t> script;          // generated ids, cycled; empty: hash of prompt
+  std::vector<int32_t> script;  // generated ids, cycled; empty: hash of prompt
   std::chrono::microseconds token_delay{200};
   int64_t ctx = 256;
-  std::atomic<bool> hold{false};        // while true, no request makes progress
+  std::atomic<bool> hold{false};  // while true, no request makes progress
 
   // Observations.
   std::atomic<int64_t> cancels{0}, submits{0};

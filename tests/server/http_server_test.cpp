@@ -4,9 +4,9 @@
 
 #include <thread>
 
+#include "core/utf8.h"
 #include "fake_server.h"
 #include "http_test_util.h"
-#include "core/utf8.h"
 
 using namespace invar::server;
 using namespace invar::server::testing;
@@ -14,7 +14,9 @@ using json = nlohmann::json;
 
 namespace {
 
-json body_of(const httplib::Result& r) { return json::parse(r->body); }
+json body_of(const httplib::Result& r) {
+  return json::parse(r->body);
+}
 
 // Text and (token, logprob) pairs of a stream, concatenated.
 struct Streamed {
@@ -38,8 +40,10 @@ Streamed parse_stream(const std::string& body, bool chat) {
     if (!c["usage"].is_null()) s.usage = c["usage"];
     if (c["choices"].empty()) continue;
     const json& ch = c["choices"][0];
-    if (chat) s.text += ch["delta"].value("content", "");
-    else s.text += ch["text"].get<std::string>();
+    if (chat)
+      s.text += ch["delta"].value("content", "");
+    else
+      s.text += ch["text"].get<std::string>();
     if (!ch["finish_reason"].is_null()) s.finish = ch["finish_reason"];
     if (ch["logprobs"].is_object()) {
       if (chat) {
@@ -47,8 +51,8 @@ Streamed parse_stream(const std::string& body, bool chat) {
       } else {
         auto& lp = ch["logprobs"];
         for (size_t i = 0; i < lp["tokens"].size(); ++i)
-          s.logprob_entries.push_back({lp["tokens"][i], lp["token_logprobs"][i], lp["top_logprobs"][i],
-                                       lp["text_offset"][i]});
+          s.logprob_entries.push_back({lp["tokens"][i], lp["token_logprobs"][i],
+                                       lp["top_logprobs"][i], lp["text_offset"][i]});
       }
     }
   }
@@ -74,7 +78,8 @@ TEST(HttpServer, LoadingAnswers503ThenServes) {
 
 TEST(HttpServer, CompletionShape) {
   FakeServer s;
-  auto r = s.post("/v1/completions", R"({"model":"fake-model","prompt":"hello","max_tokens":5,"temperature":0})");
+  auto r = s.post("/v1/completions",
+                  R"({"model":"fake-model","prompt":"hello","max_tokens":5,"temperature":0})");
   ASSERT_EQ(r->status, 200) << r->body;
   json b = body_of(r);
   EXPECT_EQ(b["object"], "text_completion");
@@ -96,8 +101,10 @@ TEST(HttpServer, StreamEqualsWholeBothShapes) {
   FakeServer s;
   for (bool chat : {false, true}) {
     std::string path = chat ? "/v1/chat/completions" : "/v1/completions";
-    std::string req = chat ? R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":12,"logprobs":true,"top_logprobs":3)"
-                           : R"({"prompt":"hi","max_tokens":12,"logprobs":3)";
+    std::string req =
+        chat
+            ? R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":12,"logprobs":true,"top_logprobs":3)"
+            : R"({"prompt":"hi","max_tokens":12,"logprobs":3)";
     auto whole = s.post(path, req + "}");
     auto stream = s.post(path, req + R"(,"stream":true,"stream_options":{"include_usage":true}})");
     ASSERT_EQ(whole->status, 200);
@@ -117,7 +124,8 @@ TEST(HttpServer, StreamEqualsWholeBothShapes) {
         EXPECT_EQ(st.logprob_entries[i]["top_logprobs"].size(), 3u);
       } else {
         auto& lp = wc["logprobs"];
-        json e = {lp["tokens"][i], lp["token_logprobs"][i], lp["top_logprobs"][i], lp["text_offset"][i]};
+        json e = {lp["tokens"][i], lp["token_logprobs"][i], lp["top_logprobs"][i],
+                  lp["text_offset"][i]};
         EXPECT_EQ(st.logprob_entries[i], e);
       }
     }
@@ -153,12 +161,16 @@ TEST(HttpServer, StopStringAndEndOfSequence) {
   auto r = s.post("/v1/completions", R"({"prompt":"x","max_tokens":9,"stop":"END"})");
   EXPECT_EQ(body_of(r)["choices"][0]["text"], "abc");
   EXPECT_EQ(body_of(r)["choices"][0]["finish_reason"], "stop");
-  auto st = parse_stream(s.post("/v1/completions", R"({"prompt":"x","max_tokens":9,"stop":["END"],"stream":true})")->body, false);
+  auto st = parse_stream(
+      s.post("/v1/completions", R"({"prompt":"x","max_tokens":9,"stop":["END"],"stream":true})")
+          ->body,
+      false);
   EXPECT_EQ(st.text, "abc");
   EXPECT_EQ(st.finish, "stop");
   s.fake->script = {'a', 'b', FakeBackend::kEos, 'c'};
-  auto e = body_of(s.post("/v1/chat/completions",
-                          R"({"messages":[{"role":"user","content":"q"}],"max_tokens":9,"logprobs":true})"));
+  auto e = body_of(
+      s.post("/v1/chat/completions",
+             R"({"messages":[{"role":"user","content":"q"}],"max_tokens":9,"logprobs":true})"));
   EXPECT_EQ(e["choices"][0]["message"]["content"], "ab");
   EXPECT_EQ(e["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(e["choices"][0]["logprobs"]["content"].size(), 2u) << "end-of-sequence is not output";
@@ -166,7 +178,8 @@ TEST(HttpServer, StopStringAndEndOfSequence) {
 
 TEST(HttpServer, EchoWithPromptLogprobs) {
   FakeServer s;
-  json b = body_of(s.post("/v1/completions", R"({"prompt":"abc","max_tokens":2,"echo":true,"logprobs":1})"));
+  json b = body_of(
+      s.post("/v1/completions", R"({"prompt":"abc","max_tokens":2,"echo":true,"logprobs":1})"));
   const json& lp = b["choices"][0]["logprobs"];
   EXPECT_EQ(b["choices"][0]["text"].get<std::string>().substr(0, 3), "abc");
   ASSERT_EQ(lp["tokens"].size(), 5u);
@@ -189,17 +202,21 @@ TEST(HttpServer, Auth) {
   EXPECT_EQ(s.post("/v1/completions", req, {{"Authorization", "Bearer sekret"}})->status, 200);
   EXPECT_EQ(s.get("/health")->status, 200);  // health stays open for probes
   // Only the whole key, exactly: no prefix, extension, trailing junk or other case.
-  for (const char* v : {"Bearer sekre", "Bearer sekretX", "Bearer sekret ", "Bearer  sekret", "bearer sekret",
-                        "Bearer sekret\t", "sekret", "Bearer", ""})
-    EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", req, std::string("Authorization: ") + v + "\r\n")), 401)
+  for (const char* v : {"Bearer sekre", "Bearer sekretX", "Bearer sekret ", "Bearer  sekret",
+                        "bearer sekret", "Bearer sekret\t", "sekret", "Bearer", ""})
+    EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", req,
+                                 std::string("Authorization: ") + v + "\r\n")),
+              401)
         << "'" << v << "'";
   const char nul[] = "Authorization: Bearer sekret\0junk\r\n";
-  EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", req, std::string(nul, sizeof nul - 1))), 400);
+  EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", req, std::string(nul, sizeof nul - 1))),
+            400);
   EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", req,
                                "Authorization: Bearer sekret\r\nAuthorization: Bearer wrong\r\n")),
             401)
       << "two keys";
-  EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", req, "Authorization: Bearer sekret\r\n")), 200);
+  EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", req, "Authorization: Bearer sekret\r\n")),
+            200);
   EXPECT_EQ(s.get("/metrics")->status, 401);
   EXPECT_EQ(s.get("/metrics", {{"Authorization", "Bearer sekret"}})->status, 200);
   cfg.metrics_public = true;
@@ -214,7 +231,8 @@ TEST(HttpServer, NotFoundTooLargeContext) {
   FakeServer s(cfg);
   auto r = s.get("/v2/nothing");
   EXPECT_EQ(r->status, 404);
-  EXPECT_NE(body_of(r)["error"]["message"].get<std::string>().find("/v2/nothing"), std::string::npos);
+  EXPECT_NE(body_of(r)["error"]["message"].get<std::string>().find("/v2/nothing"),
+            std::string::npos);
   auto m = s.post("/v1/completions", R"({"model":"gpt-9","prompt":"a"})");
   EXPECT_EQ(m->status, 404);
   EXPECT_EQ(body_of(m)["error"]["code"], "model_not_found");
@@ -240,7 +258,9 @@ TEST(HttpServer, QueueLimitGives429) {
   std::vector<std::thread> held;
   std::vector<int> statuses(2);
   for (int i = 0; i < 2; ++i)
-    held.emplace_back([&, i] { statuses[i] = s.post("/v1/completions", R"({"prompt":"a","max_tokens":2})")->status; });
+    held.emplace_back([&, i] {
+      statuses[i] = s.post("/v1/completions", R"({"prompt":"a","max_tokens":2})")->status;
+    });
   while (s.fake->submits < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   auto r = s.post("/v1/completions", R"({"prompt":"a","max_tokens":2})");
   EXPECT_EQ(r->status, 429);
@@ -256,13 +276,16 @@ TEST(HttpServer, DisconnectCancelsAndFreesBlocks) {
   int fd = connect_local(s.port);
   ASSERT_GE(fd, 0);
   std::string body = R"({"prompt":"abc","max_tokens":200,"stream":true})";
-  send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-               "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  send_all(fd,
+           "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           "Content-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body);
   char buf[512];
   ASSERT_GT(::recv(fd, buf, sizeof buf, 0), 0);  // the stream has started
   ASSERT_EQ(s.fake->active(), 1);
   auto m = s.get("/metrics")->body;
-  EXPECT_NE(m.find("invar_cache_referenced_blocks 1\n"), std::string::npos) << "blocks held mid-stream";
+  EXPECT_NE(m.find("invar_cache_referenced_blocks 1\n"), std::string::npos)
+      << "blocks held mid-stream";
   ::close(fd);
   for (int i = 0; i < 400 && s.fake->active() > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -287,10 +310,11 @@ TEST(HttpServer, MetricsExposition) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   for (const char* line :
-       {"# TYPE invar_time_to_first_token_seconds histogram", "invar_time_to_first_token_seconds_count 1",
-        "invar_inter_token_latency_seconds_count 2", "invar_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1",
-        "invar_queue_depth ", "invar_cache_hit_rate ", "invar_cache_resident_bytes ",
-        "invar_cache_evictions_total ", "invar_requests_total 1",
+       {"# TYPE invar_time_to_first_token_seconds histogram",
+        "invar_time_to_first_token_seconds_count 1", "invar_inter_token_latency_seconds_count 2",
+        "invar_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1", "invar_queue_depth ",
+        "invar_cache_hit_rate ", "invar_cache_resident_bytes ", "invar_cache_evictions_total ",
+        "invar_requests_total 1",
         "invar_http_responses_total{endpoint=\"/v1/completions\",status=\"400\"} 1",
         "invar_server_state{state=\"ready\"} 1"})
     EXPECT_NE(m.find(line), std::string::npos) << line;
@@ -299,7 +323,9 @@ TEST(HttpServer, MetricsExposition) {
 TEST(HttpServer, DrainFinishesStreamsThenStops) {
   FakeServer s({}, false, [](FakeBackend& f) { f.token_delay = std::chrono::milliseconds(2); });
   std::string got;
-  std::thread t([&] { got = s.post("/v1/completions", R"({"prompt":"a","max_tokens":50,"stream":true})")->body; });
+  std::thread t([&] {
+    got = s.post("/v1/completions", R"({"prompt":"a","max_tokens":50,"stream":true})")->body;
+  });
   while (s.fake->active() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   s.server->shutdown(5);
   t.join();

@@ -4,19 +4,18 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <poll.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <functional>
 #include <memory>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -70,9 +69,9 @@ inline std::string raw_post(int port, const std::string& path, const std::string
 }
 
 struct Exchange {
-  std::string response;   // everything the server sent
-  double seconds = 0;     // from the first byte sent until the server closed (or the timeout)
-  bool closed = false;    // the server closed its side
+  std::string response;  // everything the server sent
+  double seconds = 0;    // from the first byte sent until the server closed (or the timeout)
+  bool closed = false;   // the server closed its side
   size_t sent = 0;
 };
 
@@ -85,7 +84,9 @@ inline Exchange exchange(int port, const std::string& bytes, double timeout_s = 
   int fd = connect_local(port);
   if (fd < 0) return ex;
   auto t0 = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   std::string out = bytes;
   size_t off = 0;
   bool can_send = true;
@@ -166,7 +167,8 @@ inline std::string hex(size_t n) {
 
 // A chunked upload body of `total` bytes in 64 KiB chunks, for exchange()'s `more`.
 inline std::function<bool(std::string&)> chunked_filler(size_t total) {
-  auto piece = std::make_shared<std::string>(hex(64 * 1024) + "\r\n" + std::string(64 * 1024, 'a') + "\r\n");
+  auto piece =
+      std::make_shared<std::string>(hex(64 * 1024) + "\r\n" + std::string(64 * 1024, 'a') + "\r\n");
   auto left = std::make_shared<size_t>(total);
   return [piece, left](std::string& out) {
     if (*left == 0) return false;

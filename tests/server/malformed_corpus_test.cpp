@@ -1,10 +1,11 @@
 // A corpus of malformed requests, sent as raw bytes: every one gets a 4xx with an OpenAI error
 // body, and the server keeps serving afterwards.
+#include "malformed_corpus.h"
+
 #include <gtest/gtest.h>
 
 #include "fake_server.h"
 #include "http_test_util.h"
-#include "malformed_corpus.h"
 
 using namespace invar::server::testing;
 
@@ -30,9 +31,10 @@ TEST(MalformedCorpus, AllRejectedWith4xxAndServerStaysUp) {
 
 TEST(MalformedCorpus, GarbageRequestLinesDoNotKillTheServer) {
   FakeServer s;
-  for (const char* raw : {"GARBAGE\r\n\r\n", "POST /v1/completions HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
-                          "POST /v1/completions HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
-                          "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"}) {
+  for (const char* raw :
+       {"GARBAGE\r\n\r\n", "POST /v1/completions HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+        "POST /v1/completions HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n",
+        "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"}) {
     int fd = connect_local(s.port);
     ASSERT_GE(fd, 0);
     send_all(fd, raw);

@@ -24,15 +24,17 @@ const char* kKey = "test-key";
 class Serve : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new ServeProcess({"--model", kTinyModel, "--api-key", kKey, "--block-size", "16", "--ctx",
-                                "1024", "--max-body-bytes", "65536", "--threads", "1"},
+    server_ = new ServeProcess({"--model", kTinyModel, "--api-key", kKey, "--block-size", "16",
+                                "--ctx", "1024", "--max-body-bytes", "65536", "--threads", "1"},
                                "serve_integration");
   }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
   }
-  void SetUp() override { ASSERT_NE(server_->port(), 0) << "server did not start:\n" << server_->log(); }
+  void SetUp() override {
+    ASSERT_NE(server_->port(), 0) << "server did not start:\n" << server_->log();
+  }
 
   static httplib::Client client() {
     httplib::Client c("127.0.0.1", server_->port());
@@ -52,7 +54,9 @@ class Serve : public ::testing::Test {
     return r ? r->body : "";
   }
   static std::string metrics() { return client().Get("/metrics")->body; }
-  static double metric(const std::string& text, const std::string& name) { return metric_value(text, name); }
+  static double metric(const std::string& text, const std::string& name) {
+    return metric_value(text, name);
+  }
   static CurlResult curl_post(const std::string& path, const std::string& body, bool key = true) {
     return curl((key ? std::string("-H 'Authorization: Bearer ") + kKey + "' " : std::string()) +
                 "-H 'Content-Type: application/json' -N -d " + shell_quote(body) + " " +
@@ -99,14 +103,16 @@ std::vector<std::string> whole_entries(const json& b, bool chat) {
 
 std::string document(int i, int words) {
   std::string s = "Report " + std::to_string(i) + ".";
-  for (int k = 0; k < words; ++k) s += " the value of item " + std::to_string((i * 31 + k * 7) % 97) + " is " + std::to_string(k);
+  for (int k = 0; k < words; ++k)
+    s += " the value of item " + std::to_string((i * 31 + k * 7) % 97) + " is " + std::to_string(k);
   return s;
 }
 
 }  // namespace
 
 TEST_F(Serve, CurlCompletionAndChat) {
-  auto r = curl_post("/v1/completions", R"({"prompt":"Hello there","max_tokens":8,"temperature":0})");
+  auto r =
+      curl_post("/v1/completions", R"({"prompt":"Hello there","max_tokens":8,"temperature":0})");
   ASSERT_EQ(r.status, 200) << r.body;
   json b = json::parse(r.body);
   EXPECT_EQ(b["object"], "text_completion");
@@ -114,8 +120,9 @@ TEST_F(Serve, CurlCompletionAndChat) {
   EXPECT_EQ(b["system_fingerprint"].get<std::string>().rfind("fp_", 0), 0u);
   EXPECT_TRUE(b["usage"]["prompt_tokens_details"]["cached_tokens"].is_number_integer());
   EXPECT_GT(b["usage"]["completion_tokens"].get<int>(), 0);
-  auto c = curl_post("/v1/chat/completions",
-                     R"({"model":"qwen3next-tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":8})");
+  auto c = curl_post(
+      "/v1/chat/completions",
+      R"({"model":"qwen3next-tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":8})");
   ASSERT_EQ(c.status, 200) << c.body;
   json cb = json::parse(c.body);
   EXPECT_EQ(cb["object"], "chat.completion");
@@ -127,9 +134,10 @@ TEST_F(Serve, CurlCompletionAndChat) {
 }
 
 TEST_F(Serve, CurlStreamingWithUsage) {
-  auto r = curl_post("/v1/chat/completions",
-                     R"({"messages":[{"role":"user","content":"Count"}],"max_tokens":6,"stream":true,)"
-                     R"("stream_options":{"include_usage":true}})");
+  auto r =
+      curl_post("/v1/chat/completions",
+                R"({"messages":[{"role":"user","content":"Count"}],"max_tokens":6,"stream":true,)"
+                R"("stream_options":{"include_usage":true}})");
   ASSERT_EQ(r.status, 200);
   auto data = sse_data(r.body);
   ASSERT_GE(data.size(), 3u) << r.body;
@@ -142,8 +150,9 @@ TEST_F(Serve, CurlStreamingWithUsage) {
 }
 
 TEST_F(Serve, LogprobsBothShapes) {
-  json legacy = post("/v1/completions", {{"prompt", "The sky is"}, {"max_tokens", 6}, {"logprobs", 5},
-                                         {"ignore_eos", true}});
+  json legacy =
+      post("/v1/completions",
+           {{"prompt", "The sky is"}, {"max_tokens", 6}, {"logprobs", 5}, {"ignore_eos", true}});
   const json& lp = legacy["choices"][0]["logprobs"];
   ASSERT_EQ(lp["tokens"].size(), 6u);
   ASSERT_EQ(lp["token_logprobs"].size(), 6u);
@@ -154,7 +163,9 @@ TEST_F(Serve, LogprobsBothShapes) {
   }
   for (auto& v : lp["token_logprobs"]) EXPECT_LE(v.get<double>(), 0.0);
   json chat = post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Sky?"}}}},
-                                            {"max_tokens", 6}, {"logprobs", true}, {"top_logprobs", 20},
+                                            {"max_tokens", 6},
+                                            {"logprobs", true},
+                                            {"top_logprobs", 20},
                                             {"ignore_eos", true}});
   const json& content = chat["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), 6u);
@@ -162,14 +173,16 @@ TEST_F(Serve, LogprobsBothShapes) {
     EXPECT_TRUE(e["token"].is_string());
     EXPECT_TRUE(e["bytes"].is_array());
     ASSERT_EQ(e["top_logprobs"].size(), 20u);
-    EXPECT_GE(e["top_logprobs"][0]["logprob"].get<double>(), e["top_logprobs"][19]["logprob"].get<double>());
+    EXPECT_GE(e["top_logprobs"][0]["logprob"].get<double>(),
+              e["top_logprobs"][19]["logprob"].get<double>());
   }
 }
 
 TEST_F(Serve, StreamedEqualsWhole) {
   for (bool chat : {false, true}) {
     json req = chat ? json{{"messages", {{{"role", "user"}, {"content", "Tell me about item 7"}}}},
-                           {"logprobs", true}, {"top_logprobs", 20}}
+                           {"logprobs", true},
+                           {"top_logprobs", 20}}
                     : json{{"prompt", "Tell me about item 7"}, {"logprobs", 20}};
     req["max_tokens"] = 16;
     req["ignore_eos"] = true;
@@ -188,8 +201,12 @@ TEST_F(Serve, StreamedEqualsWhole) {
 }
 
 TEST_F(Serve, CachedTokensAndSaltIsolation) {
-  json req = {{"prompt", document(1, 30)}, {"max_tokens", 4}, {"logprobs", 5}, {"cache_salt", "iso-a"},
-              {"return_tokens_as_token_ids", true}, {"ignore_eos", true}};
+  json req = {{"prompt", document(1, 30)},
+              {"max_tokens", 4},
+              {"logprobs", 5},
+              {"cache_salt", "iso-a"},
+              {"return_tokens_as_token_ids", true},
+              {"ignore_eos", true}};
   json first = post("/v1/completions", req);
   json second = post("/v1/completions", req);
   int64_t prompt_tokens = first["usage"]["prompt_tokens"];
@@ -197,17 +214,20 @@ TEST_F(Serve, CachedTokensAndSaltIsolation) {
   EXPECT_EQ(first["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   EXPECT_GT(second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(), 0)
       << "a repeated document must hit the prefix cache";
-  EXPECT_EQ(whole_entries(first, false), whole_entries(second, false)) << "a cache hit changed the logprobs";
+  EXPECT_EQ(whole_entries(first, false), whole_entries(second, false))
+      << "a cache hit changed the logprobs";
   req["cache_salt"] = "iso-b";
   json other = post("/v1/completions", req);
-  EXPECT_EQ(other["usage"]["prompt_tokens_details"]["cached_tokens"], 0) << "salts must not share the cache";
+  EXPECT_EQ(other["usage"]["prompt_tokens_details"]["cached_tokens"], 0)
+      << "salts must not share the cache";
 }
 
 TEST_F(Serve, AuthAndErrorStatuses) {
   auto no_key = curl_post("/v1/completions", R"({"prompt":"a"})", false);
   EXPECT_EQ(no_key.status, 401);
   EXPECT_NE(no_key.body.find("API key"), std::string::npos) << no_key.body;
-  auto wrong = curl("-H 'Authorization: Bearer nope' -d '{\"prompt\":\"a\"}' " + server_->url() + "/v1/completions");
+  auto wrong = curl("-H 'Authorization: Bearer nope' -d '{\"prompt\":\"a\"}' " + server_->url() +
+                    "/v1/completions");
   EXPECT_EQ(wrong.status, 401);
   EXPECT_EQ(curl(server_->url() + "/health").status, 200);
 
@@ -258,9 +278,14 @@ TEST_F(Serve, UnencodableTextIs400) {
 TEST_F(Serve, SixteenConcurrentStreamsEqualAlone) {
   constexpr int kN = 16;
   auto request = [](int i) {
-    return json{{"prompt", document(100 + i, 3 + i % 5)}, {"max_tokens", 12}, {"logprobs", 5},
-                {"ignore_eos", true}, {"return_tokens_as_token_ids", true}, {"temperature", i % 2 ? 0.8 : 0.0},
-                {"seed", i}, {"cache_salt", "conc-" + std::to_string(i)}};
+    return json{{"prompt", document(100 + i, 3 + i % 5)},
+                {"max_tokens", 12},
+                {"logprobs", 5},
+                {"ignore_eos", true},
+                {"return_tokens_as_token_ids", true},
+                {"temperature", i % 2 ? 0.8 : 0.0},
+                {"seed", i},
+                {"cache_salt", "conc-" + std::to_string(i)}};
   };
   std::vector<std::vector<std::string>> alone(kN), together(kN);
   for (int i = 0; i < kN; ++i) alone[i] = whole_entries(post("/v1/completions", request(i)), false);
@@ -297,7 +322,8 @@ TEST_F(Serve, SixteenConcurrentStreamsEqualAlone) {
   int max_overlap = 0;
   for (int i = 0; i < kN; ++i) {
     int k = 0;
-    for (int j = 0; j < kN; ++j) k += spans[j].first <= spans[i].first && spans[i].first < spans[j].second;
+    for (int j = 0; j < kN; ++j)
+      k += spans[j].first <= spans[i].first && spans[i].first < spans[j].second;
     max_overlap = std::max(max_overlap, k);
   }
   EXPECT_GE(max_overlap, 4) << "the streams did not run concurrently";
@@ -314,7 +340,8 @@ TEST_F(Serve, MalformedCorpusKeepsServerUp) {
     if (c.body.size() > 65536) continue;  // the 413 limit of this server; covered elsewhere
     std::string resp = raw_post(server_->port(), c.path, c.body, auth);
     int status = status_of(resp);
-    EXPECT_TRUE(status >= 400 && status < 500) << "case " << i << " → " << status << ": " << c.body.substr(0, 100);
+    EXPECT_TRUE(status >= 400 && status < 500)
+        << "case " << i << " → " << status << ": " << c.body.substr(0, 100);
     ++i;
   }
   EXPECT_GE(i, 60);
@@ -329,10 +356,16 @@ TEST_F(Serve, DisconnectCancelsAndFreesBlocks) {
     double generated0 = metric(before, "invar_generated_tokens_total");
     int fd = connect_local(server_->port());
     ASSERT_GE(fd, 0);
-    std::string body = json{{"prompt", document(7, 3)}, {"max_tokens", 900}, {"ignore_eos", true},
-                            {"stream", stream}, {"cache_salt", stream ? "disc" : "disc-whole"}}.dump();
-    send_all(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-key\r\n"
-                 "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::string body = json{{"prompt", document(7, 3)},
+                            {"max_tokens", 900},
+                            {"ignore_eos", true},
+                            {"stream", stream},
+                            {"cache_salt", stream ? "disc" : "disc-whole"}}
+                           .dump();
+    send_all(fd,
+             "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer test-key\r\n"
+             "Content-Type: application/json\r\nContent-Length: " +
+                 std::to_string(body.size()) + "\r\n\r\n" + body);
     std::string got, during;
     char buf[4096];
     while (stream && got.find("\"text\"") == std::string::npos) {
@@ -345,19 +378,23 @@ TEST_F(Serve, DisconnectCancelsAndFreesBlocks) {
       if (metric(during, "invar_generated_tokens_total") > generated0) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    EXPECT_GT(metric(during, "invar_cache_referenced_blocks"), 0) << "no blocks held mid-request:\n" << during;
+    EXPECT_GT(metric(during, "invar_cache_referenced_blocks"), 0) << "no blocks held mid-request:\n"
+                                                                  << during;
     ::close(fd);
     std::string after;
     for (int i = 0; i < 500; ++i) {
       after = metrics();
-      if (metric(after, "invar_cache_referenced_blocks") == 0 && metric(after, "invar_requests_running") == 0) break;
+      if (metric(after, "invar_cache_referenced_blocks") == 0 &&
+          metric(after, "invar_requests_running") == 0)
+        break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     const char* kind = stream ? "stream" : "whole";
     EXPECT_EQ(metric(after, "invar_cache_referenced_blocks"), 0) << kind << "\n" << after;
     EXPECT_EQ(metric(after, "invar_requests_running"), 0) << kind;
     EXPECT_EQ(metric(after, "invar_requests_cancelled_total"), cancelled0 + 1) << kind;
-    EXPECT_LT(metric(after, "invar_generated_tokens_total") - generated0, 900) << kind << ": ran to its end";
+    EXPECT_LT(metric(after, "invar_generated_tokens_total") - generated0, 900)
+        << kind << ": ran to its end";
   }
 }
 
@@ -369,8 +406,11 @@ TEST(ServeLimits, QueueLimit429AndSigtermDrain) {
   std::thread long_stream([&] {
     httplib::Client c("127.0.0.1", s.port());
     c.set_read_timeout(60, 0);
-    auto r = c.Post("/v1/completions", json{{"prompt", "long"}, {"max_tokens", 900}, {"ignore_eos", true},
-                                            {"stream", true}}.dump(), "application/json");
+    auto r =
+        c.Post("/v1/completions",
+               json{{"prompt", "long"}, {"max_tokens", 900}, {"ignore_eos", true}, {"stream", true}}
+                   .dump(),
+               "application/json");
     if (r) got = r->body;
   });
   httplib::Client c("127.0.0.1", s.port());
@@ -398,14 +438,20 @@ TEST(ServeLimits, QueueLimit429AndSigtermDrain) {
 // SIGHUP, SIGUSR1 and SIGUSR2 leave the server serving (a stream in flight ends with [DONE]);
 // after SIGINT starts the drain, a SIGTERM ends it at once.
 TEST(ServeSignals, HarmlessSignalsAndSecondTerm) {
-  ServeProcess s({"--model", kTinyModel, "--threads", "1", "--ctx", "4096", "--drain-timeout", "120"}, "serve_signals");
+  ServeProcess s(
+      {"--model", kTinyModel, "--threads", "1", "--ctx", "4096", "--drain-timeout", "120"},
+      "serve_signals");
   ASSERT_NE(s.port(), 0) << s.log();
   auto stream = [&](int64_t max_tokens, std::string* out) {
     return std::thread([&s, max_tokens, out] {
       httplib::Client c("127.0.0.1", s.port());
       c.set_read_timeout(120, 0);
       auto r = c.Post("/v1/completions",
-                      json{{"prompt", "long"}, {"max_tokens", max_tokens}, {"ignore_eos", true}, {"stream", true}}.dump(),
+                      json{{"prompt", "long"},
+                           {"max_tokens", max_tokens},
+                           {"ignore_eos", true},
+                           {"stream", true}}
+                          .dump(),
                       "application/json");
       if (r) *out = r->body;
     });
@@ -462,7 +508,8 @@ TEST(ServeSignals, CorruptModelExitsNonZero) {
     std::ofstream(dir + name, std::ios::binary) << content;
     auto t0 = std::chrono::steady_clock::now();
     ServeProcess s({"--model", dir + name, "--threads", "1"}, "serve_" + name);
-    for (int i = 0; i < 1000 && s.alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 1000 && s.alive(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     int code = s.exit_code();
     EXPECT_NE(code, -1) << name << ": still running\n" << s.log();

@@ -19,7 +19,8 @@
 namespace invar::server::testing {
 
 inline const std::string kInvarBin = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
-inline const std::string kTinyModel = std::string(INVAR_TEST_DATA_DIR) + "/models/qwen3next-tiny.gguf";
+inline const std::string kTinyModel =
+    std::string(INVAR_TEST_DATA_DIR) + "/models/qwen3next-tiny.gguf";
 
 class ServeProcess {
  public:
@@ -47,8 +48,10 @@ class ServeProcess {
       ss << in.rdbuf();
       std::string text = ss.str();
       auto p = text.find("listening on http://127.0.0.1:");
-      if (p != std::string::npos) port_ = std::atoi(text.c_str() + p + 30);
-      else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (p != std::string::npos)
+        port_ = std::atoi(text.c_str() + p + 30);
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     while (port_ != 0 && std::chrono::steady_clock::now() < deadline && alive()) {
       int fd = connect_local(port_);

@@ -53,7 +53,8 @@ TEST(SimulateCli, JsonShape) {
 
 TEST(SimulateCli, SweepJson) {
   int st;
-  const auto out = run("simulate --spec mtp --json --sweep A=3198..3201 --trace " + write_trace(), &st);
+  const auto out =
+      run("simulate --spec mtp --json --sweep A=3198..3201 --trace " + write_trace(), &st);
   ASSERT_EQ(st, 0) << out;
   const auto j = nlohmann::json::parse(out);
   ASSERT_EQ(j["sweep"].size(), 4u);

@@ -65,7 +65,8 @@ std::vector<RunResult> runs_of(const SimResult& r, const std::string& name) {
 }
 
 TEST(Simulate, WriteupCleanArmIsStable) {
-  const auto b = runs_of(simulate(writeup(0, 4000, 10, false), make_policy(PolicyKind::vllm_align)), "B");
+  const auto b =
+      runs_of(simulate(writeup(0, 4000, 10, false), make_policy(PolicyKind::vllm_align)), "B");
   ASSERT_EQ(b.size(), 10u);
   EXPECT_EQ(b[0].cached_tokens, 0);
   for (size_t i = 1; i < b.size(); ++i) {
@@ -93,8 +94,8 @@ TEST(Simulate, WriteupLongAIsStable) {
 }
 
 TEST(Simulate, WriteupSweepFlipsAt3200) {
-  const auto pts = simulate_sweep(writeup(3196, 4000, 3), make_policy(PolicyKind::vllm_align), "A",
-                                  3150, 3250);
+  const auto pts =
+      simulate_sweep(writeup(3196, 4000, 3), make_policy(PolicyKind::vllm_align), "A", 3150, 3250);
   for (const auto& p : pts) {
     EXPECT_EQ(p.diverges, p.length <= 3199) << "A = " << p.length;
   }

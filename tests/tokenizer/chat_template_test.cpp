@@ -1,9 +1,10 @@
 // Template recognition and the refusals: what invar cannot render exactly is an Error.
+#include "tokenizer/chat_template.h"
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
 #include "test_support.h"
-#include "tokenizer/chat_template.h"
 
 namespace invar {
 namespace {
@@ -47,7 +48,8 @@ TEST(ChatTemplate, ThinkingBranches) {
             "<|im_start|>user\nq2<|im_end|>\n"
             "<|im_start|>assistant\n<think>\n\n</think>\n\na2<|im_end|>\n");
   // A non-first system message is an ordinary turn; tool results are wrapped as user turns.
-  const std::vector<ChatMessage> t = {{"user", "q"}, {"system", "s"}, {"tool", "r1"}, {"tool", "r2"}};
+  const std::vector<ChatMessage> t = {
+      {"user", "q"}, {"system", "s"}, {"tool", "r1"}, {"tool", "r2"}};
   EXPECT_EQ(chat_render(t, true),
             "<|im_start|>user\nq<|im_end|>\n<|im_start|>system\ns<|im_end|>\n"
             "<|im_start|>user\n<tool_response>\nr1\n</tool_response>\n<tool_response>\nr2\n"
@@ -55,12 +57,17 @@ TEST(ChatTemplate, ThinkingBranches) {
 }
 
 TEST(ChatTemplate, MessagesJson) {
-  const auto m = chat_messages_from_json(R"({"model":"x","messages":[{"role":"user","content":"hi"}]})");
+  const auto m =
+      chat_messages_from_json(R"({"model":"x","messages":[{"role":"user","content":"hi"}]})");
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].role, "user");
   EXPECT_EQ(m[0].content, "hi");
-  EXPECT_THROW(chat_messages_from_json(R"([{"role":"user","content":[{"type":"text","text":"hi"}]}])"), Error);
-  EXPECT_THROW(chat_messages_from_json(R"([{"role":"assistant","content":"a","reasoning_content":"r"}])"), Error);
+  EXPECT_THROW(
+      chat_messages_from_json(R"([{"role":"user","content":[{"type":"text","text":"hi"}]}])"),
+      Error);
+  EXPECT_THROW(
+      chat_messages_from_json(R"([{"role":"assistant","content":"a","reasoning_content":"r"}])"),
+      Error);
   EXPECT_THROW(chat_messages_from_json(R"({"messages":[],"tools":[{"type":"function"}]})"), Error);
   EXPECT_THROW(chat_messages_from_json("[{"), Error);
 }

@@ -47,7 +47,8 @@ TEST(TokenizeCli, ReferenceGgufVocabulary) {
   ASSERT_EQ(text.find('\''), std::string::npos);
   std::string want;
   for (const auto& id : c["ids"]) want += (want.empty() ? "" : " ") + std::to_string(id.get<int>());
-  const auto r = run("tokenize " + invar::test::data_path("models/qwen35-tiny.gguf") + " --text '" + text + "'");
+  const auto r = run("tokenize " + invar::test::data_path("models/qwen35-tiny.gguf") + " --text '" +
+                     text + "'");
   EXPECT_EQ(r.out, want + "\n");
 }
 
@@ -57,22 +58,27 @@ TEST(TokenizeCli, UsageErrorsExitNonZero) {
 }
 
 TEST(ChatFormatCli, RendersChatCaseAndRefusesWhatItCannotRender) {
-  const auto cases = invar::test::load_json(invar::test::data_path("tokenizers/qwen3/chat_cases.json"));
+  const auto cases =
+      invar::test::load_json(invar::test::data_path("tokenizers/qwen3/chat_cases.json"));
   const auto& c = cases[0];
   const std::string path = (std::filesystem::temp_directory_path() /
-                            ("invar_chat_" + std::to_string(::getpid()) + ".json")).string();
-  const std::string qwen3 = invar::test::source_path("tests/data/chat-templates/Qwen-Qwen3-0.6B.jinja");
+                            ("invar_chat_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  const std::string qwen3 =
+      invar::test::source_path("tests/data/chat-templates/Qwen-Qwen3-0.6B.jinja");
   std::ofstream(path) << nlohmann::json{{"messages", c["messages"]}}.dump();
   auto r = run("chat-format --template " + qwen3 + " --request " + path);
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out, c["text"].get<std::string>());
-  std::ofstream(path) << nlohmann::json{{"messages", c["messages"]}, {"add_generation_prompt", false}}.dump();
+  std::ofstream(path)
+      << nlohmann::json{{"messages", c["messages"]}, {"add_generation_prompt", false}}.dump();
   r = run("chat-format --template " + qwen3 + " --request " + path);
   EXPECT_EQ(r.out, cases[1]["text"].get<std::string>());
   // A request the template refuses (raise_exception) exits non-zero with the template's message.
   std::ofstream(path) << R"({"messages": []})";
   r = run("chat-format --template " +
-          invar::test::source_path("tests/data/chat-templates/Qwen3.5-4B.jinja") + " --request " + path);
+          invar::test::source_path("tests/data/chat-templates/Qwen3.5-4B.jinja") + " --request " +
+          path);
   std::filesystem::remove(path);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("No messages provided."), std::string::npos) << r.out;

@@ -24,7 +24,8 @@ TEST_P(ReferenceVocab, TokenizeSectionAndPrompts) {
   auto gguf = GgufFile::open(test::data_path("models/" + name + ".gguf"));
   Tokenizer tok(vocab_from_gguf(*gguf));
   EXPECT_EQ(tok.n_vocab(), ref["n_vocab"].get<int64_t>());
-  for (const auto& [text, id] : ref["special_ids"].items()) EXPECT_EQ(tok.token_id(text), id.get<int32_t>());
+  for (const auto& [text, id] : ref["special_ids"].items())
+    EXPECT_EQ(tok.token_id(text), id.get<int32_t>());
   EXPECT_EQ(chat_template_identify(tok.vocab().chat_template), ChatTemplate::chatml);
 
   ASSERT_EQ(ref["tokenize"].size(), 12u);
@@ -44,7 +45,8 @@ TEST_P(ReferenceVocab, TokenizeSectionAndPrompts) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ReferenceVocab, ::testing::Values("qwen3next-tiny", "qwen35-tiny"));
+INSTANTIATE_TEST_SUITE_P(Models, ReferenceVocab,
+                         ::testing::Values("qwen3next-tiny", "qwen35-tiny"));
 
 TEST(GgufVocab, WrittenQwen3VocabReadsBackIdentically) {
   const Vocab v = vocab_from_tokenizer_json(test::source_path("data/qwen3/tokenizer.json"));
@@ -52,7 +54,8 @@ TEST(GgufVocab, WrittenQwen3VocabReadsBackIdentically) {
   w.set_string("general.architecture", "qwen3next");
   vocab_to_gguf(v, w);
   const std::string path = (std::filesystem::temp_directory_path() /
-                            ("invar_vocab_test_" + std::to_string(::getpid()) + ".gguf")).string();
+                            ("invar_vocab_test_" + std::to_string(::getpid()) + ".gguf"))
+                               .string();
   w.write(path);
   auto f = GgufFile::open(path);
   const Vocab r = vocab_from_gguf(*f);
@@ -94,7 +97,8 @@ TEST(GgufVocab, UnsupportedModelsAreClearErrors) {
   w.set_string("tokenizer.ggml.model", "llama");
   w.set_string_array("tokenizer.ggml.tokens", {"a"});
   const std::string path = (std::filesystem::temp_directory_path() /
-                            ("invar_vocab_bad_" + std::to_string(::getpid()) + ".gguf")).string();
+                            ("invar_vocab_bad_" + std::to_string(::getpid()) + ".gguf"))
+                               .string();
   w.write(path);
   auto f = GgufFile::open(path);
   std::filesystem::remove(path);

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <thread>
 #include <random>
+#include <thread>
 
 #include "core/error.h"
 #include "test_support.h"
@@ -145,8 +145,9 @@ TEST_F(Qwen3Tokenizer, LongRunsUseTheHeapPathAndRoundTrip) {
 
 // GPT-2's reference algorithm on strings: merge the lowest-ranked adjacent pair (all its
 // occurrences, left to right) until none is left. Independent of the id-based merge loop.
-std::vector<std::string> reference_bpe(const std::map<std::pair<std::string, std::string>, size_t>& ranks,
-                                       std::vector<std::string> word) {
+std::vector<std::string> reference_bpe(
+    const std::map<std::pair<std::string, std::string>, size_t>& ranks,
+    std::vector<std::string> word) {
   while (word.size() > 1) {
     size_t best = SIZE_MAX;
     std::pair<std::string, std::string> best_pair;

@@ -1,6 +1,5 @@
 // Streaming detokenisation and the UTF-8 helpers under it.
 #include <gtest/gtest.h>
-
 #include <utf8proc.h>
 
 #include <cstdlib>
@@ -16,10 +15,14 @@ namespace {
 
 TEST(Utf8, LossyReplacesMaximalSubparts) {
   EXPECT_EQ(utf8::lossy("abc"), "abc");
-  EXPECT_EQ(utf8::lossy("\xE2\x80"), "\xEF\xBF\xBD");                   // truncated: one U+FFFD
-  EXPECT_EQ(utf8::lossy("\xF0\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // F0 needs 90..BF
+  EXPECT_EQ(utf8::lossy("\xE2\x80"), "\xEF\xBF\xBD");  // truncated: one U+FFFD
+  EXPECT_EQ(utf8::lossy("\xF0\x80\x80"),
+            "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // F0 needs 90..BF
   EXPECT_EQ(utf8::lossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
-  EXPECT_EQ(utf8::lossy("\xE2\x80" "A"), "\xEF\xBF\xBD" "A");
+  EXPECT_EQ(utf8::lossy("\xE2\x80"
+                        "A"),
+            "\xEF\xBF\xBD"
+            "A");
   EXPECT_EQ(utf8::lossy("\xFF"), "\xEF\xBF\xBD");
   EXPECT_EQ(utf8::lossy("\xC3\xA9\xF0\x9F\x98\x80"), "\xC3\xA9\xF0\x9F\x98\x80");
 }
@@ -31,23 +34,37 @@ TEST(Utf8, FirstInvalidAndIncompleteTail) {
   EXPECT_EQ(utf8::incomplete_tail("a\xF0\x9F\x98"), 3u);
   EXPECT_EQ(utf8::incomplete_tail("a\xF0\x9F\x98\x80"), 0u);
   EXPECT_EQ(utf8::incomplete_tail("a\xC3"), 1u);
-  EXPECT_EQ(utf8::incomplete_tail("a\x80"), 0u);    // a stray continuation is not held
+  EXPECT_EQ(utf8::incomplete_tail("a\x80"), 0u);      // a stray continuation is not held
   EXPECT_EQ(utf8::incomplete_tail("a\xE0\x80"), 0u);  // can never complete
 }
 
 TEST(Utf8, ChunkedNfcEqualsWholeTextNfc) {
   // Bases, combining marks (out of canonical order too), Hangul jamo, singletons, Latin-1.
-  const std::vector<std::string> parts = {"a", "e", "q", " ", "<", "\xC3\xA9", "\xC4\xB1",
-                                          "\xCC\x81", "\xCC\xA3", "\xCC\x87", "\xCC\x88",
-                                          "\xCC\xB8", "\xE1\x84\x80", "\xE1\x85\xA1",
-                                          "\xE1\x86\xA8", "\xE2\x84\xAB", "\xE6\x97\xA5"};
+  const std::vector<std::string> parts = {"a",
+                                          "e",
+                                          "q",
+                                          " ",
+                                          "<",
+                                          "\xC3\xA9",
+                                          "\xC4\xB1",
+                                          "\xCC\x81",
+                                          "\xCC\xA3",
+                                          "\xCC\x87",
+                                          "\xCC\x88",
+                                          "\xCC\xB8",
+                                          "\xE1\x84\x80",
+                                          "\xE1\x85\xA1",
+                                          "\xE1\x86\xA8",
+                                          "\xE2\x84\xAB",
+                                          "\xE6\x97\xA5"};
   std::mt19937 rng(3);
   int changed = 0;
   for (int t = 0; t < 2000; ++t) {
     std::string s;
     const int len = 1 + static_cast<int>(rng() % 12);
     for (int i = 0; i < len; ++i) s += parts[rng() % parts.size()];
-    char* whole = reinterpret_cast<char*>(utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(s.c_str())));
+    char* whole =
+        reinterpret_cast<char*>(utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(s.c_str())));
     ASSERT_NE(whole, nullptr);
     EXPECT_EQ(utf8::nfc(s), std::string(whole)) << test::printable(s);
     changed += std::string(whole) != s;

@@ -20,7 +20,9 @@ inline nlohmann::json load_json(const std::string& path) {
   return nlohmann::json::parse(ss.str());
 }
 
-inline std::string source_path(const std::string& rel) { return std::string(INVAR_SOURCE_DIR) + "/" + rel; }
+inline std::string source_path(const std::string& rel) {
+  return std::string(INVAR_SOURCE_DIR) + "/" + rel;
+}
 
 // Text with non-ASCII and control bytes escaped, for failure messages.
 inline std::string printable(const std::string& s, size_t max = 120) {
