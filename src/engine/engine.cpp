@@ -126,6 +126,8 @@ struct Engine::Impl {
     runner.run(plan, sched);
     sched.commit(plan);
     computed_tokens += static_cast<uint64_t>(plan.n_tokens);
+    // Metrics first: a client that reads them after this step's token sees the step's state.
+    publish();
     // Sequences may finish (and be freed) while the plan is walked: each chunk is its own.
     for (int64_t k = 0; k < plan.n_chunks; ++k) {
       Sequence* s = &sequence_of(plan.chunks[static_cast<size_t>(k)].seq);
