@@ -103,22 +103,33 @@ static NodePtr binary(NodePtr n, NodePtr a, NodePtr b) {
   return n;
 }
 
-NodePtr Parser::parse_or() {
-  NodePtr left = parse_and();
-  while (is_name("or")) {
+// One left-associative level: operand (op operand)*. Keyword levels (`or`, `and`) make nodes of
+// their own kind; symbol levels make Binary nodes named by their operator.
+template <class Operand>
+NodePtr Parser::parse_left_assoc(NodeKind kind, std::initializer_list<const char*> ops,
+                                 Operand operand) {
+  const bool keyword = kind != NodeKind::Binary;
+  auto at_op = [&] {
+    for (const char* o : ops)
+      if (keyword ? is_name(o) : is_op(o)) return true;
+    return false;
+  };
+  NodePtr left = operand();
+  while (at_op()) {
     const Token& at = next();
-    left = binary(make(NodeKind::Or, at), std::move(left), parse_and());
+    auto n = make(kind, at);
+    if (!keyword) n->name = at.text;
+    left = binary(std::move(n), std::move(left), operand());
   }
   return left;
 }
 
+NodePtr Parser::parse_or() {
+  return parse_left_assoc(NodeKind::Or, {"or"}, [this] { return parse_and(); });
+}
+
 NodePtr Parser::parse_and() {
-  NodePtr left = parse_not();
-  while (is_name("and")) {
-    const Token& at = next();
-    left = binary(make(NodeKind::And, at), std::move(left), parse_not());
-  }
-  return left;
+  return parse_left_assoc(NodeKind::And, {"and"}, [this] { return parse_not(); });
 }
 
 NodePtr Parser::parse_not() {
@@ -162,47 +173,19 @@ NodePtr Parser::parse_compare() {
 }
 
 NodePtr Parser::parse_math1() {
-  NodePtr left = parse_concat();
-  while (is_op("+") || is_op("-")) {
-    const Token& at = next();
-    auto n = make(NodeKind::Binary, at);
-    n->name = at.text;
-    left = binary(std::move(n), std::move(left), parse_concat());
-  }
-  return left;
+  return parse_left_assoc(NodeKind::Binary, {"+", "-"}, [this] { return parse_concat(); });
 }
 
 NodePtr Parser::parse_concat() {
-  NodePtr left = parse_math2();
-  while (is_op("~")) {
-    const Token& at = next();
-    auto n = make(NodeKind::Binary, at);
-    n->name = "~";
-    left = binary(std::move(n), std::move(left), parse_math2());
-  }
-  return left;
+  return parse_left_assoc(NodeKind::Binary, {"~"}, [this] { return parse_math2(); });
 }
 
 NodePtr Parser::parse_math2() {
-  NodePtr left = parse_pow();
-  while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-    const Token& at = next();
-    auto n = make(NodeKind::Binary, at);
-    n->name = at.text;
-    left = binary(std::move(n), std::move(left), parse_pow());
-  }
-  return left;
+  return parse_left_assoc(NodeKind::Binary, {"*", "/", "//", "%"}, [this] { return parse_pow(); });
 }
 
 NodePtr Parser::parse_pow() {
-  NodePtr left = parse_unary(true);
-  while (is_op("**")) {
-    const Token& at = next();
-    auto n = make(NodeKind::Binary, at);
-    n->name = "**";
-    left = binary(std::move(n), std::move(left), parse_unary(true));
-  }
-  return left;
+  return parse_left_assoc(NodeKind::Binary, {"**"}, [this] { return parse_unary(true); });
 }
 
 NodePtr Parser::parse_unary(bool with_filter) {
@@ -322,15 +305,20 @@ NodePtr Parser::parse_dict() {
   return n;
 }
 
+// callee(args...)
+NodePtr Parser::parse_call(NodePtr callee) {
+  auto call = make(NodeKind::Call, cur());
+  call->kids.push_back(std::move(callee));
+  parse_call_args(*call);
+  return call;
+}
+
 NodePtr Parser::parse_postfix(NodePtr node) {
   while (true) {
     if (is_op(".") || is_op("[")) {
       node = parse_subscript(std::move(node));
     } else if (is_op("(")) {
-      auto call = make(NodeKind::Call, cur());
-      call->kids.push_back(std::move(node));
-      parse_call_args(*call);
-      node = std::move(call);
+      node = parse_call(std::move(node));
     } else {
       return node;
     }
@@ -344,10 +332,7 @@ NodePtr Parser::parse_filter_expr(NodePtr node) {
     } else if (is_name("is")) {
       node = parse_test(std::move(node));
     } else if (is_op("(")) {
-      auto call = make(NodeKind::Call, cur());
-      call->kids.push_back(std::move(node));
-      parse_call_args(*call);
-      node = std::move(call);
+      node = parse_call(std::move(node));
     } else {
       return node;
     }

@@ -1,6 +1,7 @@
 // The parser's token cursor and node helpers, shared by the expression and statement halves.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ class Parser {
   NodePtr parse_tuple(bool simplified = false, bool with_condexpr = true,
                       const std::vector<std::string>& extra_end = {}, bool explicit_parens = false);
   NodePtr parse_primary();
+  NodePtr parse_call(NodePtr callee);
   NodePtr parse_postfix(NodePtr node);
   NodePtr parse_filter(NodePtr node, bool start_inline);
   void parse_call_args(Node& call);
@@ -35,6 +37,8 @@ class Parser {
   friend struct DepthGuard;
 
   NodePtr parse_condexpr();
+  template <class Operand>
+  NodePtr parse_left_assoc(NodeKind kind, std::initializer_list<const char*> ops, Operand operand);
   NodePtr parse_or();
   NodePtr parse_and();
   NodePtr parse_not();

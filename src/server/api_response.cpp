@@ -1,5 +1,7 @@
 #include "server/api_response.h"
 
+#include <algorithm>
+
 #include "core/utf8.h"
 
 namespace invar::server {
@@ -24,13 +26,35 @@ json chat_entry(const ResponseContext& c, int32_t id, float logprob) {
               {"id", id}};
 }
 
-json legacy_top(const ResponseContext& c, const std::vector<TokenLogprob>& top) {
+// The first top_logprobs candidates of t as the legacy {text: logprob} object.
+json legacy_top(const ResponseContext& c, const TokenOut& t) {
   json o = json::object();
-  for (auto& t : top) {
-    std::string key = token_text(c, t.id);
-    if (!o.contains(key)) o[key] = double(t.logprob);  // keep the better-ranked duplicate
+  const size_t n = std::min<size_t>(size_t(std::max<int64_t>(c.top_logprobs, 0)), t.top.size());
+  for (size_t i = 0; i < n; ++i) {
+    std::string key = token_text(c, t.top[i].id);
+    if (!o.contains(key)) o[key] = double(t.top[i].logprob);  // keep the better-ranked duplicate
   }
   return o;
+}
+
+// The legacy (completions) logprobs object from its four parallel arrays.
+json legacy_logprobs(json toks, json lps, json tops, json offs) {
+  return json{{"tokens", std::move(toks)},
+              {"token_logprobs", std::move(lps)},
+              {"top_logprobs", std::move(tops)},
+              {"text_offset", std::move(offs)}};
+}
+
+// One SSE chunk: the envelope every streamed object shares, around its choices and usage.
+json stream_chunk(const ResponseContext& c, json choices, json usage) {
+  return json{
+      {"id", c.id},
+      {"object", c.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
+      {"created", c.created},
+      {"model", c.model},
+      {"system_fingerprint", c.fingerprint},
+      {"choices", std::move(choices)},
+      {"usage", std::move(usage)}};
 }
 
 }  // namespace
@@ -62,17 +86,12 @@ json logprobs_legacy_json(const ResponseContext& c, const std::vector<TokenOut>&
   for (auto& t : tokens) {
     toks.push_back(token_text(c, t.id));
     lps.push_back(double(t.logprob));
-    std::vector<TokenLogprob> top(t.top.begin(),
-                                  t.top.begin() + std::min<int64_t>(c.top_logprobs, t.top.size()));
-    tops.push_back(legacy_top(c, top));
+    tops.push_back(legacy_top(c, t));
     offs.push_back(off);
     off += int64_t(c.token_bytes(t.id).size());
   }
   if (offset_end) *offset_end = off;
-  return json{{"tokens", std::move(toks)},
-              {"token_logprobs", std::move(lps)},
-              {"top_logprobs", std::move(tops)},
-              {"text_offset", std::move(offs)}};
+  return legacy_logprobs(std::move(toks), std::move(lps), std::move(tops), std::move(offs));
 }
 
 json logprobs_legacy_prompt_json(const ResponseContext& c, const std::vector<int32_t>& prompt,
@@ -88,18 +107,13 @@ json logprobs_legacy_prompt_json(const ResponseContext& c, const std::vector<int
     } else {
       const TokenOut& t = prompt_lp[i - 1];
       lps.push_back(double(t.logprob));
-      std::vector<TokenLogprob> top(
-          t.top.begin(), t.top.begin() + std::min<int64_t>(c.top_logprobs, t.top.size()));
-      tops.push_back(legacy_top(c, top));
+      tops.push_back(legacy_top(c, t));
     }
     offs.push_back(off);
     off += int64_t(c.token_bytes(prompt[i]).size());
   }
   if (offset_end) *offset_end = off;
-  return json{{"tokens", std::move(toks)},
-              {"token_logprobs", std::move(lps)},
-              {"top_logprobs", std::move(tops)},
-              {"text_offset", std::move(offs)}};
+  return legacy_logprobs(std::move(toks), std::move(lps), std::move(tops), std::move(offs));
 }
 
 json prompt_logprobs_json(const ResponseContext& c, const std::vector<int32_t>& prompt,
@@ -169,25 +183,11 @@ json chunk_json(const ResponseContext& c, const std::string& text, const json& l
   }
   choice["logprobs"] = logprobs;
   choice["finish_reason"] = finish_value(finish_reason);
-  return json{
-      {"id", c.id},
-      {"object", c.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
-      {"created", c.created},
-      {"model", c.model},
-      {"system_fingerprint", c.fingerprint},
-      {"choices", json::array({std::move(choice)})},
-      {"usage", nullptr}};
+  return stream_chunk(c, json::array({std::move(choice)}), nullptr);
 }
 
 json usage_chunk_json(const ResponseContext& c, const UsageOut& u) {
-  return json{
-      {"id", c.id},
-      {"object", c.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
-      {"created", c.created},
-      {"model", c.model},
-      {"system_fingerprint", c.fingerprint},
-      {"choices", json::array()},
-      {"usage", usage_json(u)}};
+  return stream_chunk(c, json::array(), usage_json(u));
 }
 
 std::string json_text(const json& j) {

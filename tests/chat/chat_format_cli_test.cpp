@@ -119,7 +119,8 @@ TEST(ChatFormatCli, ModelCarriesItsTemplate) {
   TempDir tmp;
   const std::string req =
       tmp.write("r.json", R"({"messages": [{"role": "user", "content": "Hi"}]})");
-  const Result r = invar("--model " + kSrc + "/../shared/models/qwen35-tiny.gguf --request " + req);
+  const Result r =
+      invar("--model " + kSrc + "/tests/data/models/qwen35-tiny.gguf --request " + req);
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
