@@ -68,7 +68,7 @@ template <class V>
 float exp_sub_sum(const float* x, int64_t n, float mx, float* y) {
   const V m = V::bcast(mx);
   return lanes_sum<V>(n, [&](int64_t i, int64_t r) {
-    const V e = V::keep_n(V::exp(V::sub(V::load_n(x + i, r), m)), r);
+    const V e = V::keep_n(V::exp_det(V::sub(V::load_n(x + i, r), m)), r);
     V::store_n(y + i, e, r);
     return e;
   });

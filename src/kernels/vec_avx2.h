@@ -58,7 +58,7 @@ struct V256 {
   V256_INLINE V256 mul(V256 a, V256 b) { return {_mm256_mul_ps(a.v, b.v)}; }
   V256_INLINE V256 div(V256 a, V256 b) { return {_mm256_div_ps(a.v, b.v)}; }
   V256_INLINE V256 fma(V256 a, V256 b, V256 c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
-  V256_INLINE V256 exp(V256 a) { return {exp_ps(a.v)}; }
+  V256_INLINE V256 exp_det(V256 a) { return {exp_ps(a.v)}; }
   V256_INLINE V256 sigmoid(V256 a) { return {sigmoid_ps(a.v)}; }
   V256_INLINE V256 silu(V256 a) { return {silu_ps(a.v)}; }
 };
@@ -121,7 +121,7 @@ struct V256x2 {
   V256_INLINE V256x2 fma(V256x2 a, V256x2 b, V256x2 c) {
     return {V256::fma(a.lo, b.lo, c.lo), V256::fma(a.hi, b.hi, c.hi)};
   }
-  V256_INLINE V256x2 exp(V256x2 a) { return {V256::exp(a.lo), V256::exp(a.hi)}; }
+  V256_INLINE V256x2 exp_det(V256x2 a) { return {V256::exp_det(a.lo), V256::exp_det(a.hi)}; }
   V256_INLINE V256x2 sigmoid(V256x2 a) { return {V256::sigmoid(a.lo), V256::sigmoid(a.hi)}; }
   V256_INLINE V256x2 silu(V256x2 a) { return {V256::silu(a.lo), V256::silu(a.hi)}; }
   V256_INLINE float sum(V256x2 a) { return simd_lanes::tree16(a.lo.v, a.hi.v); }

@@ -74,7 +74,7 @@ struct V512 {
   V512_INLINE V512 div(V512 a, V512 b) { return {_mm512_div_ps(a.v, b.v)}; }
   // a·b + c, rounded once.
   V512_INLINE V512 fma(V512 a, V512 b, V512 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
-  V512_INLINE V512 exp(V512 a) { return {exp_ps(a.v)}; }
+  V512_INLINE V512 exp_det(V512 a) { return {exp_ps(a.v)}; }
   V512_INLINE V512 sigmoid(V512 a) { return {sigmoid_ps(a.v)}; }
   V512_INLINE V512 silu(V512 a) { return {silu_ps(a.v)}; }
   // The canonical tree over the 16 lanes (reduce.h).
