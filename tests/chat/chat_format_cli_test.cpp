@@ -11,25 +11,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "command_run.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status;
-  std::string out;
-};
+using Result = invar::test::CommandResult;
 
 Result run(const std::string& cmd_line, bool with_stderr = true) {
-  const std::string cmd = cmd_line + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, ""};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  return invar::test::command_run(cmd_line + (with_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 Result invar(const std::string& args, bool with_stderr = true) {

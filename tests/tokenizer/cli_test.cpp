@@ -7,25 +7,17 @@
 #include <filesystem>
 #include <fstream>
 
+#include "command_run.h"
 #include "test_support.h"
 
 namespace {
 
-struct Result {
-  int status;
-  std::string out;  // stdout and stderr
-};
+using Result = invar::test::CommandResult;
 
+// `invar ARGS`, stdout and stderr together.
 Result run(const std::string& args) {
-  const std::string cmd = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, ""};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  return invar::test::command_run(std::string(INVAR_BINARY_DIR) + "/apps/invar/invar " + args +
+                                  " 2>&1");
 }
 
 const std::string kTokenizer = invar::test::source_path("data/qwen3/tokenizer.json");
