@@ -9,6 +9,12 @@ namespace invar::chat {
 Interp::Interp(const Object& context, const RenderLimits& limits, Strftime strftime_now)
     : context_(context), limits_(limits), strftime_(std::move(strftime_now)) {}
 
+Interp::~Interp() {
+  // Each namespace stays alive in the list while the others are emptied, so dropping one's
+  // attributes never cascades into another's.
+  for (const auto& ns : namespaces_) ns->attrs = Object();
+}
+
 void Interp::step() {
   if (++steps_ > limits_.max_steps) {
     throw EvalError("template exceeded the evaluation step limit (" +
@@ -36,6 +42,15 @@ Value Interp::make_string(std::string s, bool markup) {
 Value Interp::make_list(Array a, bool tuple) {
   charge(a.size() * sizeof(Value));
   return Value::array(std::move(a), tuple);
+}
+
+Value Interp::make_namespace(Object attrs) {
+  charge(sizeof(Namespace));  // kept until the render ends
+  Value v;
+  v.kind = Kind::Namespace;
+  v.ns = namespaces_.emplace_back(std::make_shared<Namespace>());
+  v.ns->attrs = std::move(attrs);
+  return v;
 }
 
 void Interp::write(const std::string& s) {

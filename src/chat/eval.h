@@ -32,6 +32,9 @@ class Interp {
  public:
   using Strftime = std::function<std::string(const std::string& format)>;
   Interp(const Object& context, const RenderLimits& limits, Strftime strftime_now);
+  ~Interp();  // empties the render's namespaces (see namespaces_)
+  Interp(const Interp&) = delete;
+  Interp& operator=(const Interp&) = delete;
 
   std::string render(const std::vector<NodePtr>& body);
 
@@ -48,6 +51,8 @@ class Interp {
   // A string result checked against the size limit and charged.
   Value make_string(std::string s, bool markup = false);
   Value make_list(Array a, bool tuple = false);
+  // namespace(): a mutable object owned by this render.
+  Value make_namespace(Object attrs);
 
  private:
   enum class Flow { Normal, Break, Continue };
@@ -59,6 +64,10 @@ class Interp {
   int call_depth_ = 0;
   int loop_depth_ = 0;
   int eval_depth_ = 0;
+  // Every namespace this render made. A namespace can come to hold itself, directly or through
+  // a list, dict or callable it holds: a cycle that shared ownership alone never frees. Values
+  // never outlive the render (it returns text), so the render empties them all when it ends.
+  std::vector<std::shared_ptr<Namespace>> namespaces_;
   friend struct EvalDepth;
 
   Flow exec(const std::vector<NodePtr>& body, const FramePtr& f);

@@ -66,12 +66,8 @@ Object dict_from(const CallArgs& args, const char* fn) {
   return o;
 }
 
-Value namespace_fn(Interp&, CallArgs& args) {
-  Value v;
-  v.kind = Kind::Namespace;
-  v.ns = std::make_shared<Namespace>();
-  v.ns->attrs = dict_from(args, "namespace");
-  return v;
+Value namespace_fn(Interp& in, CallArgs& args) {
+  return in.make_namespace(dict_from(args, "namespace"));
 }
 
 Value dict_fn(Interp&, CallArgs& args) {

@@ -389,7 +389,40 @@ namespace {
 thread_local int recursion_depth = 0;
 thread_local uint64_t work_left = UINT64_MAX;
 constexpr int kMaxRecursion = 400;
+
+// While a ~Value is destroying what it owned, the containers that values inside it owned last
+// are parked here instead of being destroyed within it; that outermost ~Value then destroys them
+// one at a time, so the stack stays flat however deep the nesting. (A pointer to the outermost
+// call's list, not a thread_local list: Values destroyed at thread exit or static destruction
+// would outlive that.)
+thread_local std::vector<std::shared_ptr<const void>>* parking = nullptr;
+
+template <typename T>
+void park(std::shared_ptr<T>& p) {
+  if (p && p.use_count() == 1) parking->push_back(std::move(p));
+}
 }  // namespace
+
+void Value::release() {
+  if (parking) {
+    park(list);
+    park(dict);
+    park(fn);
+    park(ns);
+    return;
+  }
+  std::vector<std::shared_ptr<const void>> parked;
+  parking = &parked;
+  list.reset();
+  dict.reset();
+  fn.reset();
+  ns.reset();
+  while (!parked.empty()) {
+    const std::shared_ptr<const void> last = std::move(parked.back());
+    parked.pop_back();
+  }
+  parking = nullptr;
+}
 
 void RecursionGuard::set_budget(uint64_t visits) {
   work_left = visits;

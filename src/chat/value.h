@@ -53,6 +53,17 @@ struct Value {
   std::shared_ptr<const Callable> fn;
   std::shared_ptr<Namespace> ns;
 
+  Value() = default;
+  Value(const Value&) = default;
+  Value(Value&&) = default;
+  Value& operator=(const Value&) = default;
+  Value& operator=(Value&&) = default;
+  // Values can nest a million deep (a namespace wrapping its own list in a list, over and
+  // over), so the last owner of a container does not destroy it recursively (see value.cpp).
+  ~Value() {
+    if (list || dict || fn || ns) release();
+  }
+
   static Value undefined(std::string message);
   static Value none();
   static Value boolean(bool v);
@@ -76,6 +87,9 @@ struct Value {
   double as_double() const { return kind == Kind::Float ? f : static_cast<double>(as_int()); }
   // Raises the Undefined's error (jinja2's UndefinedError) when this value is undefined.
   void require_defined() const;
+
+ private:
+  void release();
 };
 
 // A dict in insertion order with Python's key equality (1 == 1.0 == True).

@@ -195,6 +195,32 @@ void reject_unsupported(const json& body) {
   }
 }
 
+// The deepest bracket nesting of JSON text (brackets inside strings do not count). Checked
+// before parsing: nlohmann's parse callback could bound the depth, but its callback parser
+// rescans the enclosing array after every object it closes, quadratic in the number of objects
+// (a 4 MiB body would hold an IO thread for most of an hour).
+int json_nesting(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > deepest) deepest = depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 void parse_stop(const json& body, ApiRequest& r) {
   const json* s = field(body, "stop");
   if (!s) return;
@@ -240,12 +266,10 @@ void parse_logprobs(const json& body, ApiRequest& r) {
 
 ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
   json body;
+  if (json_nesting(text) > kMaxDepth)
+    throw bad_request("", "request body nests deeper than " + std::to_string(kMaxDepth));
   try {
-    body = json::parse(text, [](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxDepth)
-        throw bad_request("", "request body nests deeper than " + std::to_string(kMaxDepth));
-      return true;
-    });
+    body = json::parse(text);
   } catch (const json::exception& e) {
     throw bad_request("", std::string("request body is not valid JSON: ") + e.what());
   }

@@ -91,7 +91,8 @@ std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string&
     double rate =
         e->prompt_tokens_total ? double(e->cached_tokens_total) / e->prompt_tokens_total : 0;
     metric(out, "invar_cache_hit_rate", "gauge", "cached prompt tokens / prompt tokens", rate);
-    metric(out, "invar_cache_resident_bytes", "gauge", "bytes of KV blocks and state checkpoints",
+    metric(out, "invar_cache_resident_bytes", "gauge",
+           "bytes of KV blocks, state checkpoints and their bookkeeping (within --cache-bytes)",
            double(e->resident_bytes));
     metric(out, "invar_cache_resident_blocks", "gauge", "KV blocks resident",
            double(e->resident_blocks));

@@ -179,6 +179,43 @@ TEST(ChatLimits, SelfReferenceAndDeepInputAreErrors) {
   EXPECT_NE(std::string(input.what()).find("nested too deeply"), std::string::npos);
 }
 
+// Namespaces that hold themselves (directly, through a list, dict or macro, or through each
+// other) are reference cycles; the render frees them when it ends, whether it succeeds or fails.
+// LeakSanitizer (`make test-asan`) fails this test if one of them outlives its render.
+TEST(ChatLimits, SelfReferencingNamespacesAreFreed) {
+  EXPECT_EQ(render("{% set ns = namespace(n=1) %}{% set ns.me = ns %}{{ ns.me.me.me.n }}"), "1");
+  EXPECT_EQ(
+      render("{% set ns = namespace() %}{% set ns.xs = [ns, [ns]] %}"
+             "{% set ns.d = {'k': ns} %}{{ ns.xs | length }}{{ ns.d.k.xs[1][0] is defined }}"),
+      "2True");
+  EXPECT_EQ(
+      render("{% set a = namespace() %}{% set b = namespace(a=a) %}{% set a.b = b %}"
+             "{% macro m() %}{{ a.b.a is defined }}{% endmacro %}{% set a.m = m %}{{ a.m() }}"),
+      "True");
+  EXPECT_EQ(
+      render("{% set ns = namespace(all=[]) %}{% for i in range(200) %}"
+             "{% set n = namespace(i=i) %}{% set n.owner = ns %}{% set ns.all = ns.all + [n] %}"
+             "{% endfor %}{{ ns.all | length }}"),
+      "200");
+  const TemplateError failed =
+      error_of("{% set ns = namespace() %}{% set ns.me = [ns] %}{{ raise_exception('stop') }}");
+  EXPECT_EQ(failed.kind(), TemplateError::Kind::Raised);
+}
+
+// Lists and dicts nested 200000 deep through a namespace: printing one is an error, and freeing
+// them must not recurse once per level (that overflows the stack).
+TEST(ChatLimits, DeeplyNestedValuesAreFreedWithoutRecursion) {
+  const std::string loops = "{% for i in range(2) %}{% for j in range(100000) %}";
+  const std::string lists = "{% set ns = namespace(x=none) %}" + loops +
+                            "{% set ns.x = [ns.x] %}{% endfor %}{% endfor %}";
+  EXPECT_EQ(render(lists + "{{ ns.x | length }}"), "1");
+  EXPECT_NE(std::string(error_of(lists + "{{ ns.x }}").what()).find("nested too deeply"),
+            std::string::npos);
+  const std::string dicts = "{% set ns = namespace(x=none) %}" + loops +
+                            "{% set ns.x = {'k': ns.x} %}{% endfor %}{% endfor %}";
+  EXPECT_EQ(render(dicts + "{{ ns.x.k.k.k is mapping }}"), "True");
+}
+
 TEST(ChatLimits, OutputLimitIsConfigurable) {
   invar::chat::TemplateOptions opt;
   opt.render.max_string_bytes = 1000;

@@ -139,6 +139,15 @@ TEST(ApiRequest, MalformedBodies) {
   }
   std::string deep(100, '[');
   EXPECT_EQ(reject("{\"x\":" + deep + std::string(100, ']') + ",\"prompt\":\"a\"}").status, 400);
+  // Brackets inside strings are text, not nesting.
+  EXPECT_EQ(
+      *api_request_parse("{\"prompt\":\"" + deep + "\\\"{\"}", Endpoint::completions).prompt_text,
+      deep + "\"{");
+  // 300000 objects in one array: parsed in linear time (the quadratic parse this once was runs
+  // for minutes, past the test's timeout).
+  std::string wide = "{\"prompt\":\"a\",\"unknown\":[";
+  for (int i = 0; i < 300000; ++i) wide += "{},";
+  EXPECT_EQ(*api_request_parse(wide + "{}]}", Endpoint::completions).prompt_text, "a");
 }
 
 TEST(ApiError, OpenAiShape) {

@@ -1,0 +1,24 @@
+// Whether this test binary is a sanitizer build (`make test-sanitize`). ASan and TSan keep
+// shadow memory and quarantined or delayed frees resident, so a bound on the process's resident
+// memory measures the sanitizer there, not the code: such assertions are skipped in these builds.
+#pragma once
+
+namespace invar::test {
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitizerBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitizerBuild = true;
+#else
+inline constexpr bool kSanitizerBuild = false;
+#endif
+#else
+inline constexpr bool kSanitizerBuild = false;
+#endif
+
+inline constexpr const char* kResidentSkip =
+    "sanitizer build: shadow memory and quarantined frees stay resident, so the resident-memory "
+    "bound does not apply";
+
+}  // namespace invar::test
