@@ -37,7 +37,8 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE soak
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over every test, then ThreadSanitizer over the
-# engine (scheduler included) and server tests; each in its own build tree at -O1.
+# tests that run threads: the engine (scheduler included), the server and its HTTP transport
+# under hostile clients; each in its own build tree at -O1.
 test-sanitize: test-asan test-tsan
 
 test-asan: deps
@@ -49,8 +50,9 @@ test-asan: deps
 test-tsan: deps
 	@test -f $(TSAN_BUILD)/CMakeCache.txt || cmake -S . -B $(TSAN_BUILD) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=Release -DINVAR_SANITIZE=thread $(CMAKE_ARGS)
-	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target tests-engine tests-server
-	@cd $(TSAN_BUILD) && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) -L 'engine|server' -LE soak
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target tests-engine tests-server tests-hostile
+	@cd $(TSAN_BUILD) && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) \
+	  -L 'engine|server|hostile' -LE soak
 
 # The long fuzz / soak runs, which stay out of `make test`.
 soak: build
