@@ -17,13 +17,13 @@
 #include <thread>
 
 #include "command.h"
-#include "version.h"
 #include "core/error.h"
 #include "core/simd.h"
 #include "model/gguf.h"
 #include "model/make_model.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
+#include "version.h"
 
 namespace invar::app {
 namespace {

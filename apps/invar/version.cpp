@@ -15,8 +15,8 @@ std::string version_text() {
 #endif
   return std::string("invar ") + INVAR_VERSION + "\nnumerics: " + kNumericsVersion +
          "\nbuild: " + INVAR_BUILD_TYPE + "\nisa: " + arch + ", kernels use " +
-         std::string(simd_name(simd_active())) + " (best on this CPU: " +
-         std::string(simd_name(simd_detect())) + ")";
+         std::string(simd_name(simd_active())) +
+         " (best on this CPU: " + std::string(simd_name(simd_detect())) + ")";
 }
 
 }  // namespace invar::app

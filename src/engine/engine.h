@@ -56,9 +56,9 @@ class EngineError : public Error {
 struct SamplingParams {
   float temperature = 0.0f;  // 0: greedy (argmax, ties to the smaller id)
   float top_p = 1.0f;
-  int64_t top_k = 0;     // 0: off
-  float min_p = 0.0f;    // drop candidates with probability < min_p × the best's (0: off)
-  uint64_t seed = 0;     // counter-based RNG keyed by (seed, position)
+  int64_t top_k = 0;   // 0: off
+  float min_p = 0.0f;  // drop candidates with probability < min_p × the best's (0: off)
+  uint64_t seed = 0;   // counter-based RNG keyed by (seed, position)
 };
 
 struct GenerationRequest {

@@ -255,8 +255,8 @@ void parse_surface(const json& body, ApiRequest& r) {
     if (!v) continue;
     if (!v->is_string()) wrong_type(k, "a string", *v);
     if (v->get<std::string>().size() > kMaxIdBytes)
-      throw bad_request(k, std::string("'") + k + "' is longer than " +
-                               std::to_string(kMaxIdBytes) + " bytes");
+      throw bad_request(
+          k, std::string("'") + k + "' is longer than " + std::to_string(kMaxIdBytes) + " bytes");
     (std::string_view(k) == "request_id" ? r.request_id : r.user) = v->get<std::string>();
   }
   if (const json* v = field(body, "n_predict"); v && !r.max_tokens) {

@@ -46,14 +46,14 @@ struct ApiRequest {
   std::string cache_salt;        // vLLM extension: isolates the prefix cache
 
   // The rest of the request surface (docs/api.md; request_fields.h lists every field).
-  int64_t n = 1;                          // choices, each its own seeded stream
-  float min_p = 0.0f;                     // 0: off
-  bool skip_special_tokens = true;        // vLLM's default: control tokens add no text
-  std::vector<int32_t> stop_token_ids;    // vLLM: more ids that end the completion
-  int64_t truncate_prompt_tokens = 0;     // vLLM: keep only the last N prompt tokens (0: all)
-  std::string request_id;                 // vLLM: the response id's suffix ("" → random)
-  std::string user;                       // OpenAI: end-user id, written to the request log
-  std::string served_name;                // set by the server: the name responses carry
+  int64_t n = 1;                        // choices, each its own seeded stream
+  float min_p = 0.0f;                   // 0: off
+  bool skip_special_tokens = true;      // vLLM's default: control tokens add no text
+  std::vector<int32_t> stop_token_ids;  // vLLM: more ids that end the completion
+  int64_t truncate_prompt_tokens = 0;   // vLLM: keep only the last N prompt tokens (0: all)
+  std::string request_id;               // vLLM: the response id's suffix ("" → random)
+  std::string user;                     // OpenAI: end-user id, written to the request log
+  std::string served_name;              // set by the server: the name responses carry
 };
 
 // Throws ApiError (400) naming the first bad field.

@@ -110,8 +110,11 @@ class PendingCompletion : public PendingReply {
  public:
   PendingCompletion(std::unique_ptr<CompletionChoices> job, RequestRecord rec, LogFormat log,
                     Clock::time_point t0)
-      : job_(std::move(job)), stream_(job_->request().stream), rec_(std::move(rec)),
-        log_(log), t0_(t0) {}
+      : job_(std::move(job)),
+        stream_(job_->request().stream),
+        rec_(std::move(rec)),
+        log_(log),
+        t0_(t0) {}
   ~PendingCompletion() override {
     RequestRecord r = completion_record(*job_, std::move(rec_));
     r.duration_s = std::chrono::duration<double>(Clock::now() - t0_).count();
@@ -262,9 +265,10 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     if (!model_known(name))
       return {error_reply(not_found("the model '" + name + "' does not exist", "model_not_found")),
               nullptr};
-    return {json_reply(200, model_json(cfg.served_model_names.empty() ? backend->model_id() : name)
-                                .dump()),
-            nullptr};
+    return {
+        json_reply(200,
+                   model_json(cfg.served_model_names.empty() ? backend->model_id() : name).dump()),
+        nullptr};
   }
   if (p == "/v1/completions" || p == "/v1/chat/completions") {
     if (m != "POST") return wrong_method("POST");
@@ -306,8 +310,9 @@ Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, 
     RequestRecord rec;
     rec.method = req.head.method;
     rec.path = req.path;
-    return {{}, std::make_unique<PendingCompletion>(std::move(job), std::move(rec),
-                                                    cfg.log_format, Clock::now())};
+    return {{},
+            std::make_unique<PendingCompletion>(std::move(job), std::move(rec), cfg.log_format,
+                                                Clock::now())};
   } catch (const ApiError& e) {
     return {error_reply(e), nullptr};
   }

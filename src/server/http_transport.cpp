@@ -235,8 +235,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (!chunked_) keep_alive_ = false;  // an HTTP/1.0 stream ends with the connection
       queue_write(status_line(200) +
                   "Content-Type: text/event-stream\r\nCache-Control: "
-                  "no-cache\r\nX-Accel-Buffering: no\r\n" + cors_ +
-                  (chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n") + "\r\n");
+                  "no-cache\r\nX-Accel-Buffering: no\r\n" +
+                  cors_ + (chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n") +
+                  "\r\n");
       arm_tick();
     }
     pump(false);

@@ -12,7 +12,8 @@ constexpr unsigned P = kCompletionsOnly, C = kChatOnly, B = kBothEndpoints;
 // Ordered as docs/api.md: OpenAI's fields, then vLLM's, then llama-server's.
 const std::vector<RequestField> kFields = {
     // OpenAI chat completions and (legacy) completions.
-    {"messages", C, "OpenAI", S::implemented, "", "the conversation, rendered by the chat template"},
+    {"messages", C, "OpenAI", S::implemented, "",
+     "the conversation, rendered by the chat template"},
     {"prompt", P, "OpenAI", S::implemented, "", "a string, token ids, or a list of one of them"},
     {"model", B, "OpenAI", S::implemented, "", "a served name (--served-model-name); else 404"},
     {"audio", C, "OpenAI", S::rejected, "", "text-only models"},
@@ -80,8 +81,7 @@ const std::vector<RequestField> kFields = {
     {"guided_grammar", B, "vLLM", S::rejected, "", "guided decoding is not implemented"},
     {"guided_json", B, "vLLM", S::rejected, "", "guided decoding is not implemented"},
     {"guided_regex", B, "vLLM", S::rejected, "", "guided decoding is not implemented"},
-    {"guided_whitespace_pattern", B, "vLLM", S::rejected, "",
-     "guided decoding is not implemented"},
+    {"guided_whitespace_pattern", B, "vLLM", S::rejected, "", "guided decoding is not implemented"},
     {"ignore_eos", B, "vLLM", S::implemented, "true", "end-of-sequence tokens do not stop"},
     {"include_reasoning", C, "vLLM", S::implemented, "true",
      "chat-template work: reasoning_content"},
@@ -111,8 +111,7 @@ const std::vector<RequestField> kFields = {
     {"structural_tag", C, "vLLM", S::rejected, "", "guided decoding is not implemented"},
     {"structured_outputs", B, "vLLM", S::rejected, "", "guided decoding is not implemented"},
     {"top_k", B, "vLLM", S::implemented, "5", "0 or -1: off"},
-    {"truncate_prompt_tokens", B, "vLLM", S::implemented, "2",
-     "keeps the last N prompt tokens"},
+    {"truncate_prompt_tokens", B, "vLLM", S::implemented, "2", "keeps the last N prompt tokens"},
     {"use_beam_search", B, "vLLM", S::no_op, "false", "beam search is not implemented"},
     {"vllm_xargs", B, "vLLM", S::rejected, "", "no custom extensions"},
 
@@ -123,8 +122,7 @@ const std::vector<RequestField> kFields = {
     {"dry_base", B, "llama-server", S::no_op, "any", "acts only with dry_multiplier"},
     {"dry_multiplier", B, "llama-server", S::no_op, "0", "DRY is not implemented"},
     {"dry_penalty_last_n", B, "llama-server", S::no_op, "any", "acts only with dry_multiplier"},
-    {"dry_sequence_breakers", B, "llama-server", S::no_op, "any",
-     "acts only with dry_multiplier"},
+    {"dry_sequence_breakers", B, "llama-server", S::no_op, "any", "acts only with dry_multiplier"},
     {"dynatemp_exponent", B, "llama-server", S::no_op, "any", "acts only with dynatemp_range"},
     {"dynatemp_range", B, "llama-server", S::no_op, "0", "dynamic temperature is not implemented"},
     {"grammar", B, "llama-server", S::rejected, "", "grammars are not implemented"},
@@ -164,17 +162,6 @@ unsigned endpoint_bit(Endpoint e) {
   return e == Endpoint::chat ? kChatOnly : kCompletionsOnly;
 }
 
-std::vector<json> accepted_values(std::string_view values) {
-  std::vector<json> out;
-  for (size_t at = 0; at <= values.size();) {
-    size_t end = values.find(" or ", at);
-    if (end == std::string_view::npos) end = values.size();
-    out.push_back(json::parse(values.substr(at, end - at)));
-    at = end + 4;
-  }
-  return out;
-}
-
 void no_op_check(const RequestField& f, const json& v, const json& body) {
   std::string_view values = f.values;
   if (values == "any") return;
@@ -182,13 +169,13 @@ void no_op_check(const RequestField& f, const json& v, const json& body) {
     auto n = body.find("n");
     json want = n == body.end() || n->is_null() ? json(1) : *n;
     if (v == want) return;
-    throw bad_request(f.name, std::string("'") + f.name + "' must equal n (" + want.dump() +
-                                  "): " + f.note);
+    throw bad_request(
+        f.name, std::string("'") + f.name + "' must equal n (" + want.dump() + "): " + f.note);
   }
-  for (const json& a : accepted_values(values))
+  for (const json& a : field_accepted_values(f))
     if (v == a) return;
-  throw bad_request(f.name, std::string("'") + f.name + "' is only accepted as " + f.values +
-                                " (" + f.note + "), got " + v.dump());
+  throw bad_request(f.name, std::string("'") + f.name + "' is only accepted as " + f.values + " (" +
+                                f.note + "), got " + v.dump());
 }
 
 }  // namespace
@@ -207,6 +194,19 @@ std::string_view field_status_name(FieldStatus s) {
       return "rejected";
   }
   return "?";
+}
+
+std::vector<json> field_accepted_values(const RequestField& f) {
+  std::string_view values = f.values;
+  std::vector<json> out;
+  if (f.status != FieldStatus::no_op || values == "any" || values == "n") return out;
+  for (size_t at = 0; at <= values.size();) {
+    size_t end = values.find(" or ", at);
+    if (end == std::string_view::npos) end = values.size();
+    out.push_back(json::parse(values.substr(at, end - at)));
+    at = end + 4;
+  }
+  return out;
 }
 
 const RequestField* request_field_find(std::string_view name, Endpoint endpoint) {

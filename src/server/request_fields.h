@@ -38,6 +38,9 @@ struct RequestField {
 const std::vector<RequestField>& request_fields();
 std::string_view field_status_name(FieldStatus s);  // "implemented" | "no-op" | "rejected"
 
+// A no-op field's accepted values, parsed ("any" and "n" have none).
+std::vector<nlohmann::json> field_accepted_values(const RequestField& f);
+
 // The registry entry for `name` on `endpoint`, or null.
 const RequestField* request_field_find(std::string_view name, Endpoint endpoint);
 

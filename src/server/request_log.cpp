@@ -41,26 +41,35 @@ std::string request_log_id() {
 }
 
 std::string request_log_line(const RequestRecord& r, LogFormat f) {
-  nlohmann::ordered_json j = {{"time", utc_now()},         {"id", r.id},
-                              {"method", r.method},        {"endpoint", r.path},
-                              {"status", r.status},        {"model", r.model},
-                              {"user", r.user},            {"n", r.n},
-                              {"seed", nullptr},           {"prompt_tokens", r.prompt_tokens},
+  nlohmann::ordered_json j = {{"time", utc_now()},
+                              {"id", r.id},
+                              {"method", r.method},
+                              {"endpoint", r.path},
+                              {"status", r.status},
+                              {"model", r.model},
+                              {"user", r.user},
+                              {"n", r.n},
+                              {"seed", nullptr},
+                              {"prompt_tokens", r.prompt_tokens},
                               {"cached_tokens", r.cached_tokens},
                               {"completion_tokens", r.completion_tokens},
-                              {"ttft_s", nullptr},         {"duration_s", rounded(r.duration_s)},
+                              {"ttft_s", nullptr},
+                              {"duration_s", rounded(r.duration_s)},
                               {"error", r.error}};
   if (r.seed) j["seed"] = *r.seed;
   if (r.ttft_s >= 0) j["ttft_s"] = rounded(r.ttft_s);
   if (f == LogFormat::json) return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string line = "invar serve: request";
   for (auto& [k, v] : j.items()) {
-    if (k == "time" || (v.is_string() && v.get<std::string>().empty())) continue;
+    if (k == "time" || v.is_null() || (v.is_string() && v.get<std::string>().empty())) continue;
+    bool tokens = k == "n" || k.find("tokens") != std::string::npos;
+    if (tokens && r.n == 0) continue;  // not a completion
     // Strings are quoted (JSON escapes) so that a client's text cannot forge a field.
     line += " " + k + "=" +
             (v.is_string() && k != "method" && k != "endpoint"
                  ? v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-                 : v.is_string() ? v.get<std::string>() : v.dump());
+             : v.is_string() ? v.get<std::string>()
+                             : v.dump());
   }
   return line;
 }

@@ -26,7 +26,7 @@ struct RequestRecord {
 };
 
 std::string request_log_line(const RequestRecord& r, LogFormat f);  // without the newline
-void request_log_write(const RequestRecord& r, LogFormat f);       // to stderr
+void request_log_write(const RequestRecord& r, LogFormat f);        // to stderr
 std::string request_log_id();                                       // "req-" + 16 hex digits
 
 }  // namespace invar::server
