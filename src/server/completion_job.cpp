@@ -134,8 +134,9 @@ void CompletionJob::start(int64_t queue_limit, std::function<void()> notify) {
       if (!q->any_token) {
         q->metrics->ttft.observe(std::chrono::duration<double>(now - q->submitted).count());
         q->first_token = now;
-      } else
+      } else {
         q->metrics->inter_token.observe(std::chrono::duration<double>(now - q->last_token).count());
+      }
       q->any_token = true;
       q->last_token = now;
     }

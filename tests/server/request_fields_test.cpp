@@ -19,7 +19,7 @@ using namespace invar::server;
 namespace {
 
 struct DocRow {
-  std::string endpoints, origin, status, values;
+  std::string endpoints, origin, status, values, notes;
 };
 
 std::string trim(const std::string& s) {
@@ -50,7 +50,7 @@ std::map<std::string, DocRow> doc_rows() {
     if (cells.size() < 6) continue;
     std::string key = without_backticks(cells[0]) + " " + cells[1];
     EXPECT_FALSE(rows.count(key)) << "documented twice: " << key;
-    rows[key] = {cells[1], cells[2], cells[3], without_backticks(cells[4])};
+    rows[key] = {cells[1], cells[2], cells[3], without_backticks(cells[4]), cells[5]};
   }
   return rows;
 }
@@ -75,6 +75,7 @@ TEST(RequestFields, DocsTableMatchesTheRegistryBothWays) {
     ++matched;
     EXPECT_EQ(it->second.origin, f.origin) << key;
     EXPECT_EQ(it->second.status, field_status_name(f.status)) << key;
+    EXPECT_EQ(it->second.notes, f.note) << key;
     if (f.status == FieldStatus::no_op) {
       EXPECT_EQ(it->second.values, f.values) << key;
     }
