@@ -23,6 +23,7 @@
 #include "model/make_model.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
+#include "version.h"
 
 namespace invar::app {
 namespace {
@@ -36,6 +37,7 @@ struct ServeOptions {
   bool no_prefix_cache = false;
   std::string simd;
   double drain_timeout_s = 30;
+  std::string log_format = "text";
   server::BackendOptions backend;
 };
 
@@ -79,6 +81,14 @@ int run_serve(ServeOptions& o) {
   std::string path = default_model ? kDefaultModel : o.model;
   if (!default_model && !std::filesystem::exists(path)) throw Error("no model file at " + path);
   o.server.model_aliases = {path, std::filesystem::path(path).filename().string()};
+  if (o.log_format == "text")
+    o.server.log_format = server::LogFormat::text;
+  else if (o.log_format == "json")
+    o.server.log_format = server::LogFormat::json;
+  else if (o.log_format == "none")
+    o.server.log_format = server::LogFormat::none;
+  else
+    throw Error("--log-format must be text, json or none, not '" + o.log_format + "'");
 
   // Every client connection is a descriptor: allow as many as the hard limit does.
   rlimit fds{};
@@ -100,7 +110,15 @@ int run_serve(ServeOptions& o) {
     if (default_model && !std::filesystem::exists(path)) default_model_create(path);
     return server::engine_backend_load(path, ecfg, bopts);
   });
-  int port = srv.bind();
+  int port = 0;
+  try {
+    port = srv.bind();
+  } catch (const Error& e) {
+    std::string why = e.what();
+    if (why.find("in use") != std::string::npos)
+      why += " (another process listens there: stop it or choose another --port)";
+    throw Error(why);
+  }
   srv.start();
   std::fprintf(stderr, "invar serve: listening on http://%s:%d (loading %s)\n",
                o.server.host.c_str(), port, path.c_str());
@@ -191,6 +209,19 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
   s->add_option("--ctx", e.n_ctx, "context limit per request (0: the model's)")
       ->capture_default_str();
   s->add_option("--simd", o->simd, "off | avx2 | avx512 (default: the best the CPU has)");
+  s->add_option("--served-model-name", o->server.served_model_names,
+                "NAME...: the names /v1/models lists and requests' \"model\" must match (else "
+                "404 model_not_found); responses carry the first. Default: the model's id, "
+                "path or file name");
+  s->add_option("--allowed-origins", o->server.allowed_origins,
+                "ORIGIN...: CORS: answer preflight OPTIONS requests and send "
+                "Access-Control-Allow-Origin to these origins ('*': any). Default: none");
+  s->add_option("--log-format", o->log_format,
+                "one line per request on stderr (id, endpoint, status, prompt/cached/generated "
+                "tokens, TTFT, duration, seed): text | json | none")
+      ->capture_default_str();
+  s->set_version_flag("--version", version_text,
+                      "print the version, numerics version, build type and ISA, and exit");
   return [o]() { return run_serve(*o); };
 });
 

@@ -56,8 +56,9 @@ class EngineError : public Error {
 struct SamplingParams {
   float temperature = 0.0f;  // 0: greedy (argmax, ties to the smaller id)
   float top_p = 1.0f;
-  int64_t top_k = 0;  // 0: off
-  uint64_t seed = 0;  // counter-based RNG keyed by (seed, position)
+  int64_t top_k = 0;   // 0: off
+  float min_p = 0.0f;  // drop candidates with probability < min_p × the best's (0: off)
+  uint64_t seed = 0;   // counter-based RNG keyed by (seed, position)
 };
 
 struct GenerationRequest {
@@ -72,6 +73,7 @@ struct GenerationRequest {
   int64_t prompt_logprobs = -1;  // ≥ 0: logprob of each prompt token ≥ 1 (+ K candidates);
                                  // forces those positions to be computed (no cache skip)
   bool capture_logits = false;   // tests: raw logits of every computed position
+  bool skip_special_tokens = false;  // control tokens (<|im_end|>) add no text (vLLM's default)
 };
 
 struct TokenLogprob {

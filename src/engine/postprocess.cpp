@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tokenizer/token_types.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar {
@@ -14,6 +15,13 @@ std::vector<int32_t> end_of_sequence_ids(const Tokenizer& tok) {
     if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   }
   return ids;
+}
+
+std::string_view Postprocessor::token_text_bytes(const GenerationRequest& r, int32_t id) const {
+  const auto& types = tokenizer_->vocab().token_types;
+  const bool control = size_t(id) < types.size() && types[size_t(id)] == token_type::kControl;
+  if (r.skip_special_tokens && control) return {};
+  return tokenizer_->token_bytes(id);
 }
 
 Postprocessor::Postprocessor(const Tokenizer* tokenizer, int64_t n_vocab, int64_t n_ctx)
@@ -66,7 +74,7 @@ FinishReason Postprocessor::process(const ChunkPlan& c, const float* rows, TextA
   ++generated_total_;
   const auto& stops = s.req.stop_tokens;
   ev.stop_token = std::find(stops.begin(), stops.end(), ev.token) != stops.end();
-  if (text && !ev.stop_token) ev.text = text->push(tokenizer_->token_bytes(ev.token));
+  if (text && !ev.stop_token) ev.text = text->push(token_text_bytes(s.req, ev.token));
   const bool stop = ev.stop_token || (text && text->stopped());
   if (s.sink) s.sink(std::move(ev));
   if (stop) return FinishReason::stop;

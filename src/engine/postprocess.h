@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "engine/sampler.h"
@@ -33,6 +34,8 @@ class Postprocessor {
   uint64_t generated_total() const { return generated_total_; }
 
  private:
+  // The bytes a generated token adds to the completion's text.
+  std::string_view token_text_bytes(const GenerationRequest& r, int32_t id) const;
   void logits_capture(Sequence& s, const ChunkPlan& c, const float* rows);
   void prompt_logprobs_emit(Sequence& s, const ChunkPlan& c, const float* rows);
 

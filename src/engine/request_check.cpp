@@ -36,6 +36,7 @@ void request_check(const GenerationRequest& r, const RequestLimits& lim) {
     refuse("temperature", "temperature must be a finite number ≥ 0");
   if (!(sp.top_p > 0.0f && sp.top_p <= 1.0f)) refuse("top_p", "top_p must be in (0, 1]");
   if (sp.top_k < 0) refuse("top_k", "top_k must be ≥ 0");
+  if (!(sp.min_p >= 0.0f && sp.min_p <= 1.0f)) refuse("min_p", "min_p must be in [0, 1]");
   if (r.top_logprobs < 0 || r.top_logprobs > 20)
     refuse("top_logprobs", "top_logprobs must be in 0..20");
   if (r.prompt_logprobs > 20) refuse("prompt_logprobs", "prompt_logprobs must be in 0..20");

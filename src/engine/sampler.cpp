@@ -41,12 +41,26 @@ int32_t sample_token(const float* logits, int64_t n_vocab, const SamplingParams&
     s.vals[static_cast<size_t>(i)] = w >= 0.0f ? w : 0.0f;  // NaN logits weigh nothing
     total += s.vals[static_cast<size_t>(i)];
   }
-  // top-p: the shortest head of the ranking whose mass reaches top_p of the total.
+  // min-p (vLLM's order: before top-p): weights are relative to the best candidate, so a
+  // candidate survives when its weight is at least min_p. The ranking is by weight, so the
+  // survivors are a head of it.
   int64_t n = k;
+  if (p.min_p > 0.0f) {
+    double kept_min = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      if (s.vals[static_cast<size_t>(i)] < p.min_p) {
+        n = std::max<int64_t>(i, 1);
+        break;
+      }
+      kept_min += s.vals[static_cast<size_t>(i)];
+    }
+    if (n < k) total = kept_min;
+  }
+  // top-p: the shortest head of the ranking whose mass reaches top_p of the total.
   if (p.top_p < 1.0f) {
     const double target = static_cast<double>(p.top_p) * total;
     double cum = 0;
-    for (int64_t i = 0; i < k; ++i) {
+    for (int64_t i = 0; i < n; ++i) {
       cum += s.vals[static_cast<size_t>(i)];
       if (cum >= target) {
         n = i + 1;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/request_fields.h"
 
 namespace invar::server {
 namespace {
@@ -13,6 +14,8 @@ using json = nlohmann::json;
 constexpr int kMaxDepth = 64;  // deeper bodies are junk, not requests
 constexpr int64_t kMaxTopLogprobs = 20;
 constexpr size_t kMaxStops = 16;
+constexpr int64_t kMaxChoices = 128;
+constexpr size_t kMaxIdBytes = 256;
 
 const char* type_name(const json& v) {
   if (v.is_null()) return "null";
@@ -156,10 +159,6 @@ void parse_messages(const json& body, ApiRequest& r) {
 
 // Fields whose non-default values would change the output in a way invar does not implement.
 void reject_unsupported(const json& body) {
-  if (const json* v = field(body, "n"); v && int_in(*v, "n", 1, 1024) != 1)
-    throw bad_request("n", "'n' must be 1: invar returns one choice per request");
-  if (const json* v = field(body, "best_of"); v && int_in(*v, "best_of", 1, 1024) != 1)
-    throw bad_request("best_of", "'best_of' must be 1");
   for (const char* k : {"presence_penalty", "frequency_penalty"}) {
     if (const json* v = field(body, k); v && number_in(*v, k, -2, 2, false) != 0)
       throw bad_request(k, std::string("'") + k + "' is not supported (must be 0)");
@@ -262,6 +261,43 @@ void parse_logprobs(const json& body, ApiRequest& r) {
     r.tokens_as_ids = as_bool(*v, "return_tokens_as_token_ids");
 }
 
+// The fields beyond OpenAI's core that invar implements (request_fields.h): n, min_p,
+// vLLM's token-level extras, llama-server's n_predict, and the ids written to the log.
+void parse_surface(const json& body, ApiRequest& r) {
+  if (const json* v = field(body, "n")) r.n = int_in(*v, "n", 1, kMaxChoices);
+  if (const json* v = field(body, "min_p")) r.min_p = float(number_in(*v, "min_p", 0, 1, false));
+  if (const json* v = field(body, "skip_special_tokens"))
+    r.skip_special_tokens = as_bool(*v, "skip_special_tokens");
+  if (const json* v = field(body, "stop_token_ids")) {
+    if (!v->is_array()) wrong_type("stop_token_ids", "an array of token ids", *v);
+    for (size_t i = 0; i < v->size(); ++i)
+      r.stop_token_ids.push_back(token_id((*v)[i], "stop_token_ids[" + std::to_string(i) + "]"));
+  }
+  if (const json* v = field(body, "truncate_prompt_tokens"))
+    r.truncate_prompt_tokens =
+        int_in(*v, "truncate_prompt_tokens", 1, std::numeric_limits<int32_t>::max());
+  for (const char* k : {"request_id", "user", "safety_identifier"}) {
+    const json* v = field(body, k);
+    if (!v) continue;
+    if (!v->is_string()) wrong_type(k, "a string", *v);
+    if (v->get<std::string>().size() > kMaxIdBytes)
+      throw bad_request(
+          k, std::string("'") + k + "' is longer than " + std::to_string(kMaxIdBytes) + " bytes");
+    (std::string_view(k) == "request_id" ? r.request_id : r.user) = v->get<std::string>();
+  }
+  if (const json* v = field(body, "n_predict"); v && !r.max_tokens) {
+    int64_t x = int_in(*v, "n_predict", -1, std::numeric_limits<int32_t>::max());
+    if (x == 0) throw bad_request("n_predict", "'n_predict' must be -1 or at least 1");
+    if (x > 0) r.max_tokens = x;
+  }
+  if (const json* o = field(body, "stream_options")) {
+    for (const char* k : {"continuous_usage_stats", "include_obfuscation"})
+      if (const json* v = field(*o, k); v && as_bool(*v, std::string("stream_options.") + k))
+        throw bad_request(std::string("stream_options.") + k,
+                          std::string("'stream_options.") + k + "' is not supported");
+  }
+}
+
 }  // namespace
 
 ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
@@ -274,6 +310,7 @@ ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
     throw bad_request("", std::string("request body is not valid JSON: ") + e.what());
   }
   if (!body.is_object()) throw bad_request("", "request body must be a JSON object");
+  request_fields_check(body, endpoint);
 
   ApiRequest r;
   r.endpoint = endpoint;
@@ -320,6 +357,7 @@ ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
     r.cache_salt = v->get<std::string>();
   }
   if (const json* v = field(body, "ignore_eos")) r.ignore_eos = as_bool(*v, "ignore_eos");
+  parse_surface(body, r);
   return r;
 }
 

@@ -1,7 +1,8 @@
 // OpenAI request bodies (/v1/completions, /v1/chat/completions) parsed and validated into one
-// flat struct. Pure: no model, no tokenizer. Every rejection is a 400 naming the field. Unknown
-// fields are ignored as OpenAI does; fields invar cannot honour exactly (n > 1, penalties,
-// logit_bias, tools, ...) are rejected rather than silently dropped.
+// flat struct. Pure: no model, no tokenizer. Every rejection is a 400 naming the field. Every
+// top-level field is checked against the registry of request_fields.h first: unknown fields and
+// fields invar cannot honour exactly (penalties, logit_bias, guided decoding, ...) are rejected
+// rather than silently dropped.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,16 @@ struct ApiRequest {
   bool tokens_as_ids = false;    // vLLM return_tokens_as_token_ids: tokens as "token_id:N"
   bool ignore_eos = false;       // vLLM extension: end-of-sequence tokens do not stop
   std::string cache_salt;        // vLLM extension: isolates the prefix cache
+
+  // The rest of the request surface (docs/api.md; request_fields.h lists every field).
+  int64_t n = 1;                        // choices, each its own seeded stream
+  float min_p = 0.0f;                   // 0: off
+  bool skip_special_tokens = true;      // vLLM's default: control tokens add no text
+  std::vector<int32_t> stop_token_ids;  // vLLM: more ids that end the completion
+  int64_t truncate_prompt_tokens = 0;   // vLLM: keep only the last N prompt tokens (0: all)
+  std::string request_id;               // vLLM: the response id's suffix ("" → random)
+  std::string user;                     // OpenAI: end-user id, written to the request log
+  std::string served_name;              // set by the server: the name responses carry
 };
 
 // Throws ApiError (400) naming the first bad field.

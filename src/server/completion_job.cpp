@@ -54,6 +54,8 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
   } catch (const Error& e) {
     throw bad_request(prompt_field, e.what());
   }
+  if (req_.truncate_prompt_tokens > 0 && int64_t(prompt_.size()) > req_.truncate_prompt_tokens)
+    prompt_.erase(prompt_.begin(), prompt_.end() - req_.truncate_prompt_tokens);
   if (prompt_.empty())
     throw bad_request(prompt_field, std::string("'") + prompt_field + "' encodes to no tokens");
   for (size_t i = 0; i < prompt_.size(); ++i)
@@ -75,15 +77,17 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
                                 " in the completion): shorten the prompt or lower max_tokens");
   }
   if (!req_.ignore_eos) eos_ids_ = backend_.end_of_sequence_ids();
+  eos_ids_.insert(eos_ids_.end(), req_.stop_token_ids.begin(), req_.stop_token_ids.end());
   if (req_.echo && req_.logprobs) prompt_lp_k_ = req_.top_logprobs;
   if (req_.prompt_logprobs >= 0) prompt_lp_k_ = std::max(prompt_lp_k_, req_.prompt_logprobs);
 
   ctx_.endpoint = req_.endpoint;
-  ctx_.id = random_id(chat ? "chatcmpl-" : "cmpl-");
+  ctx_.id = req_.request_id.empty() ? random_id(chat ? "chatcmpl-" : "cmpl-")
+                                    : (chat ? "chatcmpl-" : "cmpl-") + req_.request_id;
   ctx_.created = std::chrono::duration_cast<std::chrono::seconds>(
                      std::chrono::system_clock::now().time_since_epoch())
                      .count();
-  ctx_.model = backend_.model_id();
+  ctx_.model = req_.served_name.empty() ? backend_.model_id() : req_.served_name;
   ctx_.fingerprint = backend_.system_fingerprint();
   ctx_.logprobs = req_.logprobs;
   ctx_.top_logprobs = req_.top_logprobs;
@@ -109,6 +113,8 @@ void CompletionJob::start(int64_t queue_limit, std::function<void()> notify) {
   g.sampling.top_p = req_.top_p;
   g.sampling.top_k = req_.top_k;
   g.sampling.seed = req_.seed;
+  g.sampling.min_p = req_.min_p;
+  g.skip_special_tokens = req_.skip_special_tokens;
   g.max_tokens = max_tokens_;
   g.stop_tokens = eos_ids_;
   g.stop_strings = req_.stop;
@@ -125,10 +131,12 @@ void CompletionJob::start(int64_t queue_limit, std::function<void()> notify) {
     auto now = Clock::now();
     std::lock_guard<std::mutex> lock(q->mu);
     if (ev.kind == EventKind::token) {
-      if (!q->any_token)
+      if (!q->any_token) {
         q->metrics->ttft.observe(std::chrono::duration<double>(now - q->submitted).count());
-      else
+        q->first_token = now;
+      } else {
         q->metrics->inter_token.observe(std::chrono::duration<double>(now - q->last_token).count());
+      }
       q->any_token = true;
       q->last_token = now;
     }
@@ -176,6 +184,7 @@ void CompletionJob::process(RequestEvent&& ev, Delta& d) {
     case EventKind::finished:
       engine_finished_ = true;
       d.finished = true;
+      end_time_ = Clock::now();
       metrics_.request_duration.observe(
           std::chrono::duration<double>(Clock::now() - start_time_).count());
       metrics_.completion_tokens_total.fetch_add(tokens_.size());
@@ -284,6 +293,25 @@ std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
     }
   }
   return out.empty() ? ": keep-alive\n\n" : out;
+}
+
+JobStats CompletionJob::stats() const {
+  JobStats st;
+  UsageOut u = usage();
+  st.prompt_tokens = u.prompt_tokens;
+  st.cached_tokens = u.cached_tokens;
+  st.completion_tokens = u.completion_tokens;
+  if (!queue_) return st;
+  auto end = engine_finished_ ? end_time_ : Clock::now();
+  st.duration_s = std::chrono::duration<double>(end - start_time_).count();
+  std::lock_guard<std::mutex> lock(queue_->mu);
+  if (queue_->any_token)
+    st.ttft_s = std::chrono::duration<double>(queue_->first_token - start_time_).count();
+  return st;
+}
+
+json CompletionJob::prompt_logprobs_value() const {
+  return prompt_logprobs_json(ctx_, prompt_, prompt_lp_);
 }
 
 void CompletionJob::cancel_by_client() {

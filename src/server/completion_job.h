@@ -30,8 +30,15 @@ struct EventQueue {
   std::deque<RequestEvent> events;
   std::function<void()> notify;  // set before submit; called after each event, must not block
   ServerMetrics* metrics = nullptr;
-  std::chrono::steady_clock::time_point submitted, last_token;
+  std::chrono::steady_clock::time_point submitted, last_token, first_token;
   bool any_token = false;
+};
+
+// What the request log reports of one engine request.
+struct JobStats {
+  int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+  double ttft_s = -1;  // submit → first token; -1: no token
+  double duration_s = 0;
 };
 
 class CompletionJob {
@@ -58,6 +65,9 @@ class CompletionJob {
   void cancel_by_client();
 
   const ApiRequest& request() const { return req_; }
+  JobStats stats() const;
+  // vLLM's prompt_logprobs value of the events seen so far (complete by the first token).
+  json prompt_logprobs_value() const;
 
  private:
   struct Delta {
@@ -83,7 +93,7 @@ class CompletionJob {
   std::shared_ptr<EventQueue> queue_;
   RequestId rid_ = 0;
   bool admitted_ = false, submitted_ = false, engine_finished_ = false;
-  std::chrono::steady_clock::time_point start_time_;
+  std::chrono::steady_clock::time_point start_time_, end_time_;
 
   std::vector<TokenOut> tokens_, prompt_lp_;
   std::string finish_reason_;

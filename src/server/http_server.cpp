@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
@@ -14,7 +15,8 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
-#include "server/completion_job.h"
+#include "server/completion_choices.h"
+#include "server/cors.h"
 #include "server/http_transport.h"
 #include "server/server_metrics.h"
 
@@ -78,35 +80,82 @@ std::string percent_decode(const std::string& s) {
   return out;
 }
 
+// The request log's record of a finished completion.
+RequestRecord completion_record(const CompletionChoices& c, RequestRecord rec) {
+  const ApiRequest& r = c.request();
+  JobStats st = c.stats();
+  rec.id = c.id();
+  rec.model = r.served_name.empty() ? r.model : r.served_name;
+  rec.user = r.user;
+  rec.n = r.n;
+  rec.seed = c.seed();
+  rec.prompt_tokens = st.prompt_tokens;
+  rec.cached_tokens = st.cached_tokens;
+  rec.completion_tokens = st.completion_tokens;
+  rec.ttft_s = st.ttft_s;
+  return rec;
+}
+
+// The message of an error body, for the request log.
+std::string error_message(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("error") || !j["error"].is_object()) return "";
+  auto m = j["error"].find("message");
+  return m != j["error"].end() && m->is_string() ? m->get<std::string>() : "";
+}
+
 // A completion in progress, polled by its connection whenever the engine's events wake it.
+// Writes its request-log line when it is done with (finished, failed or abandoned).
 class PendingCompletion : public PendingReply {
  public:
-  explicit PendingCompletion(std::unique_ptr<CompletionJob> job)
-      : job_(std::move(job)), stream_(job_->request().stream) {}
+  PendingCompletion(std::unique_ptr<CompletionChoices> job, RequestRecord rec, LogFormat log,
+                    Clock::time_point t0)
+      : job_(std::move(job)),
+        stream_(job_->request().stream),
+        rec_(std::move(rec)),
+        log_(log),
+        t0_(t0) {}
+  ~PendingCompletion() override {
+    RequestRecord r = completion_record(*job_, std::move(rec_));
+    r.duration_s = std::chrono::duration<double>(Clock::now() - t0_).count();
+    request_log_write(r, log_);
+  }
 
   bool streaming() const override { return stream_; }
 
   bool poll(bool tick, std::string* out) override {
     if (!stream_) {
       auto r = job_->poll_whole();
-      if (r) reply_ = json_reply(r->first, std::move(r->second));
+      if (r) {
+        rec_.status = r->first;
+        if (r->first != 200) rec_.error = error_message(r->second);
+        reply_ = json_reply(r->first, std::move(r->second));
+      }
       return r.has_value();
     }
     // A tick after a quiet interval sends what is there, or an SSE comment as keep-alive (a
     // vanished client is then noticed by the failed write).
-    if (tick ? !active_ : job_->ready()) *out += job_->stream_next(std::chrono::milliseconds(0));
+    rec_.status = 200;
+    if (tick ? !active_ : job_->ready()) *out += job_->stream_next();
     active_ = !tick;
     return job_->stream_done();
   }
 
   HttpReply reply() override { return std::move(reply_); }
-  void client_gone() override { job_->cancel_by_client(); }
+  void started_at(Clock::time_point t0) { t0_ = t0; }
+  void client_gone() override {
+    rec_.status = 499;  // nginx's "client closed request"
+    job_->cancel_by_client();
+  }
 
  private:
-  std::unique_ptr<CompletionJob> job_;
+  std::unique_ptr<CompletionChoices> job_;
   bool stream_;
   bool active_ = false;  // woken since the last tick
   HttpReply reply_;
+  RequestRecord rec_;
+  LogFormat log_;
+  Clock::time_point t0_;
 };
 
 }  // namespace
@@ -127,6 +176,7 @@ struct HttpServer::Impl {
   bool bound = false;
 
   Routed route(const HttpRequest& req, const Waker& wake);
+  Routed route_logged(const HttpRequest& req, const Waker& wake);
   Routed handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake);
   bool authorized(const HttpRequest& req) const {
     if (cfg.api_key.empty()) return true;
@@ -138,7 +188,11 @@ struct HttpServer::Impl {
            same_secret(*auth, "Bearer " + cfg.api_key);
   }
   bool model_known(const std::string& name) const {
-    if (name.empty() || name == backend->model_id()) return true;
+    if (name.empty()) return true;
+    if (!cfg.served_model_names.empty())
+      return std::find(cfg.served_model_names.begin(), cfg.served_model_names.end(), name) !=
+             cfg.served_model_names.end();
+    if (name == backend->model_id()) return true;
     for (auto& a : cfg.model_aliases)
       if (name == a) return true;
     return false;
@@ -151,8 +205,12 @@ struct HttpServer::Impl {
     if (s == State::failed) return unavailable("the model failed to load: " + load_error);
     return unavailable("the server is shutting down");
   }
-  nlohmann::json model_json() const {
-    return {{"id", backend->model_id()},
+  std::vector<std::string> served_names() const {
+    if (cfg.served_model_names.empty()) return {backend->model_id()};
+    return cfg.served_model_names;
+  }
+  nlohmann::json model_json(const std::string& name) const {
+    return {{"id", name},
             {"object", "model"},
             {"created", 0},
             {"owned_by", "invar"},
@@ -165,6 +223,8 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
   const std::string& m = req.head.method;
   const std::string& p = req.path;
   bool get = m == "GET" || m == "HEAD";
+  // A CORS preflight carries no credentials: it is answered before the auth check.
+  if (m == "OPTIONS" && !cfg.allowed_origins.empty()) return {cors_preflight(req), nullptr};
   if (!authorized(req)) return {error_reply(unauthorized()), nullptr};
   auto wrong_method = [&](const char* allowed) {
     return Routed{
@@ -197,14 +257,18 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     if (!get) return wrong_method("GET");
     if (auto e = not_ready()) return {error_reply(*e), nullptr};
     if (p == "/v1/models" || p == "/v1/models/") {
-      nlohmann::json body = {{"object", "list"}, {"data", nlohmann::json::array({model_json()})}};
+      nlohmann::json body = {{"object", "list"}, {"data", nlohmann::json::array()}};
+      for (auto& n : served_names()) body["data"].push_back(model_json(n));
       return {json_reply(200, body.dump()), nullptr};
     }
     std::string name = percent_decode(p.substr(11));
     if (!model_known(name))
       return {error_reply(not_found("the model '" + name + "' does not exist", "model_not_found")),
               nullptr};
-    return {json_reply(200, model_json().dump()), nullptr};
+    return {
+        json_reply(200,
+                   model_json(cfg.served_model_names.empty() ? backend->model_id() : name).dump()),
+        nullptr};
   }
   if (p == "/v1/completions" || p == "/v1/chat/completions") {
     if (m != "POST") return wrong_method("POST");
@@ -212,6 +276,24 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
                              wake);
   }
   return {error_reply(not_found("unknown route: " + m + " " + p, "not_found")), nullptr};
+}
+
+Routed HttpServer::Impl::route_logged(const HttpRequest& req, const Waker& wake) {
+  auto t0 = Clock::now();
+  Routed r = route(req, wake);
+  if (auto* pc = dynamic_cast<PendingCompletion*>(r.pending.get())) {
+    pc->started_at(t0);  // it writes its own line when done
+    return r;
+  }
+  RequestRecord rec;
+  rec.id = request_log_id();
+  rec.method = req.head.method;
+  rec.path = req.path;
+  rec.status = r.reply.status;
+  if (r.reply.status >= 400) rec.error = error_message(r.reply.body);
+  rec.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  request_log_write(rec, cfg.log_format);
+  return r;
 }
 
 Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake) {
@@ -222,9 +304,15 @@ Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, 
       return {
           error_reply(not_found("the model '" + r.model + "' does not exist", "model_not_found")),
           nullptr};
-    auto job = std::make_unique<CompletionJob>(*backend, std::move(r), metrics);
+    if (!cfg.served_model_names.empty()) r.served_name = cfg.served_model_names.front();
+    auto job = std::make_unique<CompletionChoices>(*backend, std::move(r), metrics);
     job->start(cfg.queue_limit, wake);
-    return {{}, std::make_unique<PendingCompletion>(std::move(job))};
+    RequestRecord rec;
+    rec.method = req.head.method;
+    rec.path = req.path;
+    return {{},
+            std::make_unique<PendingCompletion>(std::move(job), std::move(rec), cfg.log_format,
+                                                Clock::now())};
   } catch (const ApiError& e) {
     return {error_reply(e), nullptr};
   }
@@ -243,8 +331,9 @@ HttpServer::HttpServer(ServerConfig cfg, Loader loader) : impl_(std::make_unique
   t.body_timeout_s = m.cfg.body_timeout_s;
   t.body_stall_s = m.cfg.body_stall_s;
   t.idle_timeout_s = m.cfg.idle_timeout_s;
+  t.allowed_origins = m.cfg.allowed_origins;
   m.transport = std::make_unique<HttpTransport>(
-      t, [&m](const HttpRequest& req, const Waker& wake) { return m.route(req, wake); },
+      t, [&m](const HttpRequest& req, const Waker& wake) { return m.route_logged(req, wake); },
       [&m](const std::string& path, int status) {
         m.metrics.count_response(endpoint_label(path), status);
       });

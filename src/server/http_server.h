@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/backend.h"
+#include "server/request_log.h"
 
 namespace invar::server {
 
@@ -25,6 +26,11 @@ struct ServerConfig {
   double head_timeout_s = 10, body_timeout_s = 30, body_stall_s = 5;  // see http_transport.h
   double idle_timeout_s = 30;
   std::vector<std::string> model_aliases;  // names accepted in "model" besides the model id
+  // --served-model-name: the names /v1/models lists and "model" must match (the first is the
+  // name responses carry); empty: the model's id and model_aliases.
+  std::vector<std::string> served_model_names;
+  std::vector<std::string> allowed_origins;  // --allowed-origins: CORS ("*": any); none: off
+  LogFormat log_format = LogFormat::text;    // one line per request on stderr
 };
 
 class HttpServer {

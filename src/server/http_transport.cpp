@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/cors.h"
 
 namespace invar::server {
 namespace {
@@ -48,9 +49,11 @@ std::string status_line(int status) {
          "\r\n";
 }
 
-std::string reply_text(const HttpReply& r, bool keep_alive, bool head_only) {
+std::string reply_text(const HttpReply& r, bool keep_alive, bool head_only,
+                       const std::string& cors = std::string()) {
   std::string out = status_line(r.status) + "Content-Type: " + r.content_type +
-                    "\r\nContent-Length: " + std::to_string(r.body.size()) + "\r\n" +
+                    "\r\nContent-Length: " + std::to_string(r.body.size()) + "\r\n" + r.headers +
+                    cors +
                     // Said even on HTTP/1.1, where it is the default: an HTTP/1.0 client needs it.
                     (keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n") + "\r\n";
   if (!head_only) out += r.body;
@@ -218,6 +221,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     phase_ = Phase::responding;
     read_timer_.cancel();
     path_ = req.path;
+    cors_ = cors_headers(sh_->cfg.allowed_origins, req.head.field("Origin"));
     Routed routed;
     try {
       routed = sh_->handler(req, make_waker());
@@ -232,7 +236,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       queue_write(status_line(200) +
                   "Content-Type: text/event-stream\r\nCache-Control: "
                   "no-cache\r\nX-Accel-Buffering: no\r\n" +
-                  (chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n") + "\r\n");
+                  cors_ + (chunked_ ? "Transfer-Encoding: chunked\r\n" : "Connection: close\r\n") +
+                  "\r\n");
       arm_tick();
     }
     pump(false);
@@ -281,7 +286,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void send_reply(const HttpReply& r) {
     log(r.status);
-    queue_write(reply_text(r, keep_alive_, head_only_));
+    queue_write(reply_text(r, keep_alive_, head_only_, cors_));
     finish_response();
   }
 
@@ -434,6 +439,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<WakeSlot> wake_;
   std::unique_ptr<PendingReply> pending_;
   std::string path_;
+  std::string cors_;  // the CORS header lines of the current request's response
   std::chrono::steady_clock::time_point body_deadline_;
   Phase phase_ = Phase::idle;
   size_t linger_bytes_ = 0;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/http_framing.h"
 
@@ -27,6 +28,9 @@ struct TransportConfig {
   double idle_timeout_s = 30;        // a kept-alive connection with no request is closed
   double write_timeout_s = 30;       // one response write stalled this long → connection dropped
   int io_threads = 2;
+  // CORS: a request whose Origin is listed ("*": any) gets Access-Control-Allow-Origin on its
+  // response, streamed or not. Empty: no CORS headers at all.
+  std::vector<std::string> allowed_origins;
 };
 
 struct HttpRequest {
@@ -39,6 +43,7 @@ struct HttpReply {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::string headers = {};  // extra header lines, each ending in CRLF
 };
 
 // A response still being produced. Called only on its connection's strand, never concurrently.

@@ -1,4 +1,5 @@
-// The sampler (rule N6): greedy ties, a counter-based RNG, top-k / top-p limits, logprob order.
+// The sampler (rule N6): greedy ties, a counter-based RNG, top-k / top-p / min-p limits,
+// logprob order.
 #include "engine/sampler.h"
 
 #include <gtest/gtest.h>
@@ -57,6 +58,39 @@ TEST(Sampler, TopKAndTopPLimitTheCandidates) {
   p.top_k = 0;
   p.top_p = 0.05f;  // only the best candidate reaches it
   for (int64_t pos = 0; pos < 200; ++pos) EXPECT_EQ(sample_token(logits.data(), 5, p, pos, s), 1);
+}
+
+TEST(Sampler, MinPKeepsCandidatesWithinAFactorOfTheBest) {
+  SamplerScratch s;
+  // Relative probabilities at temperature 1: 1, 0.6, 0.5, 0.3, 0.1.
+  const std::vector<float> logits = {0.0f, std::log(0.6f), std::log(0.5f), std::log(0.3f),
+                                     std::log(0.1f)};
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 4;
+  std::vector<int> seen(5, 0);
+  for (int64_t pos = 0; pos < 2000; ++pos)
+    ++seen[static_cast<size_t>(sample_token(logits.data(), 5, p, pos, s))];
+  EXPECT_GT(seen[3] + seen[4], 0) << "without min_p the tail is drawn";
+  p.min_p = 0.45f;
+  std::vector<int> kept(5, 0);
+  for (int64_t pos = 0; pos < 2000; ++pos)
+    ++kept[static_cast<size_t>(sample_token(logits.data(), 5, p, pos, s))];
+  EXPECT_EQ(kept[3] + kept[4], 0) << "p < 0.45 p_max must be dropped";
+  for (int i = 0; i < 3; ++i) EXPECT_GT(kept[i], 0) << i;
+  // Renormalised over the survivors (1, 0.6, 0.5), as vLLM does before top-p.
+  EXPECT_NEAR(kept[0] / 2000.0, 1.0 / 2.1, 0.04);
+  // top_p then acts on the survivors only: 0.5 of (1 + 0.6 + 0.5) is reached by the best.
+  p.top_p = 0.45f;
+  for (int64_t pos = 0; pos < 200; ++pos) EXPECT_EQ(sample_token(logits.data(), 5, p, pos, s), 0);
+  // Temperature scales the ratio: at T = 2 the 0.3 candidate weighs sqrt(0.3) ≈ 0.55 ≥ 0.45.
+  p.top_p = 1.0f;
+  p.temperature = 2.0f;
+  std::vector<int> warm(5, 0);
+  for (int64_t pos = 0; pos < 2000; ++pos)
+    ++warm[static_cast<size_t>(sample_token(logits.data(), 5, p, pos, s))];
+  EXPECT_GT(warm[3], 0);
+  EXPECT_EQ(warm[4], 0);
 }
 
 TEST(Sampler, LogprobsOrderedByValueThenId) {

@@ -26,7 +26,7 @@ TEST(ApiRequest, CompletionFields) {
   ApiRequest r = api_request_parse(
       R"({"model":"m","prompt":"hi","max_tokens":7,"temperature":0,"top_p":0.5,"top_k":3,
           "seed":42,"stop":["x","yz"],"stream":true,"stream_options":{"include_usage":true},
-          "logprobs":5,"echo":true,"cache_salt":"s","n":1,"user":"u","unknown":{"a":[1]}})",
+          "logprobs":5,"echo":true,"cache_salt":"s","n":1,"user":"u"})",
       Endpoint::completions);
   EXPECT_EQ(r.model, "m");
   ASSERT_TRUE(r.prompt_text);
@@ -104,7 +104,8 @@ TEST(ApiRequest, RangesAndUnsupported) {
       {R"({"prompt":"a","top_k":-2})", "top_k"},
       {R"({"prompt":"a","logprobs":21})", "logprobs"},
       {R"({"prompt":"a","logprobs":true})", "logprobs"},
-      {R"({"prompt":"a","n":2})", "n"},
+      {R"({"prompt":"a","n":0})", "n"},
+      {R"({"prompt":"a","unknown":{"a":[1]}})", "unknown"},
       {R"({"prompt":"a","best_of":3})", "best_of"},
       {R"({"prompt":"a","presence_penalty":0.5})", "presence_penalty"},
       {R"({"prompt":"a","frequency_penalty":1})", "frequency_penalty"},
@@ -127,7 +128,7 @@ TEST(ApiRequest, RangesAndUnsupported) {
   }
   // Defaults that change nothing are accepted.
   api_request_parse(R"({"prompt":"a","n":1,"best_of":1,"presence_penalty":0,"logit_bias":{},
-                        "suffix":"","tools":[],"top_k":-1,"max_tokens":null,"seed":-1})",
+                        "suffix":"","top_k":-1,"max_tokens":null,"seed":-1})",
                     Endpoint::completions);
 }
 

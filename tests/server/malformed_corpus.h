@@ -97,7 +97,7 @@ inline std::vector<Case> malformed_corpus() {
       {C, "null"},
       {C, "42"},
       // out of range / cannot honour
-      {C, R"({"prompt":"a","n":2})"},
+      {C, R"({"prompt":"a","n":0})"},
       {C, R"({"prompt":"a","logprobs":21})"},
       {H, R"({"messages":[{"role":"user","content":"a"}],"logprobs":true,"top_logprobs":50})"},
       {C, R"({"prompt":"a","best_of":2})"},

@@ -91,7 +91,7 @@ await check('chat stream with include_usage', async () => {
 });
 
 async function logprobsOf(kind, stream) {
-  const common = { model: 'qwen3next-tiny', max_tokens: 10, ignore_eos: true, stream,
+  const common = { model: 'qwen3next-tiny', max_tokens: 10, ignore_eos: true, stream, seed: 3,
                    cache_salt: `node-eq-${kind}` };
   const req = kind === 'chat'
     ? { ...common, messages: [{ role: 'user', content: 'Item 7?' }], logprobs: true, top_logprobs: 20 }
@@ -130,6 +130,16 @@ await check('cached_tokens on a repeated document, salt isolation', async () => 
   assert.equal(c.usage.prompt_tokens_details.cached_tokens, 0, 'another salt must not hit');
 });
 
+await check('n choices, each its own seeded stream', async () => {
+  const req = { model: 'qwen3next-tiny', prompt: 'x', max_tokens: 6, temperature: 1, ignore_eos: true };
+  const r = await client.completions.create({ ...req, n: 3, seed: 40 });
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2]);
+  for (let i = 0; i < 3; i++) {
+    const one = await client.completions.create({ ...req, seed: 40 + i });
+    assert.equal(r.choices[i].text, one.choices[0].text, `choice ${i}`);
+  }
+});
+
 await check('errors', async () => {
   const bad = new OpenAI({ apiKey: 'wrong', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
   await expectStatus(401, OpenAI.AuthenticationError, () => bad.models.list());
@@ -137,7 +147,7 @@ await check('errors', async () => {
     () => client.completions.create({ model: 'gpt-4o', prompt: 'x' }));
   assert.match(e404.error.message, /gpt-4o/);
   const n = await expectStatus(400, OpenAI.BadRequestError,
-    () => client.completions.create({ model: 'qwen3next-tiny', prompt: 'x', n: 2 }));
+    () => client.completions.create({ model: 'qwen3next-tiny', prompt: 'x', n: 0 }));
   assert.equal(n.param, 'n');
   const ctx = await expectStatus(400, OpenAI.BadRequestError,
     () => client.completions.create({ model: 'qwen3next-tiny', prompt: 'x', max_tokens: 5000 }));

@@ -1,0 +1,172 @@
+#include "server/completion_choices.h"
+
+#include <algorithm>
+#include <random>
+
+namespace invar::server {
+namespace {
+
+// 63 random bits: a seed the client can send back as a JSON integer.
+uint64_t random_seed() {
+  static thread_local std::mt19937_64 gen{(uint64_t(std::random_device{}()) << 32) ^
+                                          std::random_device{}()};
+  return gen() >> 1;
+}
+
+std::string random_request_id() {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(random_seed()));
+  return buf;
+}
+
+// The events of an SSE text ("data: …\n\n" and ": comment\n\n"), without their separators.
+std::vector<std::string> sse_split(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find("\n\n", at);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(at, end - at));
+    at = end + 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+CompletionChoices::CompletionChoices(Backend& backend, ApiRequest req, ServerMetrics& metrics)
+    : req_(std::move(req)) {
+  if (!req_.has_seed) req_.seed = random_seed();
+  if (req_.request_id.empty()) req_.request_id = random_request_id();
+  for (int64_t i = 0; i < req_.n; ++i) {
+    ApiRequest one = req_;
+    one.n = 1;
+    one.seed = req_.seed + uint64_t(i);
+    one.has_seed = true;
+    // Several choices: usage is summed here, so the choices send none of their own.
+    if (req_.n > 1) one.include_usage = false;
+    jobs_.push_back(std::make_unique<CompletionJob>(backend, std::move(one), metrics));
+  }
+  whole_.resize(jobs_.size());
+  first_sent_.assign(jobs_.size(), false);
+}
+
+void CompletionChoices::start(int64_t queue_limit, std::function<void()> notify) {
+  for (auto& j : jobs_) j->start(queue_limit, notify);
+}
+
+std::string CompletionChoices::id() const {
+  return (req_.endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") + req_.request_id;
+}
+
+JobStats CompletionChoices::stats() const {
+  JobStats total = jobs_[0]->stats();
+  total.completion_tokens = 0;
+  for (auto& j : jobs_) {
+    JobStats s = j->stats();
+    total.completion_tokens += s.completion_tokens;
+    if (s.ttft_s >= 0 && (total.ttft_s < 0 || s.ttft_s < total.ttft_s)) total.ttft_s = s.ttft_s;
+    total.duration_s = std::max(total.duration_s, s.duration_s);
+  }
+  return total;
+}
+
+bool CompletionChoices::ready() {
+  for (auto& j : jobs_)
+    if (!j->stream_done() && j->ready()) return true;
+  return false;
+}
+
+void CompletionChoices::cancel_by_client() {
+  for (auto& j : jobs_) j->cancel_by_client();
+}
+
+std::optional<std::pair<int, std::string>> CompletionChoices::poll_whole() {
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    if (!whole_[i]) whole_[i] = jobs_[i]->poll_whole();
+    if (whole_[i] && whole_[i]->first != 200) {
+      cancel_by_client();  // the request has failed: the other choices are not wanted
+      return whole_[i];
+    }
+  }
+  for (auto& w : whole_)
+    if (!w) return std::nullopt;
+  if (jobs_.size() == 1) return whole_[0];
+  json out = json::parse(whole_[0]->second);
+  int64_t completion_tokens = 0;
+  json choices = json::array();
+  for (size_t i = 0; i < whole_.size(); ++i) {
+    json one = json::parse(whole_[i]->second);
+    completion_tokens += one["usage"]["completion_tokens"].get<int64_t>();
+    for (auto& c : one["choices"]) {
+      c["index"] = int64_t(i);
+      choices.push_back(std::move(c));
+    }
+  }
+  out["choices"] = std::move(choices);
+  UsageOut u;
+  u.prompt_tokens = out["usage"]["prompt_tokens"].get<int64_t>();
+  u.cached_tokens = out["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+  u.completion_tokens = completion_tokens;
+  out["usage"] = usage_json(u);
+  return std::make_pair(200, json_text(out));
+}
+
+// One choice's chunk as the client gets it: its index, the shared envelope, and (first chunk
+// only) the prompt logprobs. A chunk that needs none of that passes through unparsed.
+std::string CompletionChoices::rewrite_chunk(size_t choice, const std::string& data) {
+  bool first = !first_sent_[choice];
+  bool plp = first && req_.prompt_logprobs >= 0;
+  if (jobs_.size() == 1 && !plp && !envelope_.is_null()) return data;
+  json c = json::parse(data);
+  if (c.contains("error") || !c.contains("choices")) return data;
+  if (envelope_.is_null()) envelope_ = c;
+  if (c["choices"].empty()) return data;  // a usage chunk (n = 1 only)
+  first_sent_[choice] = true;
+  c["id"] = envelope_["id"];
+  c["created"] = envelope_["created"];
+  for (auto& ch : c["choices"]) {
+    ch["index"] = int64_t(choice);
+    if (plp) ch["prompt_logprobs"] = jobs_[choice]->prompt_logprobs_value();
+  }
+  return json_text(c);
+}
+
+std::string CompletionChoices::usage_chunk() {
+  UsageOut u;
+  JobStats s = stats();
+  u.prompt_tokens = s.prompt_tokens;
+  u.cached_tokens = s.cached_tokens;
+  u.completion_tokens = s.completion_tokens;
+  json c = envelope_;
+  c["choices"] = json::array();
+  c["usage"] = usage_json(u);
+  return sse_event(c);
+}
+
+std::string CompletionChoices::stream_next() {
+  if (done_) return "";
+  std::string out;
+  for (size_t i = 0; i < jobs_.size() && !done_; ++i) {
+    CompletionJob& j = *jobs_[i];
+    if (j.stream_done() || !j.ready()) continue;
+    for (const std::string& ev : sse_split(j.stream_next(std::chrono::milliseconds(0)))) {
+      if (ev.rfind("data: ", 0) != 0 || ev == "data: [DONE]") continue;
+      std::string data = rewrite_chunk(i, ev.substr(6));
+      out += "data: " + data + "\n\n";
+      if (data.rfind("{\"error\"", 0) == 0) {
+        cancel_by_client();  // the request has failed: the other choices are not wanted
+        done_ = true;
+        break;
+      }
+    }
+  }
+  if (!done_) {
+    done_ = std::all_of(jobs_.begin(), jobs_.end(), [](auto& j) { return j->stream_done(); });
+    if (done_ && jobs_.size() > 1 && req_.include_usage && !envelope_.is_null())
+      out += usage_chunk();
+  }
+  if (done_) out += "data: [DONE]\n\n";
+  return out.empty() ? ": keep-alive\n\n" : out;
+}
+
+}  // namespace invar::server
