@@ -1,7 +1,8 @@
 // OpenAI request bodies (/v1/completions, /v1/chat/completions) parsed and validated into one
 // flat struct. Pure: no model, no tokenizer. Every rejection is a 400 naming the field. Unknown
 // fields are ignored as OpenAI does; fields invar cannot honour exactly (n > 1, penalties,
-// logit_bias, tools, ...) are rejected rather than silently dropped.
+// logit_bias, ...) are rejected rather than silently dropped. The chat fields are parsed by
+// chat_request_parse.h.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/tokenizer.h"
+#include "server/chat_prompt.h"
 
 namespace invar::server {
 
@@ -21,10 +22,10 @@ struct ApiRequest {
   std::string model;  // "" when absent
 
   // Exactly one prompt form is set: prompt_text (completions string), prompt_ids (completions
-  // token-id array) or messages (chat).
+  // token-id array) or chat (messages, tools, ... for the chat template).
   std::optional<std::string> prompt_text;
   std::vector<int32_t> prompt_ids;
-  std::vector<ChatMessage> messages;
+  ChatInput chat;
 
   std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens; unset: default
   float temperature = 1.0f;           // OpenAI's default; 0 = greedy
