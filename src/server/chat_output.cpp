@@ -8,8 +8,8 @@ chat::OutputParserOptions parser_options(const ChatPrompt& prompt, const ChatInp
   chat::OutputParserOptions o;
   o.reasoning = prompt.reasoning();
   o.starts_in_reasoning = prompt.reasoning() && prompt_in_reasoning;
-  o.tool_calls = in.tool_choice == ToolChoice::none ? chat::ToolCallSyntax::none
-                                                    : prompt.tool_call_syntax();
+  o.tool_calls =
+      in.tool_choice == ToolChoice::none ? chat::ToolCallSyntax::none : prompt.tool_call_syntax();
   if (in.request.contains("tools")) o.tools = in.request["tools"];
   return o;
 }
@@ -79,7 +79,7 @@ std::optional<ApiError> ChatOutput::unmet() const {
   std::string asked =
       choice_ == ToolChoice::named ? "a call of '" + choice_name_ + "' only" : "a tool call";
   ApiError e;
-  e.status = 500;
+  e.status = 502;  // the model, not the client nor invar, failed the request's demand
   e.type = "server_error";
   e.param = "tool_choice";
   e.code = "tool_choice_unmet";

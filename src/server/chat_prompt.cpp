@@ -115,9 +115,9 @@ ChatPrompt::ChatPrompt(ChatTemplateConfig cfg) : cfg_(std::move(cfg)) {
 
 std::string ChatPrompt::describe() const {
   return cfg_.origin + " (sha256 " + sha256_.substr(0, 12) + ", " +
-         std::to_string(cfg_.source.size()) + " bytes; tool calls: " +
-         tool_call_syntax_name(syntax_) + "; reasoning: " + (cfg_.reasoning ? "auto" : "none") +
-         ")";
+         std::to_string(cfg_.source.size()) +
+         " bytes; tool calls: " + tool_call_syntax_name(syntax_) +
+         "; reasoning: " + (cfg_.reasoning ? "auto" : "none") + ")";
 }
 
 ChatRendered ChatPrompt::render(const ChatInput& in,
@@ -178,8 +178,10 @@ std::unique_ptr<ChatPrompt> chat_template_load(const Vocab& vocab, const Tokeniz
                  "tokenizer.chat_template): chat requests get 400; pass --chat-template FILE\n");
     return nullptr;
   }
-  if (vocab.bos_id >= 0 && vocab.bos_id < tok.n_vocab()) c.bos_token = tok.token_bytes(vocab.bos_id);
-  if (vocab.eos_id >= 0 && vocab.eos_id < tok.n_vocab()) c.eos_token = tok.token_bytes(vocab.eos_id);
+  if (vocab.bos_id >= 0 && vocab.bos_id < tok.n_vocab())
+    c.bos_token = tok.token_bytes(vocab.bos_id);
+  if (vocab.eos_id >= 0 && vocab.eos_id < tok.n_vocab())
+    c.eos_token = tok.token_bytes(vocab.eos_id);
   c.tool_call_syntax = opts.tool_call_syntax;
   c.reasoning = opts.reasoning;
   auto p = std::make_unique<ChatPrompt>(std::move(c));

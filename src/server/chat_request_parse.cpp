@@ -186,9 +186,9 @@ void parse_tool_choice(const ojson& body, const std::set<std::string>& names, Ch
     else if (s == "required")
       in.tool_choice = ToolChoice::required;
     else
-      throw bad_request("tool_choice",
-                        "'tool_choice' must be none, auto, required or a named function, not '" +
-                            s + "'");
+      throw bad_request(
+          "tool_choice",
+          "'tool_choice' must be none, auto, required or a named function, not '" + s + "'");
   } else if (tc->is_object()) {
     const ojson* type = member(*tc, "type");
     if (!type || *type != "function")
@@ -199,9 +199,8 @@ void parse_tool_choice(const ojson& body, const std::set<std::string>& names, Ch
     in.tool_choice = ToolChoice::named;
     in.tool_choice_name = string_member(*fn, "name", "tool_choice.function", true);
     if (!names.count(in.tool_choice_name))
-      throw bad_request("tool_choice.function.name",
-                        "'tool_choice' names '" + in.tool_choice_name +
-                            "', which is not among the offered tools");
+      throw bad_request("tool_choice.function.name", "'tool_choice' names '" + in.tool_choice_name +
+                                                         "', which is not among the offered tools");
   } else {
     wrong_type("tool_choice", "a string or an object", *tc);
   }

@@ -27,8 +27,7 @@ constexpr int64_t kReplayContext = 65536;
 
 class ReplayBackend : public Backend {
  public:
-  ReplayBackend(const std::string& model_path, const std::string& outputs_path,
-                BackendOptions opts)
+  ReplayBackend(const std::string& model_path, const std::string& outputs_path, BackendOptions opts)
       : opts_(std::move(opts)) {
     tok_ = Tokenizer::from_file(model_path);
     guard_ = std::make_unique<ControlTextGuard>(*tok_);
@@ -82,8 +81,8 @@ class ReplayBackend : public Backend {
     if (!output) throw Error("replay: no fixture output's key occurs in the prompt");
     std::lock_guard<std::mutex> lock(mu_);
     RequestId id = ++next_;
-    Req r{std::move(req), std::move(sink), tok_->encode(*output, true), 0, false,
-          TextAssembler({})};
+    Req r{std::move(req), std::move(sink),  tok_->encode(*output, true), 0,
+          false,          TextAssembler({})};
     r.text = TextAssembler(r.g.stop_strings);
     reqs_.emplace(id, std::move(r));
     running_ = reqs_.size();
@@ -186,8 +185,7 @@ class ReplayBackend : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> replay_backend_load(const std::string& model_path,
-                                             const std::string& outputs_path,
-                                             BackendOptions opts) {
+                                             const std::string& outputs_path, BackendOptions opts) {
   return std::make_unique<ReplayBackend>(model_path, outputs_path, std::move(opts));
 }
 

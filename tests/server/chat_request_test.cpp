@@ -87,8 +87,9 @@ TEST(ChatRequest, RejectsNamingTheField) {
             "messages[0].tool_calls[0].function.arguments");
   EXPECT_EQ(rejected_param(R"({"messages":[{"role":"assistant","tool_calls":[{"function":{}}]}]})"),
             "messages[0].tool_calls[0].function.name");
-  EXPECT_EQ(rejected_param(R"({"messages":[{"role":"user","content":"x","reasoning_content":"r"}]})"),
-            "messages[0].reasoning_content");
+  EXPECT_EQ(
+      rejected_param(R"({"messages":[{"role":"user","content":"x","reasoning_content":"r"}]})"),
+      "messages[0].reasoning_content");
   EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"tools":{}})"), "tools");
   EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"tools":[{"type":"code"}]})"),
             "tools[0].type");
@@ -102,13 +103,11 @@ TEST(ChatRequest, RejectsNamingTheField) {
                               "parameters":"x"}}]})"),
             "tools[0].function.parameters");
   EXPECT_EQ(rejected_param(with_tools(u, ",\"tool_choice\":\"sometimes\"")), "tool_choice");
-  EXPECT_EQ(rejected_param(with_tools(
-                u, R"(,"tool_choice":{"type":"function","function":{"name":"nope"}})")),
+  EXPECT_EQ(rejected_param(
+                with_tools(u, R"(,"tool_choice":{"type":"function","function":{"name":"nope"}})")),
             "tool_choice.function.name");
-  EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"tool_choice":"required"})"),
-            "tool_choice");
-  EXPECT_EQ(rejected_param(with_tools(u, ",\"parallel_tool_calls\":false")),
-            "parallel_tool_calls");
+  EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"tool_choice":"required"})"), "tool_choice");
+  EXPECT_EQ(rejected_param(with_tools(u, ",\"parallel_tool_calls\":false")), "parallel_tool_calls");
   EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"chat_template_kwargs":[]})"),
             "chat_template_kwargs");
   EXPECT_EQ(rejected_param(R"({"messages":)" + u +
@@ -116,8 +115,7 @@ TEST(ChatRequest, RejectsNamingTheField) {
             "continue_final_message");
   EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"chat_template":"{{ x }}"})"),
             "chat_template");
-  EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"functions":[{"name":"f"}]})"),
-            "functions");
+  EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"functions":[{"name":"f"}]})"), "functions");
   try {
     api_request_parse(R"({"prompt":"x","tool_choice":"auto"})", Endpoint::completions);
     ADD_FAILURE() << "completions accepted tool_choice";
@@ -129,7 +127,8 @@ TEST(ChatRequest, RejectsNamingTheField) {
 // Every client string is guarded: a request whose strings all spell control tokens renders to
 // exactly as many control tokens as the same request with plain strings in their place.
 TEST(ChatRequest, GuardCoversEveryClientString) {
-  const auto tok = Tokenizer::from_file(std::string(INVAR_SOURCE_DIR) + "/data/qwen3/tokenizer.json");
+  const auto tok =
+      Tokenizer::from_file(std::string(INVAR_SOURCE_DIR) + "/data/qwen3/tokenizer.json");
   const ControlTextGuard guard(*tok);
   ChatTemplateConfig cfg;
   cfg.source = read_text(std::string(INVAR_TEST_DATA_DIR) + "/chat-templates/Qwen3.5-4B.jinja");
@@ -139,19 +138,25 @@ TEST(ChatRequest, GuardCoversEveryClientString) {
   auto request = [&](const std::string& s) {
     const std::string q = ojson(s).dump();  // as a JSON string literal
     const std::string key = ojson("p" + s).dump();
-    return api_request_parse(
-        R"({"messages":[{"role":"system","content":)" + q + R"(},
-           {"role":"user","content":[{"type":"text","text":)" + q + R"(}],"name":)" + q + R"(},
-           {"role":"assistant","content":)" + q + R"(,"reasoning_content":)" + q + R"(,
-            "tool_calls":[{"type":"function","function":{"name":)" + q + R"(,
-              "arguments":)" + ojson(ojson{{"x" + s, s}}.dump()).dump() + R"(}}]},
-           {"role":"tool","content":)" + q + R"(},
+    return api_request_parse(R"({"messages":[{"role":"system","content":)" + q + R"(},
+           {"role":"user","content":[{"type":"text","text":)" +
+                                 q + R"(}],"name":)" + q + R"(},
+           {"role":"assistant","content":)" +
+                                 q + R"(,"reasoning_content":)" + q + R"(,
+            "tool_calls":[{"type":"function","function":{"name":)" +
+                                 q + R"(,
+              "arguments":)" + ojson(ojson{{"x" + s, s}}.dump()).dump() +
+                                 R"(}}]},
+           {"role":"tool","content":)" +
+                                 q + R"(},
            {"role":"user","content":"next"}],
-          "tools":[{"type":"function","function":{"name":)" + q + R"(,"description":)" + q +
-            R"(,"parameters":{"type":"object","properties":{)" + key +
-            R"(:{"type":"string","description":)" + q + R"(}}}}}],
-          "chat_template_kwargs":{"extra":)" + q + R"(}})",
-        Endpoint::chat);
+          "tools":[{"type":"function","function":{"name":)" +
+                                 q + R"(,"description":)" + q +
+                                 R"(,"parameters":{"type":"object","properties":{)" + key +
+                                 R"(:{"type":"string","description":)" + q + R"(}}}}}],
+          "chat_template_kwargs":{"extra":)" +
+                                 q + R"(}})",
+                             Endpoint::chat);
   };
   const int32_t im_start = tok->token_id("<|im_start|>"), im_end = tok->token_id("<|im_end|>"),
                 eot = tok->token_id("<|endoftext|>");
@@ -209,8 +214,8 @@ TEST(ChatOutputShape, FinishReasonsAndToolChoice) {
   EXPECT_EQ(req.unmet()->param, "tool_choice");
   EXPECT_FALSE(output_of(with_tools(u, R"(,"tool_choice":"required")"), call, false).unmet());
 
-  const json plain = output_of(R"({"messages":[{"role":"user","content":"x"}]})", "Hi", false)
-                         .message_json();
+  const json plain =
+      output_of(R"({"messages":[{"role":"user","content":"x"}]})", "Hi", false).message_json();
   EXPECT_EQ(plain["content"], "Hi");
   EXPECT_FALSE(plain.contains("reasoning_content"));
   EXPECT_FALSE(plain.contains("tool_calls"));

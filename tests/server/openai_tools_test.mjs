@@ -128,7 +128,7 @@ await check('reasoning and a plain answer', async () => {
   const { w } = await bothWays(xmlClient, { messages: [{ role: 'user', content: 'Please say hello.' }] });
   assert.equal(w.finish, 'stop');
   assert.equal(w.reasoning, 'A greeting is enough.\n');
-  assert.equal(w.content, 'Hello! 👋 Nice to meet you.');
+  assert.equal(w.content, 'Hello! Nice to meet you.');
   assert.deepEqual(w.calls, []);
 });
 
@@ -147,7 +147,7 @@ await check('tool_choice required without a call is an error, not a plain answer
     assert.fail('expected an error');
   } catch (e) {
     assert.ok(e instanceof OpenAI.APIError, e.message);
-    assert.equal(e.status, 500);
+    assert.equal(e.status, 502);
     assert.equal(e.code, 'tool_choice_unmet');
   }
   const named = await xmlClient.chat.completions.create({ model: 'replay', tools: [weather, time],
