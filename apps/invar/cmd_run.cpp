@@ -21,7 +21,6 @@
 #include "model/model.h"
 #include "probe/digest.h"
 #include "server/backend.h"
-#include "tokenizer/control_text_guard.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::app {
@@ -122,12 +121,12 @@ probe::Completion as_completion(const Collected& c) {
 std::vector<int32_t> chat_prompt_tokens(const Tokenizer& tok, const RunOptions& o) {
   server::BackendOptions bo;
   bo.chat_template_file = o.chat_template;
-  const auto tmpl = server::chat_template_load(tok.vocab(), tok, bo);
-  if (!tmpl) throw Error("--chat: the model carries no chat template; pass --chat-template FILE");
-  const ControlTextGuard guard(tok);
+  const server::VocabChat chat(tok, bo);
+  if (!chat.prompt())
+    throw Error("--chat: the model carries no chat template; pass --chat-template FILE");
   server::ChatInput in;
   in.request = {{"messages", {{{"role", "user"}, {"content", o.prompt}}}}};
-  return server::chat_encode(*tmpl, tok, &guard, in).tokens;
+  return chat.encode(in).tokens;
 }
 
 int run(const RunOptions& o) {

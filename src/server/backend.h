@@ -65,6 +65,21 @@ std::unique_ptr<Backend> replay_backend_load(const std::string& model_path,
 std::unique_ptr<ChatPrompt> chat_template_load(const Vocab& vocab, const Tokenizer& tok,
                                                const BackendOptions& opts);
 
+// The chat side of a backend over a real vocabulary: the template chat_template_load gives and
+// the role-injection guard (off with --allow-special-in-content).
+class VocabChat {
+ public:
+  VocabChat(const Tokenizer& tok, const BackendOptions& opts);
+  ~VocabChat();
+  const ChatPrompt* prompt() const { return prompt_.get(); }
+  ChatTokens encode(const ChatInput& in) const;  // Backend::chat_encode
+
+ private:
+  const Tokenizer& tok_;
+  std::unique_ptr<ControlTextGuard> guard_;  // null: trusted clients
+  std::unique_ptr<ChatPrompt> prompt_;
+};
+
 // Loads the GGUF model, its vocabulary and starts an engine. Throws invar::Error.
 std::unique_ptr<Backend> engine_backend_load(const std::string& model_path, EngineConfig cfg,
                                              BackendOptions opts = {});

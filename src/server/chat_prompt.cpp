@@ -189,4 +189,16 @@ std::unique_ptr<ChatPrompt> chat_template_load(const Vocab& vocab, const Tokeniz
   return p;
 }
 
+VocabChat::VocabChat(const Tokenizer& tok, const BackendOptions& opts)
+    : tok_(tok),
+      guard_(opts.allow_special_in_content ? nullptr : std::make_unique<ControlTextGuard>(tok)),
+      prompt_(chat_template_load(tok.vocab(), tok, opts)) {}
+
+VocabChat::~VocabChat() = default;
+
+ChatTokens VocabChat::encode(const ChatInput& in) const {
+  if (!prompt_) throw Error("this model has no chat template");
+  return chat_encode(*prompt_, tok_, guard_.get(), in);
+}
+
 }  // namespace invar::server

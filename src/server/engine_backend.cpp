@@ -9,7 +9,6 @@
 #include "engine/postprocess.h"
 #include "server/backend.h"
 #include "server/fingerprint.h"
-#include "tokenizer/control_text_guard.h"
 
 namespace invar::server {
 namespace {
@@ -25,8 +24,7 @@ class EngineBackend : public Backend {
   EngineBackend(const std::string& path, EngineConfig cfg, BackendOptions opts) : opts_(opts) {
     model_ = Model::load(path);
     tok_ = std::make_unique<Tokenizer>(vocab_from_gguf(model_->gguf()));
-    guard_ = std::make_unique<ControlTextGuard>(*tok_);
-    chat_ = chat_template_load(tok_->vocab(), *tok_, opts_);
+    chat_ = std::make_unique<VocabChat>(*tok_, opts_);
     if (tok_->n_vocab() > model_->hparams().n_vocab)
       throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
                   " tokens but the model only " + std::to_string(model_->hparams().n_vocab));
@@ -50,12 +48,8 @@ class EngineBackend : public Backend {
   std::vector<int32_t> encode(std::string_view text) const override {
     return tok_->encode(text, true);
   }
-  const ChatPrompt* chat_template() const override { return chat_.get(); }
-  ChatTokens chat_encode(const ChatInput& in) const override {
-    if (!chat_) throw Error("this model has no chat template");
-    return server::chat_encode(*chat_, *tok_, opts_.allow_special_in_content ? nullptr : guard_.get(),
-                               in);
-  }
+  const ChatPrompt* chat_template() const override { return chat_->prompt(); }
+  ChatTokens chat_encode(const ChatInput& in) const override { return chat_->encode(in); }
   std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }
   std::vector<int32_t> end_of_sequence_ids() const override { return eos_; }
   RequestId submit(GenerationRequest req, EventSink sink) override {
@@ -68,8 +62,7 @@ class EngineBackend : public Backend {
  private:
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tok_;
-  std::unique_ptr<ControlTextGuard> guard_;  // control spellings of this vocabulary
-  std::unique_ptr<ChatPrompt> chat_;         // null: no chat template
+  std::unique_ptr<VocabChat> chat_;  // the template (or none) and the role-injection guard
   std::unique_ptr<Engine> engine_;
   BackendOptions opts_;
   std::string id_, fingerprint_;

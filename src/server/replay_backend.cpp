@@ -18,7 +18,6 @@
 #include "engine/postprocess.h"
 #include "engine/text_assembler.h"
 #include "server/backend.h"
-#include "tokenizer/control_text_guard.h"
 
 namespace invar::server {
 namespace {
@@ -30,8 +29,7 @@ class ReplayBackend : public Backend {
   ReplayBackend(const std::string& model_path, const std::string& outputs_path, BackendOptions opts)
       : opts_(std::move(opts)) {
     tok_ = Tokenizer::from_file(model_path);
-    guard_ = std::make_unique<ControlTextGuard>(*tok_);
-    chat_ = chat_template_load(tok_->vocab(), *tok_, opts_);
+    chat_ = std::make_unique<VocabChat>(*tok_, opts_);
     const auto j = nlohmann::ordered_json::parse(file_read(outputs_path));
     if (!j.is_object() || j.empty())
       throw Error(outputs_path + ": expected a JSON object {\"text in the prompt\": \"output\"}");
@@ -60,12 +58,8 @@ class ReplayBackend : public Backend {
   std::vector<int32_t> encode(std::string_view text) const override {
     return tok_->encode(text, true);
   }
-  const ChatPrompt* chat_template() const override { return chat_.get(); }
-  ChatTokens chat_encode(const ChatInput& in) const override {
-    if (!chat_) throw Error("this model has no chat template");
-    return server::chat_encode(*chat_, *tok_,
-                               opts_.allow_special_in_content ? nullptr : guard_.get(), in);
-  }
+  const ChatPrompt* chat_template() const override { return chat_->prompt(); }
+  ChatTokens chat_encode(const ChatInput& in) const override { return chat_->encode(in); }
   std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }
   std::vector<int32_t> end_of_sequence_ids() const override { return eos_; }
 
@@ -169,8 +163,7 @@ class ReplayBackend : public Backend {
 
   BackendOptions opts_;
   std::unique_ptr<Tokenizer> tok_;
-  std::unique_ptr<ControlTextGuard> guard_;
-  std::unique_ptr<ChatPrompt> chat_;
+  std::unique_ptr<VocabChat> chat_;
   std::vector<std::pair<std::string, std::string>> outputs_;
   std::vector<int32_t> eos_;
   std::mutex mu_;

@@ -26,15 +26,10 @@ function startServer(template) {
   });
 }
 
-const results = [];
-async function check(name, fn) {
-  try {
-    await fn();
-    results.push([name, 'ok']);
-  } catch (e) {
-    results.push([name, 'FAIL: ' + (e.stack || e)]);
-  }
-}
+// Named checks, run in order after the servers are up; each failure is reported, none stops
+// the others.
+const checks = [];
+const check = (name, fn) => checks.push({ name, fn });
 
 const weather = { type: 'function', function: { name: 'get_weather', description: 'Weather in a city',
   parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] } } };
@@ -93,12 +88,12 @@ const hermes = await startServer('Qwen-Qwen3-0.6B.jinja');
 const xmlClient = new OpenAI({ apiKey: 'none', baseURL: `http://127.0.0.1:${xml.port}/v1`, maxRetries: 0 });
 const hermesClient = new OpenAI({ apiKey: 'none', baseURL: `http://127.0.0.1:${hermes.port}/v1`, maxRetries: 0 });
 
-await check('startup log names the template', async () => {
+check('startup log names the template', async () => {
   assert.match(xml.log(), /chat template: --chat-template \S+Qwen3\.5-4B\.jinja \(sha256 [0-9a-f]{12}, \d+ bytes; tool calls: qwen3_xml; reasoning: auto\)/);
   assert.match(hermes.log(), /tool calls: hermes/);
 });
 
-await check('XML tool call (Qwen3.5): whole and streamed', async () => {
+check('XML tool call (Qwen3.5): whole and streamed', async () => {
   const { w, streamed } = await bothWays(xmlClient, {
     messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: [weather, time] });
   assert.equal(w.finish, 'tool_calls');
@@ -110,13 +105,13 @@ await check('XML tool call (Qwen3.5): whole and streamed', async () => {
   assert.ok(streamed.argChunks >= 2, 'arguments streamed in pieces');
 });
 
-await check('XML tool call, the message content is null beside tool_calls', async () => {
+check('XML tool call, the message content is null beside tool_calls', async () => {
   const r = await xmlClient.chat.completions.create({ model: 'replay', tools: [weather],
     messages: [{ role: 'user', content: 'weather in Paris' }] });
   assert.equal(r.choices[0].message.content, null);
 });
 
-await check('JSON tool call (Qwen3 template): whole and streamed', async () => {
+check('JSON tool call (Qwen3 template): whole and streamed', async () => {
   const { w } = await bothWays(hermesClient, {
     messages: [{ role: 'user', content: 'What is the time in Tokyo?' }], tools: [weather, time] });
   assert.equal(w.finish, 'tool_calls');
@@ -124,7 +119,7 @@ await check('JSON tool call (Qwen3 template): whole and streamed', async () => {
   assert.deepEqual(w.calls, [{ name: 'get_time', arguments: '{"zone":"Asia/Tokyo"}' }]);
 });
 
-await check('reasoning and a plain answer', async () => {
+check('reasoning and a plain answer', async () => {
   const { w } = await bothWays(xmlClient, { messages: [{ role: 'user', content: 'Please say hello.' }] });
   assert.equal(w.finish, 'stop');
   assert.equal(w.reasoning, 'A greeting is enough.\n');
@@ -132,7 +127,7 @@ await check('reasoning and a plain answer', async () => {
   assert.deepEqual(w.calls, []);
 });
 
-await check('tool_choice none leaves the call as text', async () => {
+check('tool_choice none leaves the call as text', async () => {
   const { w } = await bothWays(xmlClient, { messages: [{ role: 'user', content: 'weather in Paris' }],
     tools: [weather], tool_choice: 'none' });
   assert.equal(w.finish, 'stop');
@@ -140,7 +135,7 @@ await check('tool_choice none leaves the call as text', async () => {
   assert.match(w.content, /^<tool_call>\n<function=get_weather>/);
 });
 
-await check('tool_choice required without a call is an error, not a plain answer', async () => {
+check('tool_choice required without a call is an error, not a plain answer', async () => {
   try {
     await xmlClient.chat.completions.create({ model: 'replay', tools: [weather], tool_choice: 'required',
       messages: [{ role: 'user', content: 'Please say hello.' }] });
@@ -156,7 +151,7 @@ await check('tool_choice required without a call is an error, not a plain answer
   assert.equal(named.choices[0].message.tool_calls[0].function.name, 'get_weather');
 });
 
-await check('--reasoning-format none keeps the thought in content', async () => {
+check('--reasoning-format none keeps the thought in content', async () => {
   const proc = spawn(bin, ['serve', '--model', model, '--port', '0', '--chat-template', `${templates}/Qwen3.5-4B.jinja`,
                            '--replay-outputs', replay, '--reasoning-format', 'none', '--tool-call-parser', 'none'],
                      { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -177,12 +172,13 @@ await check('--reasoning-format none keeps the thought in content', async () => 
   }
 });
 
+let failed = 0;
+for (const { name, fn } of checks) {
+  const error = await fn().then(() => null, (e) => e.stack || String(e));
+  console.log(error ? `FAIL ${name}\n${error}` : `ok   ${name}`);
+  if (error) failed++;
+}
 xml.proc.kill('SIGKILL');
 hermes.proc.kill('SIGKILL');
-let failed = 0;
-for (const [name, r] of results) {
-  console.log(`${r === 'ok' ? 'ok  ' : 'FAIL'} ${name}${r === 'ok' ? '' : '\n' + r}`);
-  if (r !== 'ok') failed++;
-}
-console.log(`${results.length - failed}/${results.length} checks passed`);
+console.log(`${checks.length - failed}/${checks.length} checks passed`);
 process.exit(failed ? 1 : 0);
