@@ -20,6 +20,7 @@
 #include "engine/postprocess.h"
 #include "model/model.h"
 #include "probe/digest.h"
+#include "server/backend.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::app {
@@ -32,6 +33,7 @@ struct RunOptions {
   std::string prompt;
   std::string tokens;
   bool chat = false;
+  std::string chat_template;  // --chat-template: instead of the model's
   int64_t n_predict = 32;
   int top_logprobs = 0;
   int prompt_logprobs = 0;
@@ -114,6 +116,19 @@ probe::Completion as_completion(const Collected& c) {
   return out;
 }
 
+// --prompt as one user turn through the chat template, exactly as `invar serve` renders a chat
+// request with that one message (its role-injection guard included).
+std::vector<int32_t> chat_prompt_tokens(const Tokenizer& tok, const RunOptions& o) {
+  server::BackendOptions bo;
+  bo.chat_template_file = o.chat_template;
+  const server::VocabChat chat(tok, bo);
+  if (!chat.prompt())
+    throw Error("--chat: the model carries no chat template; pass --chat-template FILE");
+  server::ChatInput in;
+  in.request = {{"messages", {{{"role", "user"}, {"content", o.prompt}}}}};
+  return chat.encode(in).tokens;
+}
+
 int run(const RunOptions& o) {
   if (o.prompt.empty() == o.tokens.empty())
     throw Error("give exactly one of --prompt and --tokens");
@@ -137,7 +152,7 @@ int run(const RunOptions& o) {
   if (!o.tokens.empty())
     prompt = parse_ids(o.tokens);
   else if (o.chat)
-    prompt = tok.encode(chat_render({{"user", o.prompt}}, true), true);
+    prompt = chat_prompt_tokens(tok, o);
   else
     prompt = tok.encode(o.prompt, false);
   if (prompt.empty()) throw Error("the prompt has no tokens");
@@ -235,7 +250,10 @@ Command run_command("run", [](CLI::App& root) -> Command::Run {
   c->add_option("model", o->model, "GGUF model file")->required();
   c->add_option("--prompt", o->prompt, "prompt text");
   c->add_option("--tokens", o->tokens, "prompt token ids, comma or space separated");
-  c->add_flag("--chat", o->chat, "wrap --prompt as one ChatML user turn + assistant prompt");
+  c->add_flag("--chat", o->chat,
+              "render --prompt as one user turn with the model's chat template (as invar serve "
+              "renders it) + the generation prompt");
+  c->add_option("--chat-template", o->chat_template, "--chat: a Jinja FILE instead of the model's");
   c->add_option("-n", o->n_predict, "tokens to generate (default 32)");
   c->add_option("--top-logprobs", o->top_logprobs, "print the top K (0..20) of each step");
   c->add_option("--prompt-logprobs", o->prompt_logprobs,

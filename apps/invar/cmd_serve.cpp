@@ -39,6 +39,9 @@ struct ServeOptions {
   double drain_timeout_s = 30;
   std::string log_format = "text";
   server::BackendOptions backend;
+  std::string tool_call_parser;  // "": from the template
+  std::string reasoning_format = "auto";
+  std::string replay_outputs;  // tests: replay fixture outputs instead of running the model
 };
 
 // The default model, written on first use: make-model's defaults with the Qwen3 vocabulary.
@@ -74,6 +77,14 @@ int run_serve(ServeOptions& o) {
     if (!level) throw Error("--simd must be off, avx2 or avx512, not '" + o.simd + "'");
     simd_set(*level);
   }
+  if (!o.tool_call_parser.empty())
+    o.backend.tool_call_syntax = server::tool_call_syntax_parse(o.tool_call_parser);
+  if (o.reasoning_format != "auto" && o.reasoning_format != "none")
+    throw Error("--reasoning-format must be auto or none, not '" + o.reasoning_format + "'");
+  o.backend.reasoning = o.reasoning_format == "auto";
+  if (!o.backend.chat_template_file.empty() &&
+      !std::filesystem::exists(o.backend.chat_template_file))
+    throw Error("no chat template file at " + o.backend.chat_template_file);
   o.engine.prefix_cache = !o.no_prefix_cache;
   o.engine.max_queue = o.server.queue_limit;
   if (o.server.queue_limit < 1) throw Error("--queue-limit must be at least 1");
@@ -106,8 +117,10 @@ int run_serve(ServeOptions& o) {
 
   EngineConfig ecfg = o.engine;
   server::BackendOptions bopts = o.backend;
-  server::HttpServer srv(o.server, [path, default_model, ecfg, bopts] {
+  const std::string replay = o.replay_outputs;
+  server::HttpServer srv(o.server, [path, default_model, ecfg, bopts, replay] {
     if (default_model && !std::filesystem::exists(path)) default_model_create(path);
+    if (!replay.empty()) return server::replay_backend_load(path, replay, bopts);
     return server::engine_backend_load(path, ecfg, bopts);
   });
   int port = 0;
@@ -169,7 +182,8 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
   auto o = std::make_shared<ServeOptions>();
   auto* s = root.add_subcommand("serve",
                                 "OpenAI-compatible HTTP server (/v1/completions, "
-                                "/v1/chat/completions, /v1/models, /health, /metrics)");
+                                "/v1/chat/completions, /v1/models, /tokenize, /detokenize, "
+                                "/health, /metrics)");
   s->add_option("--model", o->model,
                 std::string("GGUF model (default: ") + kDefaultModel + ", created on first use)");
   s->add_option("--host", o->server.host, "address to bind (loopback unless told otherwise)")
@@ -194,6 +208,22 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
               "chat: text in messages that spells a control token (<|im_start|>) becomes that "
               "token, as the raw template would make it. Off by default: any end user could "
               "forge a system turn. Completions prompts always parse special tokens");
+  s->add_option("--chat-template", o->backend.chat_template_file,
+                "chat: render with this Jinja FILE instead of the model's tokenizer.chat_template "
+                "(a model without one answers chat requests with 400)");
+  s->add_option("--tool-call-parser", o->tool_call_parser,
+                "chat: how tool calls in the output are read: hermes (JSON in <tool_call>), "
+                "qwen3_xml (<tool_call><function=NAME><parameter=P>), none (left as text). "
+                "Default: qwen3_xml if the template writes <function=, else hermes if it "
+                "mentions <tool_call>, else none");
+  s->add_option("--reasoning-format", o->reasoning_format,
+                "chat: auto: text inside <think>...</think> goes to reasoning_content; none: it "
+                "stays in content")
+      ->capture_default_str();
+  s->add_option("--replay-outputs", o->replay_outputs,
+                "tests only: answer from a JSON FILE {\"text in the prompt\": \"output\"} with the "
+                "model's vocabulary and template, without its weights")
+      ->group("");
   EngineConfig& e = o->engine;
   s->add_option("--block-size", e.block_size, "tokens per KV block / prefix-cache unit")
       ->capture_default_str();

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/chat_request_parse.h"
 #include "server/request_fields.h"
 
 namespace invar::server {
@@ -109,56 +110,8 @@ void parse_prompt(const json& body, ApiRequest& r) {
     throw bad_request("prompt", "'prompt' must not be empty");
 }
 
-std::string message_content(const json& m, const std::string& name) {
-  auto it = m.find("content");
-  if (it == m.end()) throw bad_request(name + ".content", "'" + name + ".content' is required");
-  if (it->is_null()) {
-    if (m.value("role", "") == "assistant") return "";
-    throw bad_request(name + ".content", "'" + name + ".content' must not be null");
-  }
-  if (it->is_string()) return it->get<std::string>();
-  if (!it->is_array()) wrong_type(name + ".content", "a string or an array of text parts", *it);
-  // Text parts joined by newlines, as vLLM renders them for text-only chat templates.
-  std::string out;
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& part = (*it)[i];
-    std::string pname = name + ".content[" + std::to_string(i) + "]";
-    if (!part.is_object()) wrong_type(pname, "an object", part);
-    auto type = part.find("type");
-    if (type == part.end() || !type->is_string() || *type != "text")
-      throw bad_request(pname + ".type", "only content parts of type 'text' are supported");
-    auto text = part.find("text");
-    if (text == part.end() || !text->is_string()) wrong_type(pname + ".text", "a string", part);
-    if (i) out += "\n";
-    out += text->get<std::string>();
-  }
-  return out;
-}
-
-void parse_messages(const json& body, ApiRequest& r) {
-  const json* ms = field(body, "messages");
-  if (!ms) throw bad_request("messages", "'messages' is required");
-  if (!ms->is_array()) wrong_type("messages", "an array", *ms);
-  if (ms->empty()) throw bad_request("messages", "'messages' must not be empty");
-  for (size_t i = 0; i < ms->size(); ++i) {
-    const json& m = (*ms)[i];
-    std::string name = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) wrong_type(name, "an object", m);
-    auto role = m.find("role");
-    if (role == m.end() || !role->is_string())
-      throw bad_request(name + ".role", "'" + name + ".role' must be a string");
-    std::string rs = role->get<std::string>();
-    if (rs != "system" && rs != "user" && rs != "assistant")
-      throw bad_request(name + ".role",
-                        "role '" + rs + "' is not supported (system, user, assistant)");
-    if (m.contains("tool_calls") && !m["tool_calls"].is_null())
-      throw bad_request(name + ".tool_calls", "tool calls are not supported");
-    r.messages.push_back({rs, message_content(m, name)});
-  }
-}
-
 // Fields whose non-default values would change the output in a way invar does not implement.
-void reject_unsupported(const json& body) {
+void reject_unsupported(const json& body, bool chat) {
   for (const char* k : {"presence_penalty", "frequency_penalty"}) {
     if (const json* v = field(body, k); v && number_in(*v, k, -2, 2, false) != 0)
       throw bad_request(k, std::string("'") + k + "' is not supported (must be 0)");
@@ -177,14 +130,16 @@ void reject_unsupported(const json& body) {
     if (!v->get<std::string>().empty())
       throw bad_request("suffix", "'suffix' (insertion) is not supported");
   }
-  for (const char* k : {"tools", "functions"}) {
-    if (const json* v = field(body, k)) {
-      if (!v->is_array()) wrong_type(k, "an array", *v);
-      if (!v->empty()) throw bad_request(k, std::string("'") + k + "' is not supported");
-    }
+  if (const json* v = field(body, "functions")) {
+    if (!v->is_array()) wrong_type("functions", "an array", *v);
+    if (!v->empty())
+      throw bad_request("functions", "'functions' is not supported: use 'tools'");
   }
-  if (const json* v = field(body, "tool_choice"); v && !(v->is_string() && *v == "none"))
-    throw bad_request("tool_choice", "'tool_choice' is not supported");
+  for (const char* k : {"tools", "tool_choice"}) {
+    const json* v = field(body, k);
+    if (chat || !v || (v->is_array() && v->empty()) || (v->is_string() && *v == "none")) continue;
+    throw bad_request(k, std::string("'") + k + "' is only for /v1/chat/completions");
+  }
   if (const json* v = field(body, "response_format")) {
     if (!v->is_object()) wrong_type("response_format", "an object", *v);
     auto t = v->find("type");
@@ -321,9 +276,9 @@ ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
   if (endpoint == Endpoint::completions)
     parse_prompt(body, r);
   else
-    parse_messages(body, r);
+    r.chat = chat_request_parse(nlohmann::ordered_json::parse(text));  // keys in client order
 
-  reject_unsupported(body);
+  reject_unsupported(body, endpoint == Endpoint::chat);
   const char* max_name = "max_tokens";
   const json* mt = field(body, "max_tokens");
   if (const json* v = field(body, "max_completion_tokens"))

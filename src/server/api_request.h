@@ -2,7 +2,7 @@
 // flat struct. Pure: no model, no tokenizer. Every rejection is a 400 naming the field. Every
 // top-level field is checked against the registry of request_fields.h first: unknown fields and
 // fields invar cannot honour exactly (penalties, logit_bias, guided decoding, ...) are rejected
-// rather than silently dropped.
+// rather than silently dropped. The chat fields are parsed by chat_request_parse.h.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tokenizer/tokenizer.h"
+#include "server/chat_prompt.h"
 
 namespace invar::server {
 
@@ -22,10 +22,10 @@ struct ApiRequest {
   std::string model;  // "" when absent
 
   // Exactly one prompt form is set: prompt_text (completions string), prompt_ids (completions
-  // token-id array) or messages (chat).
+  // token-id array) or chat (messages, tools, ... for the chat template).
   std::optional<std::string> prompt_text;
   std::vector<int32_t> prompt_ids;
-  std::vector<ChatMessage> messages;
+  ChatInput chat;
 
   std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens; unset: default
   float temperature = 1.0f;           // OpenAI's default; 0 = greedy

@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/engine.h"
+#include "server/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::server {
@@ -26,14 +28,13 @@ class Backend {
   // Special-token text (e.g. "<|im_start|>") becomes its id, as vLLM and llama.cpp do. Throws
   // invar::Error for text the vocabulary cannot encode.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
-  // Throws invar::Error for message shapes the template cannot render exactly.
-  virtual std::string chat_render(const std::vector<ChatMessage>& messages) const = 0;
-  // The prompt tokens of a chat. Control-token spellings inside message text stay plain text
+  // The chat template (chat_prompt.h), or null when the model carries none and none was given.
+  virtual const ChatPrompt* chat_template() const = 0;
+  // The prompt tokens of a chat. Control-token spellings inside client strings stay plain text
   // (tokenizer/control_text_guard.h) unless the server trusts its clients
   // (--allow-special-in-content); the template's own control tokens are always control tokens.
-  virtual std::vector<int32_t> chat_encode(const std::vector<ChatMessage>& messages) const {
-    return encode(chat_render(messages));
-  }
+  // Throws invar::Error for what the template refuses or the vocabulary cannot encode.
+  virtual ChatTokens chat_encode(const ChatInput& in) const = 0;
   virtual std::string token_bytes(int32_t id) const = 0;         // raw bytes (may be partial UTF-8)
   virtual std::vector<int32_t> end_of_sequence_ids() const = 0;  // ids that end a completion
 
@@ -47,6 +48,36 @@ class Backend {
 
 struct BackendOptions {
   bool allow_special_in_content = false;  // --allow-special-in-content: trusted clients only
+  std::string chat_template_file;         // --chat-template: replaces the model's template
+  std::optional<chat::ToolCallSyntax> tool_call_syntax;  // --tool-call-parser
+  bool reasoning = true;                                 // --reasoning-format none: false
+};
+
+// Tests: the model's vocabulary and chat template without weights, answering each request with
+// the output in OUTPUTS ({"text the prompt contains": "output"}) one token per step
+// (replay_backend.cpp). Throws invar::Error.
+std::unique_ptr<Backend> replay_backend_load(const std::string& model_path,
+                                             const std::string& outputs_path,
+                                             BackendOptions opts);
+
+// The chat template of a vocabulary under `opts` (null when there is none), logged on stderr
+// with its origin and digest. Throws invar::Error for a file that cannot be read or compiled.
+std::unique_ptr<ChatPrompt> chat_template_load(const Vocab& vocab, const Tokenizer& tok,
+                                               const BackendOptions& opts);
+
+// The chat side of a backend over a real vocabulary: the template chat_template_load gives and
+// the role-injection guard (off with --allow-special-in-content).
+class VocabChat {
+ public:
+  VocabChat(const Tokenizer& tok, const BackendOptions& opts);
+  ~VocabChat();
+  const ChatPrompt* prompt() const { return prompt_.get(); }
+  ChatTokens encode(const ChatInput& in) const;  // Backend::chat_encode
+
+ private:
+  const Tokenizer& tok_;
+  std::unique_ptr<ControlTextGuard> guard_;  // null: trusted clients
+  std::unique_ptr<ChatPrompt> prompt_;
 };
 
 // Loads the GGUF model, its vocabulary and starts an engine. Throws invar::Error.

@@ -45,9 +45,16 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
   const char* prompt_field = chat ? "messages" : "prompt";
   // Text the template or the vocabulary cannot take is the client's to fix: a 400.
   try {
-    if (chat)
-      prompt_ = backend_.chat_encode(req_.messages);
-    else if (req_.prompt_text)
+    if (chat) {
+      const ChatPrompt* tmpl = backend_.chat_template();
+      if (!tmpl)
+        throw Error(
+            "this model carries no chat template (tokenizer.chat_template): start the server "
+            "with --chat-template FILE, or send the prompt to /v1/completions");
+      ChatTokens t = backend_.chat_encode(req_.chat);
+      prompt_ = std::move(t.tokens);
+      chat_out_ = std::make_unique<ChatOutput>(*tmpl, req_.chat, t.in_reasoning);
+    } else if (req_.prompt_text)
       prompt_ = backend_.encode(*req_.prompt_text);
     else
       prompt_ = req_.prompt_ids;
@@ -246,8 +253,15 @@ std::optional<std::pair<int, std::string>> CompletionJob::poll_whole() {
     lp = logprobs_value(tokens_, &offset);
   }
   json plp = req_.prompt_logprobs >= 0 ? prompt_logprobs_json(ctx_, prompt_, prompt_lp_) : json();
-  return std::make_pair(200,
-                        json_text(response_json(ctx_, text, lp, finish_reason_, usage(), plp)));
+  json body = response_json(ctx_, text, lp, finish_reason_, usage(), plp);
+  if (chat_out_) {
+    chat_out_->feed(text);
+    chat_out_->finish();
+    if (auto e = chat_out_->unmet()) return std::make_pair(e->status, e->to_json());
+    body["choices"][0]["message"] = chat_out_->message_json();
+    body["choices"][0]["finish_reason"] = chat_out_->finish_reason(finish_reason_);
+  }
+  return std::make_pair(200, json_text(body));
 }
 
 std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
@@ -277,13 +291,31 @@ std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
       stream_done_ = true;
       return out;
     }
+    chat::OutputDelta parsed;
+    std::optional<ApiError> unmet;
+    if (chat_out_) {
+      parsed = chat_out_->feed(d.text);
+      if (d.finished) parsed.append(chat_out_->finish()), unmet = chat_out_->unmet();
+    }
     if (!d.text.empty() || !d.tokens.empty() || d.finished) {
-      bool skip = d.text.empty() && !d.finished && !req_.logprobs;  // nothing visible yet
+      bool visible = chat_out_ ? !parsed.empty() : !d.text.empty();
+      bool skip = !visible && !d.finished && !req_.logprobs;  // nothing visible yet
       if (!skip) {
         json lp =
             d.tokens.empty() && !req_.logprobs ? json() : logprobs_value(d.tokens, &stream_offset_);
-        out += sse_event(chunk_json(ctx_, d.text, lp, d.finished ? finish_reason_ : "", false));
+        std::string finish = d.finished && !unmet ? finish_reason_ : "";
+        json chunk = chunk_json(ctx_, d.text, lp, finish, false);
+        if (chat_out_) {
+          chunk["choices"][0]["delta"] = ChatOutput::delta_json(parsed);
+          if (!finish.empty()) chunk["choices"][0]["finish_reason"] = chat_out_->finish_reason(finish);
+        }
+        out += sse_event(chunk);
       }
+    }
+    if (unmet) {
+      out += "data: " + unmet->to_json() + "\n\ndata: [DONE]\n\n";
+      stream_done_ = true;
+      return out;
     }
     if (d.finished) {
       if (req_.include_usage) out += sse_event(usage_chunk_json(ctx_, usage()));

@@ -18,6 +18,7 @@
 #include "server/api_request.h"
 #include "server/api_response.h"
 #include "server/backend.h"
+#include "server/chat_output.h"
 #include "server/server_metrics.h"
 
 namespace invar::server {
@@ -89,6 +90,8 @@ class CompletionJob {
   std::vector<int32_t> eos_ids_;
   int64_t max_tokens_ = 0;
   int64_t prompt_lp_k_ = -1;  // prompt logprobs asked of the engine (-1: none)
+
+  std::unique_ptr<ChatOutput> chat_out_;  // chat: content, reasoning and tool calls
 
   std::shared_ptr<EventQueue> queue_;
   RequestId rid_ = 0;

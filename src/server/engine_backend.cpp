@@ -9,7 +9,6 @@
 #include "engine/postprocess.h"
 #include "server/backend.h"
 #include "server/fingerprint.h"
-#include "tokenizer/control_text_guard.h"
 
 namespace invar::server {
 namespace {
@@ -25,7 +24,7 @@ class EngineBackend : public Backend {
   EngineBackend(const std::string& path, EngineConfig cfg, BackendOptions opts) : opts_(opts) {
     model_ = Model::load(path);
     tok_ = std::make_unique<Tokenizer>(vocab_from_gguf(model_->gguf()));
-    guard_ = std::make_unique<ControlTextGuard>(*tok_);
+    chat_ = std::make_unique<VocabChat>(*tok_, opts_);
     if (tok_->n_vocab() > model_->hparams().n_vocab)
       throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
                   " tokens but the model only " + std::to_string(model_->hparams().n_vocab));
@@ -49,18 +48,8 @@ class EngineBackend : public Backend {
   std::vector<int32_t> encode(std::string_view text) const override {
     return tok_->encode(text, true);
   }
-  std::string chat_render(const std::vector<ChatMessage>& m) const override {
-    return invar::chat_render(m, true);
-  }
-  std::vector<int32_t> chat_encode(const std::vector<ChatMessage>& m) const override {
-    if (opts_.allow_special_in_content) return encode(chat_render(m));
-    ControlTextGuard guard = *guard_;  // per request: the placeholders it hands out
-    std::vector<ChatMessage> safe;
-    safe.reserve(m.size());
-    for (const ChatMessage& msg : m)
-      safe.push_back({guard.protect(msg.role), guard.protect(msg.content)});
-    return guard.encode(chat_render(safe));
-  }
+  const ChatPrompt* chat_template() const override { return chat_->prompt(); }
+  ChatTokens chat_encode(const ChatInput& in) const override { return chat_->encode(in); }
   std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }
   std::vector<int32_t> end_of_sequence_ids() const override { return eos_; }
   RequestId submit(GenerationRequest req, EventSink sink) override {
@@ -73,7 +62,7 @@ class EngineBackend : public Backend {
  private:
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tok_;
-  std::unique_ptr<ControlTextGuard> guard_;  // control spellings of this vocabulary
+  std::unique_ptr<VocabChat> chat_;  // the template (or none) and the role-injection guard
   std::unique_ptr<Engine> engine_;
   BackendOptions opts_;
   std::string id_, fingerprint_;

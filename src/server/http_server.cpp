@@ -19,6 +19,7 @@
 #include "server/cors.h"
 #include "server/http_transport.h"
 #include "server/server_metrics.h"
+#include "server/tokenize_api.h"
 
 namespace invar::server {
 namespace {
@@ -52,7 +53,8 @@ HttpReply error_reply(const ApiError& e) {
 
 std::string endpoint_label(const std::string& path) {
   for (const char* p :
-       {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics"})
+       {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics", "/tokenize",
+        "/detokenize"})
     if (path == p) return p;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
   return "other";
@@ -180,8 +182,8 @@ struct HttpServer::Impl {
   Routed handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake);
   bool authorized(const HttpRequest& req) const {
     if (cfg.api_key.empty()) return true;
-    bool guarded =
-        req.path.rfind("/v1/", 0) == 0 || (req.path == "/metrics" && !cfg.metrics_public);
+    bool guarded = req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" ||
+                   req.path == "/detokenize" || (req.path == "/metrics" && !cfg.metrics_public);
     if (!guarded) return true;
     const std::string* auth = req.head.field("Authorization");
     return auth && req.head.count("Authorization") == 1 &&
@@ -274,6 +276,18 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     if (m != "POST") return wrong_method("POST");
     return handle_completion(req, p == "/v1/completions" ? Endpoint::completions : Endpoint::chat,
                              wake);
+  }
+  if (p == "/tokenize" || p == "/detokenize") {
+    if (m != "POST") return wrong_method("POST");
+    if (auto e = not_ready()) return {error_reply(*e), nullptr};
+    auto known = [this](const std::string& name) { return model_known(name); };
+    try {
+      return {json_reply(200, p == "/tokenize" ? tokenize_api(*backend, req.body, known)
+                                               : detokenize_api(*backend, req.body, known)),
+              nullptr};
+    } catch (const ApiError& e) {
+      return {error_reply(e), nullptr};
+    }
   }
   return {error_reply(not_found("unknown route: " + m + " " + p, "not_found")), nullptr};
 }

@@ -62,12 +62,4 @@ class StreamDecoder {
   std::string pending_;
 };
 
-struct ChatMessage {
-  std::string role;  // system | user | assistant
-  std::string content;
-};
-// ChatML exactly as the Qwen3 chat template renders plain system/user/assistant turns.
-// Throws invar::Error for roles or content shapes it cannot render exactly.
-std::string chat_render(const std::vector<ChatMessage>& messages, bool add_generation_prompt);
-
 }  // namespace invar

@@ -66,14 +66,14 @@ TEST(ApiRequest, ChatFields) {
                       {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
           "logprobs":true,"top_logprobs":20,"max_completion_tokens":9,"max_tokens":3})",
       Endpoint::chat);
-  ASSERT_EQ(r.messages.size(), 2u);
-  EXPECT_EQ(r.messages[0].role, "system");
-  EXPECT_EQ(r.messages[1].content, "a\nb");
+  ASSERT_EQ(r.chat.request["messages"].size(), 2u);
+  EXPECT_EQ(r.chat.request["messages"][0]["role"], "system");
+  EXPECT_EQ(r.chat.request["messages"][1]["content"][1]["text"], "b");
   EXPECT_TRUE(r.logprobs);
   EXPECT_EQ(r.top_logprobs, 20);
   EXPECT_EQ(*r.max_tokens, 9);  // max_completion_tokens wins
   EXPECT_EQ(reject(R"({"messages":[]})", Endpoint::chat).param, "messages");
-  EXPECT_EQ(reject(R"({"messages":[{"role":"tool","content":"x"}]})", Endpoint::chat).param,
+  EXPECT_EQ(reject(R"({"messages":[{"role":"robot","content":"x"}]})", Endpoint::chat).param,
             "messages[0].role");
   EXPECT_EQ(reject(R"({"messages":[{"content":"x"}]})", Endpoint::chat).param, "messages[0].role");
   EXPECT_EQ(

@@ -57,10 +57,10 @@ class FakeBackend : public Backend {
     for (unsigned char c : text) ids.push_back(c);
     return ids;
   }
-  std::string chat_render(const std::vector<ChatMessage>& ms) const override {
-    std::string out;
-    for (auto& m : ms) out += "<" + m.role + ">" + m.content + "\n";
-    return out + "<assistant>";
+  const ChatPrompt* chat_template() const override { return &chat_; }
+  ChatTokens chat_encode(const ChatInput& in) const override {
+    ChatRendered r = chat_.render(in, nullptr);
+    return {encode(r.text), r.in_reasoning};
   }
   std::string token_bytes(int32_t id) const override {
     return id < 256 ? std::string(1, char(id)) : std::string();
@@ -176,6 +176,10 @@ class FakeBackend : public Backend {
     }
   }
 
+  // "<role>content\n" per message, then "<assistant>".
+  ChatPrompt chat_{{"{% for m in messages %}{{ '<' + m.role + '>' + m.content + '\\n' }}"
+                    "{% endfor %}{{ '<assistant>' }}",
+                    "the fake backend", "", "", std::nullopt, true}};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<RequestId, Req> reqs_;

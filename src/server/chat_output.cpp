@@ -1,0 +1,94 @@
+#include "server/chat_output.h"
+
+namespace invar::server {
+namespace {
+
+chat::OutputParserOptions parser_options(const ChatPrompt& prompt, const ChatInput& in,
+                                         bool prompt_in_reasoning) {
+  chat::OutputParserOptions o;
+  o.reasoning = prompt.reasoning();
+  o.starts_in_reasoning = prompt.reasoning() && prompt_in_reasoning;
+  o.tool_calls =
+      in.tool_choice == ToolChoice::none ? chat::ToolCallSyntax::none : prompt.tool_call_syntax();
+  if (in.request.contains("tools")) o.tools = in.request["tools"];
+  return o;
+}
+
+}  // namespace
+
+ChatOutput::ChatOutput(const ChatPrompt& prompt, const ChatInput& in, bool prompt_in_reasoning)
+    : parser_(parser_options(prompt, in, prompt_in_reasoning)),
+      choice_(in.tool_choice),
+      choice_name_(in.tool_choice_name) {}
+
+json ChatOutput::delta_json(const chat::OutputDelta& d) {
+  json delta = json::object();
+  if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+  if (!d.content.empty()) delta["content"] = d.content;
+  if (!d.tool_calls.empty()) {
+    json calls = json::array();
+    for (const chat::ToolCallDelta& c : d.tool_calls) {
+      json call = {{"index", c.index}};
+      json fn = json::object();
+      if (!c.id.empty()) {
+        call["id"] = c.id;
+        call["type"] = "function";
+        fn["name"] = c.name;
+      }
+      fn["arguments"] = c.arguments;
+      call["function"] = std::move(fn);
+      calls.push_back(std::move(call));
+    }
+    delta["tool_calls"] = std::move(calls);
+  }
+  return delta;
+}
+
+json ChatOutput::message_json() const {
+  json m = {{"role", "assistant"}};
+  const auto& calls = parser_.tool_calls();
+  // OpenAI sends null content beside tool calls; a plain answer keeps its (possibly empty) text.
+  if (parser_.content().empty() && !calls.empty())
+    m["content"] = nullptr;
+  else
+    m["content"] = parser_.content();
+  if (!parser_.reasoning().empty()) m["reasoning_content"] = parser_.reasoning();
+  if (!calls.empty()) {
+    json out = json::array();
+    for (const chat::ToolCall& c : calls)
+      out.push_back({{"id", c.id},
+                     {"type", "function"},
+                     {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    m["tool_calls"] = std::move(out);
+  }
+  return m;
+}
+
+std::string ChatOutput::finish_reason(const std::string& engine_reason) const {
+  if (engine_reason == "stop" && !parser_.tool_calls().empty()) return "tool_calls";
+  return engine_reason;
+}
+
+std::optional<ApiError> ChatOutput::unmet() const {
+  if (choice_ != ToolChoice::required && choice_ != ToolChoice::named) return std::nullopt;
+  const auto& calls = parser_.tool_calls();
+  bool ok = !calls.empty();
+  for (const chat::ToolCall& c : calls)
+    if (choice_ == ToolChoice::named && c.name != choice_name_) ok = false;
+  if (ok) return std::nullopt;
+  std::string asked =
+      choice_ == ToolChoice::named ? "a call of '" + choice_name_ + "' only" : "a tool call";
+  ApiError e;
+  e.status = 502;  // the model, not the client nor invar, failed the request's demand
+  e.type = "server_error";
+  e.param = "tool_choice";
+  e.code = "tool_choice_unmet";
+  e.message = "tool_choice asked for " + asked + ", but the model wrote " +
+              (calls.empty() ? std::string("no valid tool call")
+                             : "a call of '" + calls.front().name + "'") +
+              " (invar does not constrain decoding to a tool call; retry, or use tool_choice "
+              "\"auto\")";
+  return e;
+}
+
+}  // namespace invar::server

@@ -1,0 +1,43 @@
+// A chat completion's output as OpenAI shapes it: the generated text through the reasoning /
+// tool-call parser (chat/output_parser.h), into `content`, `reasoning_content` and `tool_calls`,
+// for a whole message and for stream deltas alike.
+//
+// tool_choice: "none" parses no calls (the text stays content); "auto" parses them; "required"
+// and a named function parse them too, but invar does not constrain decoding, so the model may
+// write no call (or call another function). Then the request fails honestly: unmet() returns a
+// 502 "tool_choice_unmet" error (the model, upstream of the server, did not deliver; neither the
+// client nor invar is at fault) naming what was asked, never a plain answer passed off as done.
+#pragma once
+
+#include <optional>
+
+#include "chat/output_parser.h"
+#include "server/api_error.h"
+#include "server/api_response.h"
+#include "server/chat_prompt.h"
+
+namespace invar::server {
+
+class ChatOutput {
+ public:
+  ChatOutput(const ChatPrompt& prompt, const ChatInput& in, bool prompt_in_reasoning);
+
+  chat::OutputDelta feed(const std::string& text) { return parser_.feed(text); }
+  chat::OutputDelta finish() { return parser_.finish(); }
+
+  // The stream delta object for `d` (no role; fields only when they have something).
+  static json delta_json(const chat::OutputDelta& d);
+  // The whole assistant message, after finish().
+  json message_json() const;
+  // "tool_calls" when the model called a tool and stopped by itself, else `engine_reason`.
+  std::string finish_reason(const std::string& engine_reason) const;
+  // The error to report when tool_choice asked for a call the output does not hold.
+  std::optional<ApiError> unmet() const;
+
+ private:
+  chat::OutputParser parser_;
+  ToolChoice choice_;
+  std::string choice_name_;
+};
+
+}  // namespace invar::server

@@ -1,0 +1,93 @@
+// The chat template the server renders every chat with: the model's own
+// (tokenizer.chat_template) or the file given by --chat-template, compiled once by src/chat.
+//
+// A chat request becomes template variables as transformers' apply_chat_template makes them
+// (chat/chat_request.h). Before rendering, every string the client sent (message contents,
+// names, tool definitions, tool-call arguments, chat_template_kwargs; keys as well as values)
+// goes through the ControlTextGuard, so that text spelling a control token stays text
+// (tokenizer/control_text_guard.h); bos_token and eos_token are the template's own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chat/output_parser.h"
+#include "chat/template.h"
+
+namespace invar {
+class Tokenizer;
+class ControlTextGuard;
+}  // namespace invar
+
+namespace invar::server {
+
+enum class ToolChoice { auto_, none, required, named };
+
+// A chat request's input to the template, validated by api_request_parse.
+struct ChatInput {
+  // {"messages", "tools"?, "add_generation_prompt"?, "chat_template_kwargs"?} as the client
+  // sent them (object keys in their order).
+  nlohmann::ordered_json request = nlohmann::ordered_json::object();
+  bool continue_final_message = false;  // the prompt ends inside the last message
+  ToolChoice tool_choice = ToolChoice::auto_;
+  std::string tool_choice_name;  // ToolChoice::named
+};
+
+struct ChatTemplateConfig {
+  std::string source;  // the template text
+  std::string origin;  // where it came from, for the log and errors
+  std::string bos_token, eos_token;
+  // Overrides of what the template implies (nullopt: from the template).
+  std::optional<chat::ToolCallSyntax> tool_call_syntax;
+  bool reasoning = true;  // --reasoning-format none: false
+};
+
+struct ChatRendered {
+  std::string text;           // the prompt, client strings still guarded (placeholders)
+  bool in_reasoning = false;  // the prompt ends inside an open <think> block
+};
+
+class ChatPrompt {
+ public:
+  explicit ChatPrompt(ChatTemplateConfig cfg);  // throws invar::Error for a template syntax error
+
+  // `protect` maps each client string (null: trusted clients, strings as sent). Throws
+  // invar::Error for what the template refuses (raise_exception) or cannot render.
+  ChatRendered render(const ChatInput& in,
+                      const std::function<std::string(std::string_view)>& protect) const;
+
+  const std::string& origin() const { return cfg_.origin; }
+  const std::string& sha256() const { return sha256_; }  // hex of the template text
+  chat::ToolCallSyntax tool_call_syntax() const { return syntax_; }
+  bool reasoning() const { return cfg_.reasoning; }
+  std::string describe() const;  // one line for the startup log
+
+ private:
+  ChatTemplateConfig cfg_;
+  std::unique_ptr<chat::Template> template_;
+  std::string sha256_;
+  chat::ToolCallSyntax syntax_;
+  bool content_parts_ = false;  // the template handles content-part arrays itself
+};
+
+// The tool-call form a template teaches the model: the XML form if it writes <function=,
+// otherwise the JSON form if it mentions <tool_call>, else none.
+chat::ToolCallSyntax tool_call_syntax_of(const std::string& template_source);
+// "hermes" | "qwen3_xml" | "none"; throws invar::Error naming the choices.
+chat::ToolCallSyntax tool_call_syntax_parse(const std::string& name);
+const char* tool_call_syntax_name(chat::ToolCallSyntax s);
+
+struct ChatTokens {
+  std::vector<int32_t> tokens;
+  bool in_reasoning = false;
+};
+// Renders and tokenises with a real vocabulary: guarded unless `guard` is null (trusted
+// clients, --allow-special-in-content), in which case control spellings anywhere are tokens.
+ChatTokens chat_encode(const ChatPrompt& prompt, const Tokenizer& tok,
+                       const ControlTextGuard* guard, const ChatInput& in);
+
+}  // namespace invar::server

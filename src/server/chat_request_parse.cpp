@@ -1,0 +1,247 @@
+#include "server/chat_request_parse.h"
+
+#include <set>
+
+#include "server/api_error.h"
+
+namespace invar::server {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr size_t kMaxTools = 128;  // OpenAI's limit
+constexpr int kMaxDepth = 64;      // as the request body itself
+
+// Whether `text` is a JSON object nested no deeper than the body may be.
+bool json_object_text(const std::string& text) {
+  try {
+    ojson v = ojson::parse(text, [](int depth, ojson::parse_event_t, ojson&) {
+      if (depth > kMaxDepth) throw std::runtime_error("too deep");
+      return true;
+    });
+    return v.is_object();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+const char* type_name(const ojson& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+[[noreturn]] void wrong_type(const std::string& field, const char* want, const ojson& v) {
+  throw bad_request(field, "'" + field + "' must be " + want + ", got " + type_name(v));
+}
+
+// The member, or nullptr when absent or null.
+const ojson* member(const ojson& o, const char* name) {
+  auto it = o.find(name);
+  if (it == o.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const std::string& string_member(const ojson& o, const char* name, const std::string& where,
+                                 bool non_empty) {
+  const ojson* v = member(o, name);
+  const std::string field = where + "." + name;
+  if (!v) throw bad_request(field, "'" + field + "' is required");
+  if (!v->is_string()) wrong_type(field, "a string", *v);
+  if (non_empty && v->get_ref<const std::string&>().empty())
+    throw bad_request(field, "'" + field + "' must not be empty");
+  return v->get_ref<const std::string&>();
+}
+
+void check_content(const ojson& m, const std::string& where, const std::string& role) {
+  auto it = m.find("content");
+  const std::string field = where + ".content";
+  if (it == m.end() || it->is_null()) {
+    if (role == "assistant") return;  // a turn of tool calls, or an empty prefill
+    throw bad_request(field, "'" + field + "' is required for role '" + role + "'");
+  }
+  if (it->is_string()) return;
+  if (!it->is_array()) wrong_type(field, "a string or an array of text parts", *it);
+  for (size_t i = 0; i < it->size(); ++i) {
+    const ojson& part = (*it)[i];
+    const std::string pname = field + "[" + std::to_string(i) + "]";
+    if (!part.is_object()) wrong_type(pname, "an object", part);
+    const ojson* type = member(part, "type");
+    if (!type || !type->is_string())
+      throw bad_request(pname + ".type", "'" + pname + ".type' must be a string");
+    if (*type != "text")
+      throw bad_request(pname + ".type", "content parts of type '" + type->get<std::string>() +
+                                             "' are not supported (text only)");
+    string_member(part, "text", pname, false);
+  }
+}
+
+void check_tool_calls(const ojson& calls, const std::string& where) {
+  const std::string field = where + ".tool_calls";
+  if (!calls.is_array()) wrong_type(field, "an array", calls);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const ojson& c = calls[i];
+    const std::string cname = field + "[" + std::to_string(i) + "]";
+    if (!c.is_object()) wrong_type(cname, "an object", c);
+    if (const ojson* id = member(c, "id"); id && !id->is_string())
+      wrong_type(cname + ".id", "a string", *id);
+    if (const ojson* t = member(c, "type"); t && *t != "function")
+      throw bad_request(cname + ".type", "'" + cname + ".type' must be \"function\"");
+    const ojson* fn = member(c, "function");
+    if (!fn) throw bad_request(cname + ".function", "'" + cname + ".function' is required");
+    if (!fn->is_object()) wrong_type(cname + ".function", "an object", *fn);
+    string_member(*fn, "name", cname + ".function", true);
+    const ojson* args = member(*fn, "arguments");
+    const std::string aname = cname + ".function.arguments";
+    if (!args || args->is_object()) continue;
+    if (!args->is_string()) wrong_type(aname, "a JSON string or an object", *args);
+    const std::string& text = args->get_ref<const std::string&>();
+    if (text.empty()) continue;
+    if (!json_object_text(text))
+      throw bad_request(aname, "'" + aname + "' must hold a JSON object");
+  }
+}
+
+void check_messages(const ojson& body) {
+  const ojson* ms = member(body, "messages");
+  if (!ms) throw bad_request("messages", "'messages' is required");
+  if (!ms->is_array()) wrong_type("messages", "an array", *ms);
+  if (ms->empty()) throw bad_request("messages", "'messages' must not be empty");
+  for (size_t i = 0; i < ms->size(); ++i) {
+    const ojson& m = (*ms)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) wrong_type(where, "an object", m);
+    const ojson* role = member(m, "role");
+    if (!role || !role->is_string())
+      throw bad_request(where + ".role", "'" + where + ".role' must be a string");
+    const std::string& r = role->get_ref<const std::string&>();
+    if (r != "system" && r != "developer" && r != "user" && r != "assistant" && r != "tool")
+      throw bad_request(where + ".role", "role '" + r +
+                                             "' is not supported (system, developer, user, "
+                                             "assistant, tool)");
+    const ojson* calls = member(m, "tool_calls");
+    if (calls && r != "assistant")
+      throw bad_request(where + ".tool_calls", "only assistant messages carry tool_calls");
+    if (calls) check_tool_calls(*calls, where);
+    check_content(m, where, r);
+    if (const ojson* v = member(m, "name"); v && !v->is_string())
+      wrong_type(where + ".name", "a string", *v);
+    if (const ojson* v = member(m, "tool_call_id"); v && !v->is_string())
+      wrong_type(where + ".tool_call_id", "a string", *v);
+    if (const ojson* v = member(m, "reasoning_content")) {
+      if (r != "assistant")
+        throw bad_request(where + ".reasoning_content",
+                          "only assistant messages carry reasoning_content");
+      if (!v->is_string()) wrong_type(where + ".reasoning_content", "a string", *v);
+    }
+  }
+}
+
+// The function names offered.
+std::set<std::string> check_tools(const ojson& body) {
+  std::set<std::string> names;
+  const ojson* tools = member(body, "tools");
+  if (!tools) return names;
+  if (!tools->is_array()) wrong_type("tools", "an array", *tools);
+  if (tools->size() > kMaxTools)
+    throw bad_request("tools", "'tools' may offer at most " + std::to_string(kMaxTools));
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const ojson& t = (*tools)[i];
+    const std::string where = "tools[" + std::to_string(i) + "]";
+    if (!t.is_object()) wrong_type(where, "an object", t);
+    const ojson* type = member(t, "type");
+    if (!type || *type != "function")
+      throw bad_request(where + ".type", "'" + where + ".type' must be \"function\"");
+    const ojson* fn = member(t, "function");
+    if (!fn) throw bad_request(where + ".function", "'" + where + ".function' is required");
+    if (!fn->is_object()) wrong_type(where + ".function", "an object", *fn);
+    const std::string& name = string_member(*fn, "name", where + ".function", true);
+    if (!names.insert(name).second)
+      throw bad_request(where + ".function.name", "the tool '" + name + "' is offered twice");
+    if (const ojson* d = member(*fn, "description"); d && !d->is_string())
+      wrong_type(where + ".function.description", "a string", *d);
+    if (const ojson* p = member(*fn, "parameters"); p && !p->is_object())
+      wrong_type(where + ".function.parameters", "an object (a JSON schema)", *p);
+    if (const ojson* s = member(*fn, "strict"); s && !s->is_boolean())
+      wrong_type(where + ".function.strict", "a boolean", *s);
+  }
+  return names;
+}
+
+void parse_tool_choice(const ojson& body, const std::set<std::string>& names, ChatInput& in) {
+  const ojson* tc = member(body, "tool_choice");
+  if (!tc) {
+    in.tool_choice = names.empty() ? ToolChoice::none : ToolChoice::auto_;
+    return;
+  }
+  if (tc->is_string()) {
+    const std::string& s = tc->get_ref<const std::string&>();
+    if (s == "none")
+      in.tool_choice = ToolChoice::none;
+    else if (s == "auto")
+      in.tool_choice = ToolChoice::auto_;
+    else if (s == "required")
+      in.tool_choice = ToolChoice::required;
+    else
+      throw bad_request(
+          "tool_choice",
+          "'tool_choice' must be none, auto, required or a named function, not '" + s + "'");
+  } else if (tc->is_object()) {
+    const ojson* type = member(*tc, "type");
+    if (!type || *type != "function")
+      throw bad_request("tool_choice.type", "'tool_choice.type' must be \"function\"");
+    const ojson* fn = member(*tc, "function");
+    if (!fn || !fn->is_object())
+      throw bad_request("tool_choice.function", "'tool_choice.function' must be an object");
+    in.tool_choice = ToolChoice::named;
+    in.tool_choice_name = string_member(*fn, "name", "tool_choice.function", true);
+    if (!names.count(in.tool_choice_name))
+      throw bad_request("tool_choice.function.name", "'tool_choice' names '" + in.tool_choice_name +
+                                                         "', which is not among the offered tools");
+  } else {
+    wrong_type("tool_choice", "a string or an object", *tc);
+  }
+  if (in.tool_choice != ToolChoice::none && in.tool_choice != ToolChoice::auto_ && names.empty())
+    throw bad_request("tool_choice", "'tool_choice' requires a tool, but 'tools' offers none");
+}
+
+bool bool_member(const ojson& body, const char* name, bool dflt) {
+  const ojson* v = member(body, name);
+  if (!v) return dflt;
+  if (!v->is_boolean()) wrong_type(name, "a boolean", *v);
+  return v->get<bool>();
+}
+
+}  // namespace
+
+ChatInput chat_request_parse(const ojson& body) {
+  ChatInput in;
+  check_messages(body);
+  const std::set<std::string> names = check_tools(body);
+  parse_tool_choice(body, names, in);
+  if (!bool_member(body, "parallel_tool_calls", true))
+    throw bad_request("parallel_tool_calls",
+                      "'parallel_tool_calls': false is not supported (invar does not constrain "
+                      "how many calls the model writes)");
+  const bool add_generation_prompt = bool_member(body, "add_generation_prompt", true);
+  in.continue_final_message = bool_member(body, "continue_final_message", false);
+  if (in.continue_final_message && add_generation_prompt && member(body, "add_generation_prompt"))
+    throw bad_request("continue_final_message",
+                      "'continue_final_message' and 'add_generation_prompt' cannot both be true");
+  if (const ojson* kw = member(body, "chat_template_kwargs"); kw && !kw->is_object())
+    wrong_type("chat_template_kwargs", "an object", *kw);
+  if (member(body, "chat_template"))
+    throw bad_request("chat_template",
+                      "'chat_template' per request is not supported: the server renders its "
+                      "model's template (or the one given by --chat-template)");
+  in.request = ojson::object();
+  for (const char* k : {"messages", "tools", "chat_template_kwargs"})
+    if (const ojson* v = member(body, k)) in.request[k] = *v;
+  in.request["add_generation_prompt"] = add_generation_prompt && !in.continue_final_message;
+  return in;
+}
+
+}  // namespace invar::server

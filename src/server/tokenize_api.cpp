@@ -1,0 +1,100 @@
+#include "server/tokenize_api.h"
+
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/utf8.h"
+#include "server/api_error.h"
+#include "server/chat_request_parse.h"
+
+namespace invar::server {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+constexpr int kMaxDepth = 64;
+
+ojson body_parse(std::string_view text, const ModelCheck& known) {
+  ojson body;
+  try {
+    body = ojson::parse(text, [](int depth, ojson::parse_event_t, ojson&) {
+      if (depth > kMaxDepth)
+        throw bad_request("", "request body nests deeper than " + std::to_string(kMaxDepth));
+      return true;
+    });
+  } catch (const ojson::exception& e) {
+    throw bad_request("", std::string("request body is not valid JSON: ") + e.what());
+  }
+  if (!body.is_object()) throw bad_request("", "request body must be a JSON object");
+  if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
+    if (!m->is_string()) throw bad_request("model", "'model' must be a string");
+    if (!known(m->get<std::string>()))
+      throw not_found("the model '" + m->get<std::string>() + "' does not exist",
+                      "model_not_found");
+  }
+  return body;
+}
+
+bool flag(const ojson& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return false;
+  if (!it->is_boolean()) throw bad_request(name, std::string("'") + name + "' must be a boolean");
+  return it->get<bool>();
+}
+
+}  // namespace
+
+std::string tokenize_api(const Backend& b, std::string_view text, const ModelCheck& known) {
+  const ojson body = body_parse(text, known);
+  flag(body, "add_special_tokens");  // validated; see the header
+  const bool strs = flag(body, "return_token_strs");
+  const bool has_prompt = body.contains("prompt") && !body["prompt"].is_null();
+  const bool has_messages = body.contains("messages") && !body["messages"].is_null();
+  if (has_prompt == has_messages)
+    throw bad_request(has_prompt ? "messages" : "prompt",
+                      "give exactly one of 'prompt' and 'messages'");
+  std::vector<int32_t> tokens;
+  try {
+    if (has_prompt) {
+      if (!body["prompt"].is_string()) throw bad_request("prompt", "'prompt' must be a string");
+      tokens = b.encode(body["prompt"].get<std::string>());
+    } else {
+      const ChatInput in = chat_request_parse(body);
+      if (!b.chat_template())
+        throw bad_request("messages",
+                          "this model carries no chat template (tokenizer.chat_template): start "
+                          "the server with --chat-template FILE");
+      tokens = b.chat_encode(in).tokens;
+    }
+  } catch (const Error& e) {
+    throw bad_request(has_prompt ? "prompt" : "messages", e.what());
+  }
+  ojson out = {{"count", tokens.size()}, {"max_model_len", b.n_ctx()}, {"tokens", tokens}};
+  if (strs) {
+    ojson s = ojson::array();
+    for (int32_t id : tokens) s.push_back(utf8::lossy(b.token_bytes(id)));
+    out["token_strs"] = std::move(s);
+  }
+  return out.dump(-1, ' ', false, ojson::error_handler_t::replace);
+}
+
+std::string detokenize_api(const Backend& b, std::string_view text, const ModelCheck& known) {
+  const ojson body = body_parse(text, known);
+  auto it = body.find("tokens");
+  if (it == body.end() || !it->is_array())
+    throw bad_request("tokens", "'tokens' must be an array of token ids");
+  std::string bytes;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const ojson& t = (*it)[i];
+    const std::string name = "tokens[" + std::to_string(i) + "]";
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= b.n_vocab())
+      throw bad_request(name, "'" + name + "' is not a token id (vocabulary size " +
+                                  std::to_string(b.n_vocab()) + ")");
+    bytes += b.token_bytes(int32_t(t.get<int64_t>()));
+  }
+  return ojson{{"prompt", utf8::lossy(bytes)}}.dump(-1, ' ', false,
+                                                    ojson::error_handler_t::replace);
+}
+
+}  // namespace invar::server

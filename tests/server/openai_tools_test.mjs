@@ -1,0 +1,184 @@
+// Tool calls and reasoning through the real `invar serve` and the official OpenAI Node client.
+// Random-weight models never write <think> or <tool_call>, so the server runs with
+// --replay-outputs: the model's vocabulary and a real chat template, answering with the
+// fixture outputs of tests/data/chat-outputs/replay.json one token at a time. Checks the whole
+// responses and the streams (assembled as a client does) against each other and the fixtures,
+// for the XML form (Qwen3.5 template) and the JSON form (Qwen3 template).
+// Usage: node openai_tools_test.mjs INVAR_BINARY MODEL_GGUF TEMPLATES_DIR REPLAY_JSON
+import { spawn } from 'node:child_process';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+
+const [bin, model, templates, replay] = process.argv.slice(2);
+
+function startServer(template) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(bin, ['serve', '--model', model, '--port', '0', '--chat-template', `${templates}/${template}`,
+                             '--replay-outputs', replay], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    const timer = setTimeout(() => reject(new Error('server did not start:\n' + log)), 60000);
+    proc.stderr.on('data', (d) => {
+      log += d;
+      const m = log.match(/ready on port (\d+)/);
+      if (m) { clearTimeout(timer); resolve({ proc, port: Number(m[1]), log: () => log }); }
+    });
+    proc.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${log}`)));
+  });
+}
+
+// Named checks, run in order after the servers are up; each failure is reported, none stops
+// the others.
+const checks = [];
+const check = (name, fn) => checks.push({ name, fn });
+
+const weather = { type: 'function', function: { name: 'get_weather', description: 'Weather in a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city'] } } };
+const time = { type: 'function', function: { name: 'get_time', description: 'Time in a zone',
+  parameters: { type: 'object', properties: { zone: { type: 'string' } } } } };
+
+// A stream assembled as clients assemble it; also checks the OpenAI streaming shape of calls.
+async function assemble(stream) {
+  const out = { content: '', reasoning: '', calls: [], finish: null, chunks: 0, argChunks: 0 };
+  for await (const c of stream) {
+    out.chunks++;
+    if (!c.choices.length) continue;
+    const ch = c.choices[0];
+    if (ch.finish_reason) out.finish = ch.finish_reason;
+    const d = ch.delta;
+    out.content += d.content ?? '';
+    out.reasoning += d.reasoning_content ?? '';
+    for (const t of d.tool_calls ?? []) {
+      if (t.id !== undefined) {
+        assert.equal(t.index, out.calls.length, 'a new call takes the next index');
+        assert.equal(t.type, 'function');
+        assert.equal(typeof t.function.name, 'string');
+        out.calls.push({ id: t.id, name: t.function.name, arguments: t.function.arguments ?? '' });
+      } else {
+        assert.ok(t.index < out.calls.length, 'arguments follow their call header');
+        assert.equal(t.function.name, undefined, 'the name comes once, first');
+        out.calls[t.index].arguments += t.function.arguments;
+        out.argChunks++;
+      }
+    }
+  }
+  return out;
+}
+
+function wholeForm(r) {
+  const m = r.choices[0].message;
+  return { content: m.content ?? '', reasoning: m.reasoning_content ?? '', finish: r.choices[0].finish_reason,
+           calls: (m.tool_calls ?? []).map((t) => ({ name: t.function.name, arguments: t.function.arguments })) };
+}
+
+async function bothWays(client, req) {
+  const whole = await client.chat.completions.create({ ...req, model: 'replay' });
+  const streamed = await assemble(await client.chat.completions.create({ ...req, model: 'replay', stream: true }));
+  const w = wholeForm(whole);
+  assert.deepEqual({ content: streamed.content, reasoning: streamed.reasoning, finish: streamed.finish,
+                     calls: streamed.calls.map((c) => ({ name: c.name, arguments: c.arguments })) }, w,
+                   'the stream assembles to the whole response');
+  assert.ok(streamed.chunks > 10, 'streamed token by token');
+  for (const c of [...whole.choices[0].message.tool_calls ?? [], ...streamed.calls])
+    assert.match(c.id, /^call_[0-9a-f]{24}$/);
+  return { whole, w, streamed };
+}
+
+const xml = await startServer('Qwen3.5-4B.jinja');
+const hermes = await startServer('Qwen-Qwen3-0.6B.jinja');
+const xmlClient = new OpenAI({ apiKey: 'none', baseURL: `http://127.0.0.1:${xml.port}/v1`, maxRetries: 0 });
+const hermesClient = new OpenAI({ apiKey: 'none', baseURL: `http://127.0.0.1:${hermes.port}/v1`, maxRetries: 0 });
+
+check('startup log names the template', async () => {
+  assert.match(xml.log(), /chat template: --chat-template \S+Qwen3\.5-4B\.jinja \(sha256 [0-9a-f]{12}, \d+ bytes; tool calls: qwen3_xml; reasoning: auto\)/);
+  assert.match(hermes.log(), /tool calls: hermes/);
+});
+
+check('XML tool call (Qwen3.5): whole and streamed', async () => {
+  const { w, streamed } = await bothWays(xmlClient, {
+    messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: [weather, time] });
+  assert.equal(w.finish, 'tool_calls');
+  assert.equal(w.content, '');
+  assert.equal(w.reasoning, 'The user wants the weather in Paris.\n');
+  assert.equal(w.calls.length, 1);
+  assert.equal(w.calls[0].name, 'get_weather');
+  assert.deepEqual(JSON.parse(w.calls[0].arguments), { city: 'Paris', days: 3 }, 'days typed by the schema');
+  assert.ok(streamed.argChunks >= 2, 'arguments streamed in pieces');
+});
+
+check('XML tool call, the message content is null beside tool_calls', async () => {
+  const r = await xmlClient.chat.completions.create({ model: 'replay', tools: [weather],
+    messages: [{ role: 'user', content: 'weather in Paris' }] });
+  assert.equal(r.choices[0].message.content, null);
+});
+
+check('JSON tool call (Qwen3 template): whole and streamed', async () => {
+  const { w } = await bothWays(hermesClient, {
+    messages: [{ role: 'user', content: 'What is the time in Tokyo?' }], tools: [weather, time] });
+  assert.equal(w.finish, 'tool_calls');
+  assert.equal(w.reasoning, '\nI need the time in Tokyo.\n');
+  assert.deepEqual(w.calls, [{ name: 'get_time', arguments: '{"zone":"Asia/Tokyo"}' }]);
+});
+
+check('reasoning and a plain answer', async () => {
+  const { w } = await bothWays(xmlClient, { messages: [{ role: 'user', content: 'Please say hello.' }] });
+  assert.equal(w.finish, 'stop');
+  assert.equal(w.reasoning, 'A greeting is enough.\n');
+  assert.equal(w.content, 'Hello! Nice to meet you.');
+  assert.deepEqual(w.calls, []);
+});
+
+check('tool_choice none leaves the call as text', async () => {
+  const { w } = await bothWays(xmlClient, { messages: [{ role: 'user', content: 'weather in Paris' }],
+    tools: [weather], tool_choice: 'none' });
+  assert.equal(w.finish, 'stop');
+  assert.deepEqual(w.calls, []);
+  assert.match(w.content, /^<tool_call>\n<function=get_weather>/);
+});
+
+check('tool_choice required without a call is an error, not a plain answer', async () => {
+  try {
+    await xmlClient.chat.completions.create({ model: 'replay', tools: [weather], tool_choice: 'required',
+      messages: [{ role: 'user', content: 'Please say hello.' }] });
+    assert.fail('expected an error');
+  } catch (e) {
+    assert.ok(e instanceof OpenAI.APIError, e.message);
+    assert.equal(e.status, 502);
+    assert.equal(e.code, 'tool_choice_unmet');
+  }
+  const named = await xmlClient.chat.completions.create({ model: 'replay', tools: [weather, time],
+    tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    messages: [{ role: 'user', content: 'weather in Paris' }] });
+  assert.equal(named.choices[0].message.tool_calls[0].function.name, 'get_weather');
+});
+
+check('--reasoning-format none keeps the thought in content', async () => {
+  const proc = spawn(bin, ['serve', '--model', model, '--port', '0', '--chat-template', `${templates}/Qwen3.5-4B.jinja`,
+                           '--replay-outputs', replay, '--reasoning-format', 'none', '--tool-call-parser', 'none'],
+                     { stdio: ['ignore', 'ignore', 'pipe'] });
+  try {
+    const port = await new Promise((resolve, reject) => {
+      let log = '';
+      proc.stderr.on('data', (d) => { log += d; const m = log.match(/ready on port (\d+)/); if (m) resolve(Number(m[1])); });
+      proc.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${log}`)));
+    });
+    const c = new OpenAI({ apiKey: 'none', baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+    const r = await c.chat.completions.create({ model: 'replay', tools: [weather],
+      messages: [{ role: 'user', content: 'weather in Paris' }] });
+    assert.equal(r.choices[0].message.reasoning_content, undefined);
+    assert.match(r.choices[0].message.content, /^The user wants the weather in Paris\.\n<\/think>/);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+  } finally {
+    proc.kill('SIGKILL');
+  }
+});
+
+let failed = 0;
+for (const { name, fn } of checks) {
+  const error = await fn().then(() => null, (e) => e.stack || String(e));
+  console.log(error ? `FAIL ${name}\n${error}` : `ok   ${name}`);
+  if (error) failed++;
+}
+xml.proc.kill('SIGKILL');
+hermes.proc.kill('SIGKILL');
+console.log(`${checks.length - failed}/${checks.length} checks passed`);
+process.exit(failed ? 1 : 0);
