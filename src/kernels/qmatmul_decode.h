@@ -55,15 +55,45 @@ QDEC_INLINE __m128i where_clear(__m128i v, int mask, int value) {
   return _mm_and_si128(clear, _mm_set1_epi8(char(value)));
 }
 
-// Scale and min of sub-block j of a Q4_K / Q5_K block (6 bits each, packed in 12 bytes).
-QDEC_INLINE void scale_min_k4(const uint8_t* s, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
-    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
+// 16-float tables indexed by a 4-bit code: the code itself, the code − 8, IQ4's non-linear values.
+alignas(64) inline constexpr float kCodes[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                 8, 9, 10, 11, 12, 13, 14, 15};
+alignas(64) inline constexpr float kCodesMinus8[16] = {-8, -7, -6, -5, -4, -3, -2, -1,
+                                                       0,  1,  2,  3,  4,  5,  6,  7};
+alignas(64) inline constexpr float kIq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                 1,    13,   25,  38,  53,  69,  89,  113};
+
+// Bytes p[0..8) as int32 (signed or not) in F32, times `scale`: the exact products the scalar
+// code forms one by one.
+QDEC_INLINE void scaled_u8(__m128i p, float scale, float* out) {
+  _mm256_storeu_ps(
+      out, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(p)), _mm256_set1_ps(scale)));
+}
+QDEC_INLINE void scaled_i8(__m128i p, float scale, float* out) {
+  _mm256_storeu_ps(
+      out, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(p)), _mm256_set1_ps(scale)));
+}
+
+// Q4_K / Q5_K: the 8 six-bit scales and 8 mins packed in 12 bytes s[0..12) (s[12..16) are read
+// and ignored): sub-block j < 4 has scale s[j] & 63, min s[j+4] & 63; j ≥ 4 has scale
+// (s[j+4] & 15) | (s[j−4] >> 6) << 4, min (s[j+4] >> 4) | (s[j] >> 6) << 4. Out: d·scale,
+// −dmin·min.
+QDEC_INLINE void k4_scales(const uint8_t* s, float d, float dmin, float* d1, float* nm1) {
+  const __m128i v = load16(s);
+  // Lanes 0..7: scales of sub-blocks 0..7; lanes 8..15: their mins.
+  const __m128i p =
+      _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i q =
+      _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7));
+  const __m128i top = _mm_and_si128(_mm_srli_epi16(q, 2), _mm_set1_epi8(0x30));  // (q >> 6) << 4
+  const __m128i low6 = _mm_and_si128(p, _mm_set1_epi8(63));
+  const __m128i hi_scale = _mm_or_si128(low_nibbles(p), top);
+  const __m128i hi_min = _mm_or_si128(high_nibbles(p), top);
+  const __m128i mins = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1, -1);
+  const __m128i packed = _mm_setr_epi8(0, 0, 0, 0, -1, -1, -1, -1, 0, 0, 0, 0, -1, -1, -1, -1);
+  const __m128i r = _mm_blendv_epi8(low6, _mm_blendv_epi8(hi_scale, hi_min, mins), packed);
+  scaled_u8(r, d, d1);
+  scaled_u8(_mm_srli_si128(r, 8), -dmin, nm1);
 }
 
 template <class V>
@@ -81,10 +111,9 @@ struct Q4_0 {
   const uint8_t* q;
   float d;
   QDEC_INLINE explicit Q4_0(const uint8_t* b) : q(b + 2), d(f16(b)) {}
+  // The 16 weights a code can stand for, d·(code − 8) (exact), then looked up.
   QDEC_INLINE V chunk(int c) const {
-    const __m128i v = load16(q);
-    const __m128i n = c == 0 ? low_nibbles(v) : high_nibbles(v);
-    return V::mul(V::from_i8v(_mm_sub_epi8(n, _mm_set1_epi8(8))), V::bcast(d));
+    return V::lut16(V::mul(V::load(kCodesMinus8), V::bcast(d)), q, 4 * c);
   }
 };
 
@@ -94,10 +123,9 @@ struct Q4_1 {
   const uint8_t* q;
   float d, m;
   QDEC_INLINE explicit Q4_1(const uint8_t* b) : q(b + 4), d(f16(b)), m(f16(b + 2)) {}
+  // code·d + m with the exact product: one FMA rounds exactly as the multiply-then-add does.
   QDEC_INLINE V chunk(int c) const {
-    const __m128i v = load16(q);
-    const __m128i n = c == 0 ? low_nibbles(v) : high_nibbles(v);
-    return V::add(V::mul(V::from_i8v(n), V::bcast(d)), V::bcast(m));
+    return V::lut16(V::fma(V::load(kCodes), V::bcast(d), V::bcast(m)), q, 4 * c);
   }
 };
 
@@ -129,7 +157,7 @@ struct Q5_1 {
     const __m128i v = load16(q);
     const __m128i n = _mm_or_si128(c == 0 ? low_nibbles(v) : high_nibbles(v),
                                    bits_to_0x10((qh >> (16 * c)) & 0xffff));
-    return V::add(V::mul(V::from_i8v(n), V::bcast(d)), V::bcast(m));
+    return V::fma(V::from_i8v(n), V::bcast(d), V::bcast(m));  // exact product: one rounding
   }
 };
 
@@ -139,18 +167,20 @@ template <class V>
 struct Q2_K {
   static constexpr int kBlock = 256, kBytes = 84;
   const uint8_t* qs;
-  float dl[16], ml[16];
+  float dl[16], nml[16];  // scales and negated mins
   QDEC_INLINE explicit Q2_K(const uint8_t* b) : qs(b + 16) {
     const float d = f16(b + 80), dmin = f16(b + 82);
-    for (int i = 0; i < 16; ++i) {
-      dl[i] = d * float(b[i] & 0x0f);
-      ml[i] = dmin * float(b[i] >> 4);
-    }
+    const __m128i v = load16(b);
+    scaled_u8(low_nibbles(v), d, dl);
+    scaled_u8(_mm_srli_si128(low_nibbles(v), 8), d, dl + 8);
+    scaled_u8(high_nibbles(v), -dmin, nml);
+    scaled_u8(_mm_srli_si128(high_nibbles(v), 8), -dmin, nml + 8);
   }
   QDEC_INLINE V chunk(int c) const {
     const __m128i v = load16(qs + 32 * (c >> 3) + 16 * (c & 1));
     const __m128i q = _mm_and_si128(_mm_srli_epi16(v, 2 * ((c >> 1) & 3)), _mm_set1_epi8(3));
-    return V::sub(V::mul(V::bcast(dl[c]), V::from_i8v(q)), V::bcast(ml[c]));
+    // dl·q exact, so the FMA rounds dl·q − ml exactly as the multiply-then-subtract does.
+    return V::fma(V::bcast(dl[c]), V::from_i8v(q), V::bcast(nml[c]));
   }
 };
 
@@ -186,20 +216,15 @@ template <class V>
 struct Q4_K {
   static constexpr int kBlock = 256, kBytes = 144;
   const uint8_t* qs;
-  float d1[8], m1[8];
+  float d1[8], nm1[8];  // scales and negated mins
   QDEC_INLINE explicit Q4_K(const uint8_t* b) : qs(b + 16) {
-    const float d = f16(b), dmin = f16(b + 2);
-    for (int j = 0; j < 8; ++j) {
-      int sc, m;
-      scale_min_k4(b + 4, j, sc, m);
-      d1[j] = d * float(sc);
-      m1[j] = dmin * float(m);
-    }
+    k4_scales(b + 4, f16(b), f16(b + 2), d1, nm1);
   }
+  // The sub-block's 16 possible weights d1·code − m1 (exact product, one rounding: the FMA
+  // equals the multiply-then-subtract), then looked up by code.
   QDEC_INLINE V chunk(int c) const {
-    const __m128i v = load16(qs + 32 * (c >> 2) + 16 * (c & 1));
-    const __m128i n = (c & 2) ? high_nibbles(v) : low_nibbles(v);
-    return V::sub(V::mul(V::bcast(d1[c >> 1]), V::from_i8v(n)), V::bcast(m1[c >> 1]));
+    const V table = V::fma(V::bcast(d1[c >> 1]), V::load(kCodes), V::bcast(nm1[c >> 1]));
+    return V::lut16(table, qs + 32 * (c >> 2) + 16 * (c & 1), (c & 2) ? 4 : 0);
   }
 };
 
@@ -208,22 +233,16 @@ template <class V>
 struct Q5_K {
   static constexpr int kBlock = 256, kBytes = 176;
   const uint8_t *qh, *qs;
-  float d1[8], m1[8];
+  float d1[8], nm1[8];  // scales and negated mins
   QDEC_INLINE explicit Q5_K(const uint8_t* b) : qh(b + 16), qs(b + 48) {
-    const float d = f16(b), dmin = f16(b + 2);
-    for (int j = 0; j < 8; ++j) {
-      int sc, m;
-      scale_min_k4(b + 4, j, sc, m);
-      d1[j] = d * float(sc);
-      m1[j] = dmin * float(m);
-    }
+    k4_scales(b + 4, f16(b), f16(b + 2), d1, nm1);
   }
   QDEC_INLINE V chunk(int c) const {
     const __m128i v = load16(qs + 32 * (c >> 2) + 16 * (c & 1));
     const __m128i n = (c & 2) ? high_nibbles(v) : low_nibbles(v);
     const __m128i h = where_clear(load16(qh + 16 * (c & 1)), 1 << (c >> 1), 16);
     const __m128i q = _mm_add_epi8(n, _mm_xor_si128(h, _mm_set1_epi8(16)));
-    return V::sub(V::mul(V::bcast(d1[c >> 1]), V::from_i8v(q)), V::bcast(m1[c >> 1]));
+    return V::fma(V::bcast(d1[c >> 1]), V::from_i8v(q), V::bcast(nm1[c >> 1]));  // as Q4_K
   }
 };
 
@@ -237,7 +256,9 @@ struct Q6_K {
   float ds[16];
   QDEC_INLINE explicit Q6_K(const uint8_t* b) : ql(b), qh(b + 128) {
     const float d = f16(b + 208);
-    for (int i = 0; i < 16; ++i) ds[i] = d * float(int8_t(b[192 + i]));
+    const __m128i sc = load16(b + 192);
+    scaled_i8(sc, d, ds);
+    scaled_i8(_mm_srli_si128(sc, 8), d, ds + 8);
   }
   QDEC_INLINE V chunk(int c) const {
     const int h = c >> 3, g = (c >> 1) & 3, p = c & 1;
@@ -250,10 +271,6 @@ struct Q6_K {
   }
 };
 
-QDEC_INLINE __m128i iq4nl_values() {
-  return _mm_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
-}
-
 template <class V>
 struct IQ4_NL {
   static constexpr int kBlock = 32, kBytes = 18;
@@ -261,9 +278,7 @@ struct IQ4_NL {
   float d;
   QDEC_INLINE explicit IQ4_NL(const uint8_t* b) : q(b + 2), d(f16(b)) {}
   QDEC_INLINE V chunk(int c) const {
-    const __m128i v = load16(q);
-    const __m128i n = c == 0 ? low_nibbles(v) : high_nibbles(v);
-    return V::mul(V::bcast(d), V::from_i8v(_mm_shuffle_epi8(iq4nl_values(), n)));
+    return V::lut16(V::mul(V::bcast(d), V::load(kIq4nl)), q, 4 * c);
   }
 };
 
@@ -275,17 +290,25 @@ struct IQ4_XS {
   const uint8_t* qs;
   float dl[8];
   QDEC_INLINE explicit IQ4_XS(const uint8_t* b) : qs(b + 8) {
-    const float d = f16(b);
-    const uint32_t sh = uint32_t(b[2]) | uint32_t(b[3]) << 8;
-    for (int j = 0; j < 8; ++j) {
-      const int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (((sh >> (2 * j)) & 3) << 4);
-      dl[j] = d * float(ls - 32);
-    }
+    // Sub-block j: low 4 bits = bits 4j.. of the u32 scales_l, high 2 bits = bits 2j.. of the
+    // u16 scales_h; scale − 32.
+    uint16_t sh;
+    uint32_t sl;
+    std::memcpy(&sh, b + 2, 2);
+    std::memcpy(&sl, b + 4, 4);
+    const __m256i lo =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(sl)),
+                                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                         _mm256_set1_epi32(15));
+    const __m256i hi = _mm256_and_si256(
+        _mm256_srlv_epi32(_mm256_set1_epi32(sh), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+        _mm256_set1_epi32(3));
+    const __m256i ls =
+        _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+    _mm256_storeu_ps(dl, _mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(f16(b))));
   }
   QDEC_INLINE V chunk(int c) const {
-    const __m128i v = load16(qs + 16 * (c >> 1));
-    const __m128i n = (c & 1) ? high_nibbles(v) : low_nibbles(v);
-    return V::mul(V::bcast(dl[c >> 1]), V::from_i8v(_mm_shuffle_epi8(iq4nl_values(), n)));
+    return V::lut16(V::mul(V::bcast(dl[c >> 1]), V::load(kIq4nl)), qs + 16 * (c >> 1), 4 * (c & 1));
   }
 };
 

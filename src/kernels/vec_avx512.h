@@ -96,6 +96,12 @@ struct V512 {
   }
   // The 16 signed bytes of q as F32 (exact).
   V512_INLINE V512 from_i8v(__m128i q) { return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))}; }
+  // Lane i = table[(p[i] >> shift) & 15] for shift 0 or 4: a 4-bit code looked up in 16 floats.
+  V512_INLINE V512 lut16(V512 table, const uint8_t* p, int shift) {
+    __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    if (shift) idx = _mm512_srli_epi32(idx, 4);
+    return {_mm512_permutexvar_ps(idx, table.v)};  // uses the index's low 4 bits
+  }
 };
 
 #undef V512_INLINE
