@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/dequant.h"
 #include "core/error.h"
 #include "kernels/kernels_isa.h"
 #include "kernels/matmul_packed.h"
@@ -13,58 +14,24 @@
 namespace invar {
 namespace {
 
-// Q8_0 block b of a row: its F16 scale and 32 quants.
-struct Q8Block {
-  uint16_t d;
-  int8_t q[kQ8Block];
-};
-static_assert(sizeof(Q8Block) == kQ8BlockBytes);
-
-// Weights of row n, k in [0, K), as exact F32 values, handed to `use(k, w)` in order of k.
-template <class Use>
-inline void row_each(const Matrix& w, int64_t n, Use&& use) {
-  const int64_t K = w.k();
-  const uint8_t* row = static_cast<const uint8_t*>(w.data()) + n * dtype_row_bytes(w.type(), K);
-  switch (w.type()) {
-    case DType::F32: {
-      const float* r = reinterpret_cast<const float*>(row);
-      for (int64_t k = 0; k < K; ++k) use(k, r[k]);
-      return;
-    }
-    case DType::F16: {
-      const uint16_t* r = reinterpret_cast<const uint16_t*>(row);
-      for (int64_t k = 0; k < K; ++k) use(k, f16_to_f32(r[k]));
-      return;
-    }
-    case DType::BF16: {
-      const uint16_t* r = reinterpret_cast<const uint16_t*>(row);
-      for (int64_t k = 0; k < K; ++k) use(k, bf16_to_f32(r[k]));
-      return;
-    }
-    case DType::Q8_0: {
-      for (int64_t b = 0; b < K / kQ8Block; ++b) {
-        Q8Block blk;
-        std::memcpy(&blk, row + b * kQ8BlockBytes, sizeof blk);
-        const float d = f16_to_f32(blk.d);
-        // d·q is exact in F32 (≤ 11 + 8 significant bits): the weight the chain sees.
-        for (int64_t j = 0; j < kQ8Block; ++j) use(b * kQ8Block + j, d * float(blk.q[j]));
-      }
-      return;
-    }
-  }
-  INVAR_CHECK(false, "unknown dtype");
-}
-
 // The canonical order, scalar: for each output, acc = fma(w[n][k], x[m][k], acc), k ascending,
-// from +0. Outputs n in [n0, n1) of every row.
+// from +0. Outputs n in [n0, n1) of every row. Each weight row is widened once into a K-float
+// buffer (never the whole matrix) and then read by every row of x.
 void matmul_scalar_range(const Matrix& w, const float* x, int64_t m, float* y, int64_t n0,
                          int64_t n1) {
   const int64_t K = w.k(), N = w.n();
+  std::vector<float> buf(static_cast<size_t>(K));
   for (int64_t n = n0; n < n1; ++n) {
+    const float* wr = buf.data();
+    if (w.type() == DType::F32) {
+      wr = static_cast<const float*>(w.data()) + n * K;
+    } else {
+      w.row_to_f32(n, buf.data());
+    }
     for (int64_t r = 0; r < m; ++r) {
       const float* xr = x + r * K;
       float acc = 0.0f;
-      row_each(w, n, [&](int64_t k, float wk) { acc = std::fma(wk, xr[k], acc); });
+      for (int64_t k = 0; k < K; ++k) acc = std::fma(wr[k], xr[k], acc);
       y[r * N + n] = acc;
     }
   }
@@ -84,7 +51,9 @@ Matrix::Matrix(DType type, int64_t k, int64_t n, const void* data)
 
 void Matrix::row_to_f32(int64_t n, float* out) const {
   INVAR_CHECK(n >= 0 && n < n_, "row " + std::to_string(n) + " of " + std::to_string(n_));
-  row_each(*this, n, [&](int64_t k, float wk) { out[k] = wk; });
+  // Every type through ggml's dequantisation (core/dequant.h); for F16/BF16/Q8_0 these are the
+  // exact values the SIMD paths widen to.
+  dequant_row(type_, static_cast<const uint8_t*>(data_) + n * dtype_row_bytes(type_, k_), out, k_);
 }
 
 void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y) {

@@ -52,6 +52,10 @@ void pack_q8(const uint8_t* src, int64_t k, int64_t n, MatmulPacked& pk) {
 
 void matrix_prepare(Matrix& w) {
   if (w.packed) return;
+  // The other block-quantised types have no packed layout yet: matmul() runs their scalar chain.
+  if (w.type() != DType::F32 && w.type() != DType::F16 && w.type() != DType::BF16 &&
+      w.type() != DType::Q8_0)
+    return;
   auto pk = std::make_shared<MatmulPacked>();
   pk->type = w.type();
   pk->k = w.k();
@@ -68,6 +72,8 @@ void matrix_prepare(Matrix& w) {
     case DType::Q8_0:
       pk->panel_bytes = w.k() / kQ8Block * kQ8PanelBlockBytes;
       break;
+    default:
+      return;
   }
   // 64-byte alignment: each panel step of F32 weights is one cache line.
   const size_t total = size_t(pk->n_panels * pk->panel_bytes);
@@ -85,6 +91,8 @@ void matrix_prepare(Matrix& w) {
     case DType::Q8_0:
       pack_q8(static_cast<const uint8_t*>(w.data()), w.k(), w.n(), *pk);
       break;
+    default:
+      return;
   }
   w.packed = std::move(pk);
 }

@@ -278,6 +278,8 @@ void panels_run(const MatmulPacked& w, const float* x, int64_t rows, float* y, i
       return panels_run_typed<V, DType::BF16>(w, x, rows, y, p0, p1, wbuf);
     case DType::Q8_0:
       return panels_run_typed<V, DType::Q8_0>(w, x, rows, y, p0, p1, wbuf);
+    default:  // matrix_prepare packs no other type
+      return;
   }
 }
 
