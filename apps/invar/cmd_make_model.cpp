@@ -17,6 +17,7 @@
 #include "model/gguf.h"
 #include "model/hparams.h"
 #include "model/make_model.h"
+#include "model/quant_preset.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::app {
@@ -47,9 +48,10 @@ int run_make_model(MakeModelOptions& o) {
   } else {
     throw Error("--arch must be qwen3next, qwen35 or qwen35moe, not '" + o.arch + "'");
   }
-  const auto t = dtype_parse(o.type);
-  if (!t) throw Error("--type must be f32, f16, bf16 or q8_0, not '" + o.type + "'");
-  c.type = *t;
+  if (!quant_scheme_parse(o.type))
+    throw Error("--type must be a llama-quantize preset (" + quant_preset_names() +
+                ") or a weight type (" + dtype_supported_list() + "), not '" + o.type + "'");
+  c.quant = o.type;
   if (!o.sections.empty()) {
     if (o.sections.size() > 4) throw Error("--sections takes at most 4 numbers");
     c.rope_sections = {0, 0, 0, 0};
@@ -84,7 +86,7 @@ int run_make_model(MakeModelOptions& o) {
   std::printf("wrote %s: %s, %lld layers, E=%lld, vocab %lld, %s weights, seed %llu, %.1f MB\n",
               o.out.c_str(), std::string(arch_name(hp.arch)).c_str(),
               static_cast<long long>(hp.n_layer), static_cast<long long>(hp.n_embd),
-              static_cast<long long>(hp.n_vocab), std::string(dtype_name(c.type)).c_str(),
+              static_cast<long long>(hp.n_vocab), o.type.c_str(),
               static_cast<unsigned long long>(c.seed), double(f->file_size()) / 1e6);
   return 0;
 }
@@ -101,8 +103,11 @@ Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
   s->add_option("--seed", c.seed, "weights are a pure function of the seed and the flags")
       ->capture_default_str();
   s->add_option("--type", o->type,
-                "matrix weight type: f32 | f16 | bf16 | q8_0 (norms, ssm_a, dt bias, conv, "
-                "routers stay f32)")
+                "weights: a llama-quantize preset (q4_k_m | q5_k_m | q6_k | q8_0 | iq4_xs | "
+                "q3_k_m | q2_k | q4_0: per-tensor types as llama-quantize picks them), or one "
+                "type for every matrix (f32 | f16 | bf16 | q4_0 | q4_1 | q5_0 | q5_1 | q8_0 | "
+                "q2_k | q3_k | q4_k | q5_k | q6_k | iq4_nl | iq4_xs; a name that is also a preset "
+                "means the preset). Norms, ssm_a, dt bias, conv and routers stay f32")
       ->capture_default_str();
   s->add_option("--vocab", o->vocab,
                 "vocabulary: a tokenizer.json, or a .gguf whose tokenizer.* keys are copied")

@@ -84,12 +84,9 @@ Matrix::Matrix(DType type, int64_t k, int64_t n, const void* data)
 
 void Matrix::row_to_f32(int64_t n, float* out) const {
   INVAR_CHECK(n >= 0 && n < n_, "row " + std::to_string(n) + " of " + std::to_string(n_));
-  if (dtype_is_quantized(type_)) {
-    dequant_row(type_, static_cast<const uint8_t*>(data_) + n * dtype_row_bytes(type_, k_), out,
-                k_);
-    return;
-  }
-  row_each(*this, n, [&](int64_t k, float wk) { out[k] = wk; });
+  // Every type through ggml's dequantisation (core/dequant.h): the exact values the matmul
+  // paths use.
+  dequant_row(type_, static_cast<const uint8_t*>(data_) + n * dtype_row_bytes(type_, k_), out, k_);
 }
 
 void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y) {
