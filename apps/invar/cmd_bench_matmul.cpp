@@ -265,9 +265,11 @@ int run_bench(const Options& opt) {
       // Decode reads weights from DRAM: rotate over enough copies to defeat the caches.
       const int64_t copies =
           s.m == 1 ? std::max<int64_t>(1, (opt.cold_mib << 20) / packed_bytes) : 1;
+      // Quantised matrices are read in place: each needs bytes of its own to stay out of cache.
+      std::vector<std::vector<uint8_t>> raws(dtype_is_quantized(*type) ? size_t(copies) : 1, raw);
       std::vector<Matrix> ws;
       for (int64_t c = 0; c < copies; ++c) {
-        ws.emplace_back(*type, s.k, s.n, raw.data());
+        ws.emplace_back(*type, s.k, s.n, raws[size_t(c) % raws.size()].data());
         matrix_prepare(ws.back());
       }
       // OpenBLAS multiplies the same weights, dequantised to F32 (compared on F32 rows only).

@@ -25,16 +25,39 @@ namespace {
 
 #define QT_INLINE inline __attribute__((always_inline))
 
+inline constexpr int kPrefetchBytes = 1024;
+
 template <class D, size_t... I>
 QT_INLINE std::array<D, sizeof...(I)> decoders(const uint8_t* const* blk,
                                                std::index_sequence<I...>) {
   return {D(blk[I])...};
 }
 
+// One block of each of P rows (at blk[p]) against R activation rows (xb, stride ldx).
+template <class V, class D, int R, int P>
+QT_INLINE void direct_block(const uint8_t* const* blk, const float* xb, int64_t ldx,
+                            V (&acc)[R][P]) {
+  const std::array<D, P> dec = decoders<D>(blk, std::make_index_sequence<P>{});
+#pragma GCC unroll 16
+  for (int c = 0; c < D::kBlock / 16; ++c) {
+    V wv[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) wv[p] = dec[p].chunk(c);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const V xv = V::load(xb + r * ldx + 16 * c);
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) acc[r][p] = V::fma(wv[p], xv, acc[r][p]);
+    }
+  }
+}
+
 // Few rows (decode): R activation rows × P weight rows starting at row n0, the blocks of the P
-// rows decoded in registers as they stream in, each weight vector used for R FMAs.
+// rows decoded in registers as they stream in, each weight vector used for R FMAs. Small blocks
+// go G at a time (256 weights a step), so per-step costs are paid once per 256 weights.
 template <class V, class D, int R, int P>
 void rows_direct(const QuantView& w, int64_t n0, const float* x, float* y) {
+  constexpr int G = D::kBlock >= 256 ? 1 : 256 / D::kBlock;
   const uint8_t* row[P];
   for (int p = 0; p < P; ++p) row[p] = w.data + (n0 + p) * w.row_bytes;
   V acc[R][P];
@@ -44,23 +67,25 @@ void rows_direct(const QuantView& w, int64_t n0, const float* x, float* y) {
     for (int p = 0; p < P; ++p) acc[r][p] = V::zero();
   }
   const int64_t n_blocks = w.k / D::kBlock;
-  for (int64_t b = 0; b < n_blocks; ++b) {
+  int64_t b = 0;
+  for (; b + G <= n_blocks; b += G) {
+    for (int p = 0; p < P; ++p) {
+      // The rows stream from DRAM once: ask for them kPrefetchBytes ahead (past the row's end it
+      // only touches the next rows, read soon anyway; a prefetch never faults).
+      const uint8_t* ahead = row[p] + b * D::kBytes + kPrefetchBytes;
+      for (int o = 0; o < G * D::kBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* blk[P];
+      for (int p = 0; p < P; ++p) blk[p] = row[p] + (b + g) * D::kBytes;
+      direct_block<V, D, R, P>(blk, x + (b + g) * D::kBlock, w.k, acc);
+    }
+  }
+  for (; b < n_blocks; ++b) {
     const uint8_t* blk[P];
     for (int p = 0; p < P; ++p) blk[p] = row[p] + b * D::kBytes;
-    const std::array<D, P> dec = decoders<D>(blk, std::make_index_sequence<P>{});
-    const float* xb = x + b * D::kBlock;
-#pragma GCC unroll 16
-    for (int c = 0; c < D::kBlock / 16; ++c) {
-      V wv[P];
-#pragma GCC unroll 4
-      for (int p = 0; p < P; ++p) wv[p] = dec[p].chunk(c);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const V xv = V::load(xb + r * w.k + 16 * c);
-#pragma GCC unroll 4
-        for (int p = 0; p < P; ++p) acc[r][p] = V::fma(wv[p], xv, acc[r][p]);
-      }
-    }
+    direct_block<V, D, R, P>(blk, x + b * D::kBlock, w.k, acc);
   }
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(acc[r][p]);
