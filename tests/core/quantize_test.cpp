@@ -94,7 +94,8 @@ TEST(Quantize, ZerosStayZeroAndGridValuesAreExact) {
     const std::vector<float> y = round_trip(t, zeros);
     for (float v : y) ASSERT_EQ(v, 0.0f) << dtype_name(t);
   }
-  // Integers −8..7 in every block: on the grid of Q4_0 (d = 1), Q5_0 (d = 1/2), Q4_1 (d = 1, m = −8).
+  // Integers −8..7 in every block: on the grid of Q4_0 (d = 1), Q5_0 (d = 1/2), Q4_1 (d = 1, m =
+  // −8).
   std::vector<float> x(256);
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 16) - 8);
   for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q4_1}) {

@@ -68,7 +68,7 @@ TEST(GgufQuant, RowsThatAreNotWholeBlocksAreRefused) {
   b.pad(32);
   for (int i = 0; i < 144; ++i) b.u8(0);
   EXPECT_NE(parse_error(b.b).find("tensor 'w': row length 128 is not a multiple of the q4_K "
-                                   "block size 256"),
+                                  "block size 256"),
             std::string::npos)
       << parse_error(b.b);
 }

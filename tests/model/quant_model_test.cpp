@@ -91,7 +91,7 @@ std::vector<float> logits_of(const std::string& path) {
 struct Case {
   std::string quant;
   Arch arch;
-  std::vector<std::string> must_have;  // ggml type names the file must contain
+  std::string mix;  // "type:tensors " for every type in the file, by name
 };
 
 void check_case(const Case& k) {
@@ -107,7 +107,7 @@ void check_case(const Case& k) {
   for (const auto& [t, n] : types) mix += t + ":" + std::to_string(n) + " ";
   std::printf("%-8s %-9s %s\n", k.quant.c_str(), std::string(arch_name(k.arch)).c_str(),
               mix.c_str());
-  for (const std::string& t : k.must_have) EXPECT_GT(types[t], 0) << t << " missing: " << mix;
+  EXPECT_EQ(mix, k.mix);
 
   const std::string twin = write_dequantised(path, name);
   const std::vector<float> q = logits_of(path);
@@ -119,28 +119,33 @@ void check_case(const Case& k) {
 }
 
 TEST(QuantModel, PresetsMatchTheirDequantisedTwin) {
-  // Expected mixes follow llama-quantize: output q6_K (q8_0 for q8_0), attn_v/attn_k q8_0 with
-  // 8 experts, attn_output q5_K for the 8-expert Q4_K_M / Q3_K_M / Q2_K / IQ4_XS, ffn_down and
-  // attn_qkv q6_K in Q4_K_M's "more bits" layers, 64-wide rows on the fallback types.
+  // The mixes are the per-tensor types llama-quantize (llama.cpp build d32676d) chose for the
+  // same models written as F32, compared tensor by tensor by hand: output q6_K (q8_0 for Q8_0),
+  // attn_v / attn_qkv / attn_k q8_0 with 8 experts, Q4_K_M's q6_K ffn_down layers falling back to
+  // q8_0 on 64-wide rows, q4_K → q5_0, q5_K → q5_1, iq4_xs → iq4_nl, q2_K/q3_K → q4_0.
   const Case cases[] = {
-      {"q4_k_m", Arch::qwen3next, {"q4_K", "q6_K", "q8_0", "q5_K", "q5_0"}},
-      {"q5_k_m", Arch::qwen35moe, {"q5_K", "q6_K", "q8_0", "q5_1"}},
-      {"q6_k", Arch::qwen35, {"q6_K", "q8_0"}},
-      {"q8_0", Arch::qwen3next, {"q8_0"}},
-      {"iq4_xs", Arch::qwen35moe, {"iq4_xs", "q6_K", "iq4_nl", "q5_K"}},
-      {"q3_k_m", Arch::qwen35, {"q3_K", "q4_K", "q5_K", "q6_K", "q4_0"}},
-      {"q2_k", Arch::qwen3next, {"q2_K", "q3_K", "q6_K", "q4_0", "q8_0"}},
-      {"q4_0", Arch::qwen35moe, {"q4_0", "q6_K", "q8_0"}},
+      {"q4_k_m", Arch::qwen3next, "f32:29 q4_K:25 q5_0:4 q5_1:2 q6_K:1 q8_0:10 "},
+      {"q5_k_m", Arch::qwen35moe, "f32:29 q5_1:6 q5_K:27 q6_K:1 q8_0:10 "},
+      {"q6_k", Arch::qwen35, "f32:21 q6_K:26 q8_0:6 "},
+      {"q8_0", Arch::qwen3next, "f32:29 q8_0:42 "},
+      {"iq4_xs", Arch::qwen35moe, "f32:29 iq4_nl:8 iq4_xs:27 q5_1:2 q6_K:1 q8_0:6 "},
+      {"q3_k_m", Arch::qwen35, "f32:21 q3_K:21 q4_K:2 q5_0:6 q5_K:2 q6_K:1 "},
+      {"q2_k", Arch::qwen3next, "f32:29 q2_K:25 q4_0:8 q5_1:2 q6_K:1 q8_0:6 "},
+      {"q4_0", Arch::qwen35moe, "f32:29 q4_0:37 q6_K:1 q8_0:6 "},
   };
   for (const Case& k : cases) check_case(k);
 }
 
 TEST(QuantModel, EveryTypeAloneMatchesItsDequantisedTwin) {
   const Case cases[] = {
-      {"q4_1", Arch::qwen35, {"q4_1"}},       {"q5_0", Arch::qwen3next, {"q5_0"}},
-      {"q5_1", Arch::qwen35moe, {"q5_1"}},    {"iq4_nl", Arch::qwen35, {"iq4_nl"}},
-      {"q3_k", Arch::qwen3next, {"q3_K"}},    {"q4_k", Arch::qwen35moe, {"q4_K"}},
-      {"q5_k", Arch::qwen35, {"q5_K"}},       {"f16", Arch::qwen3next, {"f16"}},
+      {"q4_1", Arch::qwen35, "f32:21 q4_1:32 "},
+      {"q5_0", Arch::qwen3next, "f32:29 q5_0:42 "},
+      {"q5_1", Arch::qwen35moe, "f32:29 q5_1:44 "},
+      {"iq4_nl", Arch::qwen35, "f32:21 iq4_nl:32 "},
+      {"q3_k", Arch::qwen3next, "f32:29 q3_K:32 q4_0:10 "},
+      {"q4_k", Arch::qwen35moe, "f32:29 q4_K:34 q5_0:10 "},
+      {"q5_k", Arch::qwen35, "f32:21 q5_1:6 q5_K:26 "},
+      {"f16", Arch::qwen3next, "f16:42 f32:29 "},
   };
   for (const Case& k : cases) check_case(k);
 }
