@@ -17,6 +17,7 @@
 #include "model/gguf.h"
 #include "model/hparams.h"
 #include "model/make_model.h"
+#include "model/model_presets.h"
 #include "model/quant_preset.h"
 #include "tokenizer/tokenizer.h"
 
@@ -30,7 +31,23 @@ struct MakeModelOptions {
   std::string vocab = std::string(INVAR_SOURCE_DIR) + "/data/qwen3/tokenizer.json";
   std::string out;
   std::vector<int32_t> sections;
+  std::string preset;
+  // Shape flags and how each copies its field from a preset; a flag given on the command line
+  // keeps its value (so --layers/--experts cut a slice of a preset).
+  std::vector<std::pair<CLI::Option*, void (*)(MakeModelConfig&, const MakeModelConfig&)>> shape;
 };
+
+// Fills the fields of every shape flag the command line did not give from the preset.
+void apply_preset(MakeModelOptions& o) {
+  const ModelPreset* p = model_preset_find(o.preset);
+  if (!p)
+    throw Error("--preset must be one of:" + model_presets_help() + "\nnot '" + o.preset + "'");
+  o.cfg.arch = p->config.arch;  // the preset names its architecture; --arch is not read
+  for (auto& [opt, copy] : o.shape)
+    if (opt->count() == 0) copy(o.cfg, p->config);
+  if (o.sections.empty()) o.cfg.rope_sections = p->config.rope_sections;
+  if (o.cfg.n_expert_used > o.cfg.n_expert) o.cfg.n_expert_used = o.cfg.n_expert;
+}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
@@ -39,7 +56,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 int run_make_model(MakeModelOptions& o) {
   MakeModelConfig& c = o.cfg;
-  if (o.arch == "qwen3next") {
+  if (!o.preset.empty()) {
+    apply_preset(o);
+  } else if (o.arch == "qwen3next") {
     c.arch = Arch::qwen3next;
   } else if (o.arch == "qwen35") {
     c.arch = Arch::qwen35;
@@ -112,30 +131,72 @@ Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
   s->add_option("--vocab", o->vocab,
                 "vocabulary: a tokenizer.json, or a .gguf whose tokenizer.* keys are copied")
       ->capture_default_str();
+  s->add_option("--preset", o->preset,
+                "real per-layer shapes of a published model (random weights); shape flags given "
+                "too override it, e.g. --layers 8 --experts 32 for a slice:" +
+                    model_presets_help());
   s->add_option("--name", c.name, "general.name")->capture_default_str();
-  s->add_option("--ctx", c.n_ctx, "context_length")->capture_default_str();
-  s->add_option("--embd", c.n_embd, "E, embedding width")->capture_default_str();
-  s->add_option("--layers", c.n_layer, "L, layers")->capture_default_str();
-  s->add_option("--heads", c.n_head, "H, attention query heads")->capture_default_str();
-  s->add_option("--heads-kv", c.n_head_kv, "Hkv, attention key/value heads")->capture_default_str();
-  s->add_option("--head-dim", c.head_dim, "D, attention head dim")->capture_default_str();
-  s->add_option("--rot", c.n_rot, "R, rotated dims per head")->capture_default_str();
-  s->add_option("--rope-base", c.rope_base, "RoPE frequency base")->capture_default_str();
+  o->shape.push_back({s->add_option("--ctx", c.n_ctx, "context_length")->capture_default_str(),
+                      [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_ctx = p.n_ctx; }});
+  o->shape.push_back(
+      {s->add_option("--embd", c.n_embd, "E, embedding width")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_embd = p.n_embd; }});
+  o->shape.push_back({s->add_option("--layers", c.n_layer, "L, layers")->capture_default_str(),
+                      [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_layer = p.n_layer; }});
+  o->shape.push_back(
+      {s->add_option("--heads", c.n_head, "H, attention query heads")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_head = p.n_head; }});
+  o->shape.push_back(
+      {s->add_option("--heads-kv", c.n_head_kv, "Hkv, attention key/value heads")
+           ->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_head_kv = p.n_head_kv; }});
+  o->shape.push_back(
+      {s->add_option("--head-dim", c.head_dim, "D, attention head dim")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.head_dim = p.head_dim; }});
+  o->shape.push_back(
+      {s->add_option("--rot", c.n_rot, "R, rotated dims per head")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_rot = p.n_rot; }});
+  o->shape.push_back(
+      {s->add_option("--rope-base", c.rope_base, "RoPE frequency base")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.rope_base = p.rope_base; }});
   s->add_option("--sections", o->sections,
                 "qwen35*: IMROPE sections (t h w e); default covers every pair");
-  s->add_option("--eps", c.rms_eps, "RMSNorm epsilon")->capture_default_str();
-  s->add_option("--ff", c.n_ff, "F, dense FFN width (qwen35)")->capture_default_str();
-  s->add_option("--experts", c.n_expert, "NE, experts (MoE archs)")->capture_default_str();
-  s->add_option("--experts-used", c.n_expert_used, "K, experts per token")->capture_default_str();
-  s->add_option("--ff-exp", c.n_ff_exp, "Fe, expert FFN width")->capture_default_str();
-  s->add_option("--ff-shexp", c.n_ff_shexp, "Fs, shared-expert FFN width")->capture_default_str();
-  s->add_option("--conv", c.ssm_conv, "Kc, GDN conv kernel")->capture_default_str();
-  s->add_option("--state", c.ssm_state, "Dk = Dv, GDN head dim")->capture_default_str();
-  s->add_option("--groups", c.ssm_groups, "Hk, GDN key heads")->capture_default_str();
-  s->add_option("--v-heads", c.ssm_v_heads, "Hv, GDN value heads")->capture_default_str();
-  s->add_option("--interval", c.interval,
-                "full_attention_interval: layer i is attention iff (i+1) % interval == 0")
-      ->capture_default_str();
+  o->shape.push_back({s->add_option("--eps", c.rms_eps, "RMSNorm epsilon")->capture_default_str(),
+                      [](MakeModelConfig& d, const MakeModelConfig& p) { d.rms_eps = p.rms_eps; }});
+  o->shape.push_back(
+      {s->add_option("--ff", c.n_ff, "F, dense FFN width (qwen35)")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_ff = p.n_ff; }});
+  o->shape.push_back(
+      {s->add_option("--experts", c.n_expert, "NE, experts (MoE archs)")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_expert = p.n_expert; }});
+  o->shape.push_back(
+      {s->add_option("--experts-used", c.n_expert_used, "K, experts per token")
+           ->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_expert_used = p.n_expert_used; }});
+  o->shape.push_back(
+      {s->add_option("--ff-exp", c.n_ff_exp, "Fe, expert FFN width")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_ff_exp = p.n_ff_exp; }});
+  o->shape.push_back(
+      {s->add_option("--ff-shexp", c.n_ff_shexp, "Fs, shared-expert FFN width")
+           ->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_ff_shexp = p.n_ff_shexp; }});
+  o->shape.push_back(
+      {s->add_option("--conv", c.ssm_conv, "Kc, GDN conv kernel")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.ssm_conv = p.ssm_conv; }});
+  o->shape.push_back(
+      {s->add_option("--state", c.ssm_state, "Dk = Dv, GDN head dim")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.ssm_state = p.ssm_state; }});
+  o->shape.push_back(
+      {s->add_option("--groups", c.ssm_groups, "Hk, GDN key heads")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.ssm_groups = p.ssm_groups; }});
+  o->shape.push_back(
+      {s->add_option("--v-heads", c.ssm_v_heads, "Hv, GDN value heads")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.ssm_v_heads = p.ssm_v_heads; }});
+  o->shape.push_back(
+      {s->add_option("--interval", c.interval,
+                     "full_attention_interval: layer i is attention iff (i+1) % interval == 0")
+           ->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.interval = p.interval; }});
   s->add_flag("--tied", c.tied, "no output.weight: logits use token_embd");
   s->add_flag("--fused-gate-up", c.fused_gate_up,
               "ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps");

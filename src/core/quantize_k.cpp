@@ -36,7 +36,8 @@ AffineK affine_k(const float* x, int n_sub, int len, int nmax, int smax) {
   const float idm = r.dmin != 0 ? 1.0f / r.dmin : 0.0f;
   for (int j = 0; j < n_sub; ++j) {
     r.sc[j] = clampi(nearest(s[j] * ids), 0, smax);
-    r.mn[j] = clampi(nearest(m[j] * idm), 0, smax);
+    // A sub-block whose scale rounds to 0 decodes to −min: keep it at 0 rather than a constant.
+    r.mn[j] = r.sc[j] == 0 ? 0 : clampi(nearest(m[j] * idm), 0, smax);
     const float dl = r.d * float(r.sc[j]);
     const float ml = r.dmin * float(r.mn[j]);
     for (int i = 0; i < len; ++i) {

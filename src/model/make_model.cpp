@@ -258,7 +258,7 @@ void make_model_validate(const MakeModelConfig& c, int64_t n_vocab) {
       double(E) * double(n_vocab) * 2 + double(c.n_layer) * double(per_layer_ffn + per_layer_mix);
   if (total > double(kMaxElements))
     bad("the model would have about " + std::to_string(int64_t(total)) +
-        " weights; the limit is 2^32");
+        " weights; the limit is 2^32 (--layers and --experts make a smaller slice)");
   // Every matrix row must suit its type (or llama-quantize's fallback for it).
   plan_types(c, list_tensors(c, n_vocab));
 }

@@ -56,8 +56,9 @@ constexpr uint16_t kExtremes[] = {0x7bff, 0xfbff, 0x0001, 0x03ff, 0x0400,
                                   0x0000, 0x8000, 0xbc00, 0x8001};
 constexpr int kExtremeBlocks = int(sizeof kExtremes / sizeof kExtremes[0]);
 
-// n random blocks; the scale fields of block i < kExtremeBlocks are kExtremes[i] (each field of
-// the block, so min fields are extreme too), the others random finite F16 of either sign.
+// n random blocks. Block i < kExtremeBlocks has every scale field (d, and dmin / m where the
+// type has one) set to kExtremes[i]; the next kExtremeBlocks mix extremes (field k gets
+// kExtremes[(i + k) % N]); the others have random finite F16 of either sign.
 std::vector<uint8_t> random_blocks(DType t, int n, uint64_t seed) {
   const int64_t bb = dtype_block_bytes(t);
   std::vector<uint8_t> b(size_t(bb * n));
@@ -67,6 +68,8 @@ std::vector<uint8_t> random_blocks(DType t, int n, uint64_t seed) {
     for (int off : f16_fields(t)) {
       uint16_t h;
       if (i < kExtremeBlocks) {
+        h = kExtremes[i];
+      } else if (i < 2 * kExtremeBlocks) {
         h = kExtremes[(i + k) % kExtremeBlocks];
       } else {
         const uint64_t r = splitmix(seed);
@@ -125,7 +128,7 @@ TEST(QuantDequant, MatchesNumpyReferenceBitForBit) {
     std::remove(out.c_str());
     const int64_t n = n_blocks * dtype_block_size(t);
     ASSERT_EQ(int64_t(raw.size()), n * 4);
-    std::vector<float> want(size_t(n)), got(size_t(n));
+    std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
     std::memcpy(want.data(), raw.data(), raw.size());
     dequant_row(t, blocks.data(), got.data(), n);
     EXPECT_EQ(first_mismatch(got, want), "");
@@ -134,7 +137,7 @@ TEST(QuantDequant, MatchesNumpyReferenceBitForBit) {
     bool huge = false, tiny = false, neg_zero = false, pos_zero = false;
     for (float v : got) {
       huge |= std::fabs(v) >= 65504.0f;
-      tiny |= v != 0 && std::fabs(v) < 0x1p-20f;
+      tiny |= v != 0 && std::fabs(v) < 0x1p-14f;  // below F16's smallest normal
       neg_zero |= bits(v) == 0x80000000u;
       pos_zero |= bits(v) == 0;
     }
@@ -169,7 +172,7 @@ TEST(QuantDequant, MatchesGgmlFixedVectors) {
     const int64_t n = int64_t(nb) * dtype_block_size(*t);
     const size_t bytes = size_t(nb * dtype_block_bytes(*t));
     ASSERT_LE(at + bytes + size_t(n) * 4, f.size());
-    std::vector<float> want(size_t(n)), got(size_t(n));
+    std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
     std::memcpy(want.data(), &f[at + bytes], size_t(n) * 4);
     dequant_row(*t, &f[at], got.data(), n);
     EXPECT_EQ(first_mismatch(got, want), "");
