@@ -98,10 +98,41 @@ struct Shape {
   int64_t m, n, k;
 };
 
+// Byte offsets of the F16 fields (scale, min) of a quantised block (ggml-common.h).
+std::vector<int> f16_fields(DType t) {
+  switch (t) {
+    case DType::Q4_1:
+    case DType::Q5_1:
+    case DType::Q4_K:
+    case DType::Q5_K:
+      return {0, 2};
+    case DType::Q2_K:
+      return {80, 82};
+    case DType::Q3_K:
+      return {108};
+    case DType::Q6_K:
+      return {208};
+    default:
+      return {0};
+  }
+}
+
 // Raw file-layout bytes of a random {K, N} matrix of `type`.
 std::vector<uint8_t> random_weights(DType type, int64_t k, int64_t n, std::mt19937& rng) {
   std::vector<uint8_t> bytes(size_t(n * dtype_row_bytes(type, k)));
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  if (dtype_is_quantized(type) && type != DType::Q8_0) {
+    // Random quants, ordinary scales (no subnormal F32 weights to slow any path down).
+    for (auto& b : bytes) b = uint8_t(rng());
+    const size_t block = size_t(dtype_block_bytes(type));
+    for (size_t b = 0; b < bytes.size(); b += block) {
+      for (int off : f16_fields(type)) {
+        const uint16_t d = f32_to_f16(0.01f * (1.0f + u(rng)));
+        std::memcpy(&bytes[b + size_t(off)], &d, 2);
+      }
+    }
+    return bytes;
+  }
   if (type == DType::Q8_0) {
     for (size_t b = 0; b < bytes.size(); b += kQ8BlockBytes) {
       const uint16_t d = f32_to_f16(0.01f * (1.0f + u(rng)));
@@ -234,9 +265,11 @@ int run_bench(const Options& opt) {
       // Decode reads weights from DRAM: rotate over enough copies to defeat the caches.
       const int64_t copies =
           s.m == 1 ? std::max<int64_t>(1, (opt.cold_mib << 20) / packed_bytes) : 1;
+      // Quantised matrices are read in place: each needs bytes of its own to stay out of cache.
+      std::vector<std::vector<uint8_t>> raws(dtype_is_quantized(*type) ? size_t(copies) : 1, raw);
       std::vector<Matrix> ws;
       for (int64_t c = 0; c < copies; ++c) {
-        ws.emplace_back(*type, s.k, s.n, raw.data());
+        ws.emplace_back(*type, s.k, s.n, raws[size_t(c) % raws.size()].data());
         matrix_prepare(ws.back());
       }
       // OpenBLAS multiplies the same weights, dequantised to F32 (compared on F32 rows only).
@@ -327,7 +360,9 @@ int run_bench(const Options& opt) {
   }
   std::printf(
       "\nPeaks and bandwidth are measured above; best/OB = best invar median / OpenBLAS "
-      "median (F32 rows). M=1 GB/s counts the packed weight bytes per product.\n");
+      "median (F32 rows). M=1 GB/s counts the weight bytes read per product (the file's bytes for\n"
+      "quantised types, read in place). Quantised types follow their own canonical order\n"
+      "(docs/numerics.md). On a machine shared with other work the numbers are indicative.\n");
   return 0;
 }
 
@@ -336,7 +371,9 @@ BenchKind bench_matmul("matmul", [](CLI::App& bench) -> Command::Run {
   auto* sub =
       bench.add_subcommand("matmul", "Matrix product vs OpenBLAS sgemm, FMA peak, bandwidth");
   sub->add_option("--threads", opt->threads, "thread counts to run (default 1 2)")->delimiter(',');
-  sub->add_option("--dtypes", opt->dtypes, "weight types (default f32 f16 bf16 q8_0)")
+  sub->add_option("--dtypes", opt->dtypes,
+                  "weight types (default f32 f16 bf16 q8_0; any of f32 f16 bf16 q4_0 q4_1 q5_0 "
+                  "q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs)")
       ->delimiter(',');
   sub->add_option("--reps", opt->reps, "interleaved samples per variant (default 7)");
   sub->add_option("--sample-ms", opt->min_sample_ms, "minimum duration of one sample (default 20)");

@@ -1,13 +1,16 @@
 // `invar inspect MODEL`: what a GGUF holds — container facts, metadata, the hyper-parameters as
-// invar reads them (or why it refuses the file), and the tensor table with sizes.
+// invar reads them (or why it refuses the file), the tensor table with sizes, the bytes and bits
+// per weight of each type, and the memory a model needs (weights, KV per token, state).
 #include <cinttypes>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "command.h"
 #include "core/error.h"
+#include "model/forward.h"
 #include "model/gguf.h"
 #include "model/gguf_types.h"
 #include "model/hparams.h"
@@ -102,9 +105,11 @@ int run_inspect(const InspectOptions& o) {
                 value_str(kv.value, o.all_kv).c_str());
 
   int status = 0;
+  std::optional<Hparams> hp;
   std::printf("\nhparams:\n");
   try {
-    std::printf("%s", hparams_describe(hparams_from_gguf(*f)).c_str());
+    hp = hparams_from_gguf(*f);
+    std::printf("%s", hparams_describe(*hp).c_str());
   } catch (const Error& e) {
     std::printf("  invar cannot run this file: %s\n", e.what());
     status = 1;
@@ -112,7 +117,11 @@ int run_inspect(const InspectOptions& o) {
 
   uint64_t total_bytes = 0;
   int64_t total_elems = 0;
-  std::map<std::string, std::pair<int64_t, uint64_t>> by_type;  // name → (tensors, bytes)
+  struct TypeTotal {
+    int64_t tensors = 0, elements = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<uint32_t, TypeTotal> by_type;  // ggml type id → totals
   if (!o.no_tensors)
     std::printf("\ntensors:\n  %-40s %-6s %-22s %12s\n", "name", "type", "shape", "bytes");
   for (const auto& t : f->tensors()) {
@@ -122,16 +131,38 @@ int run_inspect(const InspectOptions& o) {
                   shape_str(t.ne).c_str(), t.n_bytes);
     total_bytes += t.n_bytes;
     total_elems += t.n_elements();
-    auto& bt = by_type[type];
-    bt.first += 1;
-    bt.second += t.n_bytes;
+    TypeTotal& bt = by_type[static_cast<uint32_t>(t.type)];
+    bt.tensors += 1;
+    bt.elements += t.n_elements();
+    bt.bytes += t.n_bytes;
   }
   std::printf("\ntotals: %zu tensors, %" PRId64 " parameters, %" PRIu64
               " bytes of tensor data (%.2f MB)\n",
               f->tensors().size(), total_elems, total_bytes, double(total_bytes) / 1e6);
-  for (const auto& [type, v] : by_type)
-    std::printf("  %-6s %5" PRId64 " tensors %14" PRIu64 " bytes\n", type.c_str(), v.first,
-                v.second);
+  for (const auto& [id, v] : by_type)
+    std::printf("  %-7s %5" PRId64 " tensors %14" PRIu64 " bytes %8.4f bits per weight\n",
+                ggml_type_label(id).c_str(), v.tensors, v.bytes,
+                double(v.bytes) * 8.0 / double(v.elements));
+  if (hp) {
+    // What a running model needs besides the mapped file: F32 KV per token of context in each
+    // attention layer, and the F32 recurrent state (conv window + delta-rule matrix) of every
+    // Gated DeltaNet layer, once per sequence and once per prefix-cache checkpoint.
+    const int64_t kv_bytes = 4 * hp->n_attention_layers() * 2 * hp->n_head_kv * hp->head_dim;
+    const int64_t state_bytes = 4 * hp->n_recurrent_layers() * gdn_state_floats(*hp);
+    std::printf("\nmemory:\n");
+    std::printf("  weights (mapped file)          %14" PRIu64 " bytes (%.2f GiB)\n", f->file_size(),
+                double(f->file_size()) / double(1 << 30));
+    std::printf("  KV cache per token             %14" PRId64 " bytes (%" PRId64
+                " attention layers × K,V × %" PRId64 " heads × %" PRId64 " × f32)\n",
+                kv_bytes, hp->n_attention_layers(), hp->n_head_kv, hp->head_dim);
+    std::printf("  recurrent state per sequence   %14" PRId64 " bytes (%" PRId64
+                " Gated DeltaNet layers; the same again per prefix-cache checkpoint)\n",
+                state_bytes, hp->n_recurrent_layers());
+    std::printf("  e.g. one sequence of %" PRId64 " tokens: %.2f GiB\n", hp->n_ctx_train,
+                (double(f->file_size()) + double(kv_bytes) * double(hp->n_ctx_train) +
+                 double(state_bytes)) /
+                    double(1 << 30));
+  }
   return status;
 }
 

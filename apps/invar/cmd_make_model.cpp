@@ -17,6 +17,8 @@
 #include "model/gguf.h"
 #include "model/hparams.h"
 #include "model/make_model.h"
+#include "model/model_presets.h"
+#include "model/quant_preset.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::app {
@@ -29,7 +31,23 @@ struct MakeModelOptions {
   std::string vocab = std::string(INVAR_SOURCE_DIR) + "/data/qwen3/tokenizer.json";
   std::string out;
   std::vector<int32_t> sections;
+  std::string preset;
+  // Shape flags and how each copies its field from a preset; a flag given on the command line
+  // keeps its value (so --layers/--experts cut a slice of a preset).
+  std::vector<std::pair<CLI::Option*, void (*)(MakeModelConfig&, const MakeModelConfig&)>> shape;
 };
+
+// Fills the fields of every shape flag the command line did not give from the preset.
+void apply_preset(MakeModelOptions& o) {
+  const ModelPreset* p = model_preset_find(o.preset);
+  if (!p)
+    throw Error("--preset must be one of:" + model_presets_help() + "\nnot '" + o.preset + "'");
+  o.cfg.arch = p->config.arch;  // the preset names its architecture; --arch is not read
+  for (auto& [opt, copy] : o.shape)
+    if (opt->count() == 0) copy(o.cfg, p->config);
+  if (o.sections.empty()) o.cfg.rope_sections = p->config.rope_sections;
+  if (o.cfg.n_expert_used > o.cfg.n_expert) o.cfg.n_expert_used = o.cfg.n_expert;
+}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
@@ -38,7 +56,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 int run_make_model(MakeModelOptions& o) {
   MakeModelConfig& c = o.cfg;
-  if (o.arch == "qwen3next") {
+  if (!o.preset.empty()) {
+    apply_preset(o);
+  } else if (o.arch == "qwen3next") {
     c.arch = Arch::qwen3next;
   } else if (o.arch == "qwen35") {
     c.arch = Arch::qwen35;
@@ -47,9 +67,10 @@ int run_make_model(MakeModelOptions& o) {
   } else {
     throw Error("--arch must be qwen3next, qwen35 or qwen35moe, not '" + o.arch + "'");
   }
-  const auto t = dtype_parse(o.type);
-  if (!t) throw Error("--type must be f32, f16, bf16 or q8_0, not '" + o.type + "'");
-  c.type = *t;
+  if (!quant_scheme_parse(o.type))
+    throw Error("--type must be a llama-quantize preset (" + quant_preset_names() +
+                ") or a weight type (" + dtype_supported_list() + "), not '" + o.type + "'");
+  c.quant = o.type;
   if (!o.sections.empty()) {
     if (o.sections.size() > 4) throw Error("--sections takes at most 4 numbers");
     c.rope_sections = {0, 0, 0, 0};
@@ -84,7 +105,7 @@ int run_make_model(MakeModelOptions& o) {
   std::printf("wrote %s: %s, %lld layers, E=%lld, vocab %lld, %s weights, seed %llu, %.1f MB\n",
               o.out.c_str(), std::string(arch_name(hp.arch)).c_str(),
               static_cast<long long>(hp.n_layer), static_cast<long long>(hp.n_embd),
-              static_cast<long long>(hp.n_vocab), std::string(dtype_name(c.type)).c_str(),
+              static_cast<long long>(hp.n_vocab), o.type.c_str(),
               static_cast<unsigned long long>(c.seed), double(f->file_size()) / 1e6);
   return 0;
 }
@@ -101,36 +122,81 @@ Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
   s->add_option("--seed", c.seed, "weights are a pure function of the seed and the flags")
       ->capture_default_str();
   s->add_option("--type", o->type,
-                "matrix weight type: f32 | f16 | bf16 | q8_0 (norms, ssm_a, dt bias, conv, "
-                "routers stay f32)")
+                "weights: a llama-quantize preset (q4_k_m | q5_k_m | q6_k | q8_0 | iq4_xs | "
+                "q3_k_m | q2_k | q4_0: per-tensor types as llama-quantize picks them), or one "
+                "type for every matrix (f32 | f16 | bf16 | q4_0 | q4_1 | q5_0 | q5_1 | q8_0 | "
+                "q2_k | q3_k | q4_k | q5_k | q6_k | iq4_nl | iq4_xs; a name that is also a preset "
+                "means the preset). Norms, ssm_a, dt bias, conv and routers stay f32")
       ->capture_default_str();
   s->add_option("--vocab", o->vocab,
                 "vocabulary: a tokenizer.json, or a .gguf whose tokenizer.* keys are copied")
       ->capture_default_str();
+  s->add_option("--preset", o->preset,
+                "real per-layer shapes of a published model (random weights); shape flags given "
+                "too override it, e.g. --layers 8 --experts 32 for a slice:" +
+                    model_presets_help());
   s->add_option("--name", c.name, "general.name")->capture_default_str();
-  s->add_option("--ctx", c.n_ctx, "context_length")->capture_default_str();
-  s->add_option("--embd", c.n_embd, "E, embedding width")->capture_default_str();
-  s->add_option("--layers", c.n_layer, "L, layers")->capture_default_str();
-  s->add_option("--heads", c.n_head, "H, attention query heads")->capture_default_str();
-  s->add_option("--heads-kv", c.n_head_kv, "Hkv, attention key/value heads")->capture_default_str();
-  s->add_option("--head-dim", c.head_dim, "D, attention head dim")->capture_default_str();
-  s->add_option("--rot", c.n_rot, "R, rotated dims per head")->capture_default_str();
-  s->add_option("--rope-base", c.rope_base, "RoPE frequency base")->capture_default_str();
+  o->shape.push_back({s->add_option("--ctx", c.n_ctx, "context_length")->capture_default_str(),
+                      [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_ctx = p.n_ctx; }});
+  o->shape.push_back(
+      {s->add_option("--embd", c.n_embd, "E, embedding width")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_embd = p.n_embd; }});
+  o->shape.push_back({s->add_option("--layers", c.n_layer, "L, layers")->capture_default_str(),
+                      [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_layer = p.n_layer; }});
+  o->shape.push_back(
+      {s->add_option("--heads", c.n_head, "H, attention query heads")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_head = p.n_head; }});
+  o->shape.push_back(
+      {s->add_option("--heads-kv", c.n_head_kv, "Hkv, attention key/value heads")
+           ->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_head_kv = p.n_head_kv; }});
+  o->shape.push_back(
+      {s->add_option("--head-dim", c.head_dim, "D, attention head dim")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.head_dim = p.head_dim; }});
+  o->shape.push_back(
+      {s->add_option("--rot", c.n_rot, "R, rotated dims per head")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_rot = p.n_rot; }});
+  o->shape.push_back(
+      {s->add_option("--rope-base", c.rope_base, "RoPE frequency base")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.rope_base = p.rope_base; }});
   s->add_option("--sections", o->sections,
                 "qwen35*: IMROPE sections (t h w e); default covers every pair");
-  s->add_option("--eps", c.rms_eps, "RMSNorm epsilon")->capture_default_str();
-  s->add_option("--ff", c.n_ff, "F, dense FFN width (qwen35)")->capture_default_str();
-  s->add_option("--experts", c.n_expert, "NE, experts (MoE archs)")->capture_default_str();
-  s->add_option("--experts-used", c.n_expert_used, "K, experts per token")->capture_default_str();
-  s->add_option("--ff-exp", c.n_ff_exp, "Fe, expert FFN width")->capture_default_str();
-  s->add_option("--ff-shexp", c.n_ff_shexp, "Fs, shared-expert FFN width")->capture_default_str();
-  s->add_option("--conv", c.ssm_conv, "Kc, GDN conv kernel")->capture_default_str();
-  s->add_option("--state", c.ssm_state, "Dk = Dv, GDN head dim")->capture_default_str();
-  s->add_option("--groups", c.ssm_groups, "Hk, GDN key heads")->capture_default_str();
-  s->add_option("--v-heads", c.ssm_v_heads, "Hv, GDN value heads")->capture_default_str();
-  s->add_option("--interval", c.interval,
-                "full_attention_interval: layer i is attention iff (i+1) % interval == 0")
-      ->capture_default_str();
+  o->shape.push_back({s->add_option("--eps", c.rms_eps, "RMSNorm epsilon")->capture_default_str(),
+                      [](MakeModelConfig& d, const MakeModelConfig& p) { d.rms_eps = p.rms_eps; }});
+  o->shape.push_back(
+      {s->add_option("--ff", c.n_ff, "F, dense FFN width (qwen35)")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_ff = p.n_ff; }});
+  o->shape.push_back(
+      {s->add_option("--experts", c.n_expert, "NE, experts (MoE archs)")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_expert = p.n_expert; }});
+  o->shape.push_back(
+      {s->add_option("--experts-used", c.n_expert_used, "K, experts per token")
+           ->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_expert_used = p.n_expert_used; }});
+  o->shape.push_back(
+      {s->add_option("--ff-exp", c.n_ff_exp, "Fe, expert FFN width")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_ff_exp = p.n_ff_exp; }});
+  o->shape.push_back(
+      {s->add_option("--ff-shexp", c.n_ff_shexp, "Fs, shared-expert FFN width")
+           ->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.n_ff_shexp = p.n_ff_shexp; }});
+  o->shape.push_back(
+      {s->add_option("--conv", c.ssm_conv, "Kc, GDN conv kernel")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.ssm_conv = p.ssm_conv; }});
+  o->shape.push_back(
+      {s->add_option("--state", c.ssm_state, "Dk = Dv, GDN head dim")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.ssm_state = p.ssm_state; }});
+  o->shape.push_back(
+      {s->add_option("--groups", c.ssm_groups, "Hk, GDN key heads")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.ssm_groups = p.ssm_groups; }});
+  o->shape.push_back(
+      {s->add_option("--v-heads", c.ssm_v_heads, "Hv, GDN value heads")->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.ssm_v_heads = p.ssm_v_heads; }});
+  o->shape.push_back(
+      {s->add_option("--interval", c.interval,
+                     "full_attention_interval: layer i is attention iff (i+1) % interval == 0")
+           ->capture_default_str(),
+       [](MakeModelConfig& d, const MakeModelConfig& p) { d.interval = p.interval; }});
   s->add_flag("--tied", c.tied, "no output.weight: logits use token_embd");
   s->add_flag("--fused-gate-up", c.fused_gate_up,
               "ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps");

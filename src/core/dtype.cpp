@@ -7,49 +7,82 @@
 
 namespace invar {
 
+namespace {
+
+struct Traits {
+  DType type;
+  std::string_view name;
+  int64_t block_size;
+  int64_t block_bytes;
+};
+
+// Geometry as ggml-common.h defines it (block structs: core/quant_blocks.h).
+constexpr Traits kTraits[] = {
+    {DType::F32, "f32", 1, 4},         {DType::F16, "f16", 1, 2},
+    {DType::Q4_0, "q4_0", 32, 18},     {DType::Q4_1, "q4_1", 32, 20},
+    {DType::Q5_0, "q5_0", 32, 22},     {DType::Q5_1, "q5_1", 32, 24},
+    {DType::Q8_0, "q8_0", 32, 34},     {DType::Q2_K, "q2_K", 256, 84},
+    {DType::Q3_K, "q3_K", 256, 110},   {DType::Q4_K, "q4_K", 256, 144},
+    {DType::Q5_K, "q5_K", 256, 176},   {DType::Q6_K, "q6_K", 256, 210},
+    {DType::IQ4_NL, "iq4_nl", 32, 18}, {DType::IQ4_XS, "iq4_xs", 256, 136},
+    {DType::BF16, "bf16", 1, 2},
+};
+
+const Traits* traits_of(uint32_t id) {
+  for (const Traits& t : kTraits)
+    if (uint32_t(t.type) == id) return &t;
+  return nullptr;
+}
+
+const Traits& traits(DType t) {
+  const Traits* tr = traits_of(uint32_t(t));
+  INVAR_CHECK(tr != nullptr, "unknown dtype " + std::to_string(uint32_t(t)));
+  return *tr;
+}
+
+}  // namespace
+
 std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::F32:
-      return "f32";
-    case DType::F16:
-      return "f16";
-    case DType::Q8_0:
-      return "q8_0";
-    case DType::BF16:
-      return "bf16";
-  }
-  return "?";
+  const Traits* tr = traits_of(uint32_t(t));
+  return tr ? tr->name : "?";
 }
 
 std::optional<DType> dtype_parse(std::string_view s) {
   std::string l(s);
   for (auto& c : l) c = char(std::tolower(static_cast<unsigned char>(c)));
-  if (l == "f32") return DType::F32;
-  if (l == "f16") return DType::F16;
-  if (l == "q8_0") return DType::Q8_0;
-  if (l == "bf16") return DType::BF16;
+  for (const Traits& t : kTraits) {
+    std::string n(t.name);
+    for (auto& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (n == l) return t.type;
+  }
   return std::nullopt;
 }
 
 bool dtype_supported(uint32_t id) {
-  return id == 0 || id == 1 || id == 8 || id == 30;
+  return traits_of(id) != nullptr;
+}
+
+std::string dtype_supported_list() {
+  std::string s;
+  for (const Traits& t : kTraits) s += (s.empty() ? "" : ", ") + std::string(t.name);
+  return s;
 }
 
 int64_t dtype_block_size(DType t) {
-  return t == DType::Q8_0 ? kQ8Block : 1;
+  return traits(t).block_size;
+}
+
+int64_t dtype_block_bytes(DType t) {
+  return traits(t).block_bytes;
+}
+
+bool dtype_is_quantized(DType t) {
+  return t != DType::F32 && t != DType::F16 && t != DType::BF16;
 }
 
 int64_t dtype_row_bytes(DType t, int64_t n) {
-  switch (t) {
-    case DType::F32:
-      return 4 * n;
-    case DType::F16:
-    case DType::BF16:
-      return 2 * n;
-    case DType::Q8_0:
-      return (n / kQ8Block) * kQ8BlockBytes;
-  }
-  INVAR_CHECK(false, "unknown dtype");
+  const Traits& tr = traits(t);
+  return n / tr.block_size * tr.block_bytes;
 }
 
 float f16_to_f32(uint16_t h) {

@@ -1,9 +1,11 @@
 // Element types of tensors, numbered exactly as ggml's `enum ggml_type` so GGUF type ids map 1:1.
+// Block layouts of the quantised types: core/quant_blocks.h; their dequantisation: core/dequant.h.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace invar {
@@ -11,24 +13,48 @@ namespace invar {
 enum class DType : uint32_t {
   F32 = 0,
   F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q5_0 = 6,
+  Q5_1 = 7,
   Q8_0 = 8,
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  IQ4_NL = 20,
+  IQ4_XS = 23,
   BF16 = 30,
+};
+
+// Every type invar computes with, in ggml id order.
+inline constexpr DType kAllDTypes[] = {
+    DType::F32,  DType::F16,  DType::Q4_0,   DType::Q4_1,   DType::Q5_0,
+    DType::Q5_1, DType::Q8_0, DType::Q2_K,   DType::Q3_K,   DType::Q4_K,
+    DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::BF16,
 };
 
 // Q8_0: blocks of 32 weights = one F16 scale d, then 32 int8 q; w = d * q.
 inline constexpr int64_t kQ8Block = 32;
 inline constexpr int64_t kQ8BlockBytes = 2 + 32;
 
-// Name as ggml prints it ("f32", "f16", "q8_0", "bf16").
+// Name as ggml prints it ("f32", "f16", "q4_K", "iq4_xs", "bf16").
 std::string_view dtype_name(DType t);
-// Parses "f32"/"F32" etc.; nullopt if unknown.
+// Parses a name, case-insensitively ("q4_k", "Q4_K", "f32"); nullopt if unknown.
 std::optional<DType> dtype_parse(std::string_view s);
 // True for the ids invar can compute with.
 bool dtype_supported(uint32_t ggml_type_id);
-// Bytes of one row of n elements (n must be a multiple of the block size for Q8_0).
-int64_t dtype_row_bytes(DType t, int64_t n);
-// Elements per block (1 for F32/F16/BF16, 32 for Q8_0).
+// "f32, f16, bf16, q4_0, ..." for error messages.
+std::string dtype_supported_list();
+// Elements per block: 1 (F32/F16/BF16), 32 (legacy quants, IQ4_NL) or 256 (K-quants, IQ4_XS).
 int64_t dtype_block_size(DType t);
+// Bytes of one block.
+int64_t dtype_block_bytes(DType t);
+// True for the block-quantised types (everything but F32/F16/BF16).
+bool dtype_is_quantized(DType t);
+// Bytes of one row of n elements (n must be a multiple of the block size).
+int64_t dtype_row_bytes(DType t, int64_t n);
 
 // IEEE binary16 <-> binary32, exact (round to nearest even on narrowing), no hardware needed.
 float f16_to_f32(uint16_t h);

@@ -5,6 +5,6 @@
 
 namespace invar {
 
-inline constexpr const char* kNumericsVersion = "invar-numerics-1";
+inline constexpr const char* kNumericsVersion = "invar-numerics-2";
 
 }  // namespace invar

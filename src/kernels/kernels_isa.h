@@ -14,6 +14,7 @@
 namespace invar {
 
 struct MatmulPacked;
+struct QuantView;
 
 struct IsaKernels {
   float (*reduce_sum)(const float* x, int64_t n);
@@ -39,6 +40,9 @@ struct IsaKernels {
   // matmul_packed.h: panels [p_begin, p_end) of every row; wbuf: kMatmulScratchFloats floats.
   void (*matmul_panels)(const MatmulPacked& w, const float* x, int64_t rows, float* y,
                         int64_t p_begin, int64_t p_end, float* wbuf);
+  // qmatmul.h: outputs [n_begin, n_end) of every row; scratch: kQScratchFloats floats.
+  void (*qmatmul_rows)(const QuantView& w, const float* x, int64_t rows, float* y,
+                       int64_t n_begin, int64_t n_end, float* scratch);
 };
 
 extern const IsaKernels kIsaKernelsAvx2;

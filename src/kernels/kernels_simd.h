@@ -8,6 +8,7 @@
 #include "kernels/delta_rule_simd.h"
 #include "kernels/kernels_isa.h"
 #include "kernels/matmul_tiles.h"
+#include "kernels/qmatmul_tiles.h"
 #include "kernels/rows_simd.h"
 
 namespace invar::kernels_simd {
@@ -29,6 +30,7 @@ constexpr IsaKernels isa_kernels_over() {
       .swiglu = &swiglu<V>,
       .sigmoid_mul_inplace = &sigmoid_mul_inplace<V>,
       .matmul_panels = &matmul_tiles::panels_run<V>,
+      .qmatmul_rows = &qmatmul_tiles::qmatmul_rows<V>,
   };
 }
 

@@ -2,23 +2,19 @@
 // to the SIMD paths over the packed panels (matmul_packed.h).
 #include "kernels/matmul.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "core/dequant.h"
 #include "core/error.h"
 #include "kernels/kernels_isa.h"
 #include "kernels/matmul_packed.h"
+#include "kernels/qmatmul.h"
 
 namespace invar {
 namespace {
-
-// Q8_0 block b of a row: its F16 scale and 32 quants.
-struct Q8Block {
-  uint16_t d;
-  int8_t q[kQ8Block];
-};
-static_assert(sizeof(Q8Block) == kQ8BlockBytes);
 
 // Weights of row n, k in [0, K), as exact F32 values, handed to `use(k, w)` in order of k.
 template <class Use>
@@ -41,24 +37,22 @@ inline void row_each(const Matrix& w, int64_t n, Use&& use) {
       for (int64_t k = 0; k < K; ++k) use(k, bf16_to_f32(r[k]));
       return;
     }
-    case DType::Q8_0: {
-      for (int64_t b = 0; b < K / kQ8Block; ++b) {
-        Q8Block blk;
-        std::memcpy(&blk, row + b * kQ8BlockBytes, sizeof blk);
-        const float d = f16_to_f32(blk.d);
-        // d·q is exact in F32 (≤ 11 + 8 significant bits): the weight the chain sees.
-        for (int64_t j = 0; j < kQ8Block; ++j) use(b * kQ8Block + j, d * float(blk.q[j]));
-      }
-      return;
-    }
+    default:
+      break;
   }
-  INVAR_CHECK(false, "unknown dtype");
+  INVAR_CHECK(false, "row_each on a quantised dtype");
+}
+
+QuantView quant_view(const Matrix& w) {
+  return {w.type(), static_cast<const uint8_t*>(w.data()), w.k(), w.n(),
+          dtype_row_bytes(w.type(), w.k())};
 }
 
 // The canonical order, scalar: for each output, acc = fma(w[n][k], x[m][k], acc), k ascending,
 // from +0. Outputs n in [n0, n1) of every row.
 void matmul_scalar_range(const Matrix& w, const float* x, int64_t m, float* y, int64_t n0,
                          int64_t n1) {
+  if (dtype_is_quantized(w.type())) return qmatmul_ref_range(quant_view(w), x, m, y, n0, n1);
   const int64_t K = w.k(), N = w.n();
   for (int64_t n = n0; n < n1; ++n) {
     for (int64_t r = 0; r < m; ++r) {
@@ -68,6 +62,12 @@ void matmul_scalar_range(const Matrix& w, const float* x, int64_t m, float* y, i
       y[r * N + n] = acc;
     }
   }
+}
+
+void check_scratch(std::span<float> scratch, int n_threads) {
+  INVAR_CHECK(int64_t(scratch.size()) >= matmul_scratch_floats(n_threads),
+              "matmul: scratch of " + std::to_string(scratch.size()) + " floats, needs " +
+                  std::to_string(matmul_scratch_floats(n_threads)));
 }
 
 }  // namespace
@@ -84,7 +84,9 @@ Matrix::Matrix(DType type, int64_t k, int64_t n, const void* data)
 
 void Matrix::row_to_f32(int64_t n, float* out) const {
   INVAR_CHECK(n >= 0 && n < n_, "row " + std::to_string(n) + " of " + std::to_string(n_));
-  row_each(*this, n, [&](int64_t k, float wk) { out[k] = wk; });
+  // Every type through ggml's dequantisation (core/dequant.h): the exact values the matmul
+  // paths use.
+  dequant_row(type_, static_cast<const uint8_t*>(data_) + n * dtype_row_bytes(type_, k_), out, k_);
 }
 
 void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y) {
@@ -93,7 +95,7 @@ void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y) {
 }
 
 int64_t matmul_scratch_floats(int n_threads) {
-  return kMatmulScratchFloats * n_threads;
+  return std::max(kMatmulScratchFloats, kQScratchFloats) * n_threads;
 }
 
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
@@ -101,6 +103,25 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
   INVAR_CHECK(m >= 0);
   if (m == 0) return;
   const IsaKernels* isa = isa_kernels();
+  if (dtype_is_quantized(w.type())) {
+    const QuantView q = quant_view(w);
+    if (isa == nullptr) {
+      pool.parallel_for(
+          w.n(), [&](int64_t b, int64_t e, int) { qmatmul_ref_range(q, x, m, y, b, e); },
+          kQGroupRows);
+      return;
+    }
+    check_scratch(scratch, pool.size());
+    const int64_t per_thread = matmul_scratch_floats(1);
+    // Threads take whole groups of 16 outputs: a multiple of every tile width.
+    pool.parallel_for(
+        w.n(),
+        [&](int64_t b, int64_t e, int ti) {
+          isa->qmatmul_rows(q, x, m, y, b, e, scratch.data() + ti * per_thread);
+        },
+        16);
+    return;
+  }
   const auto* packed = static_cast<const MatmulPacked*>(w.packed.get());
   if (isa == nullptr || packed == nullptr) {
     // Without matrix_prepare() the scalar chain runs: the same bits, only slower.
@@ -110,14 +131,13 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
   }
   INVAR_CHECK(packed->k == w.k() && packed->n == w.n() && packed->type == w.type(),
               "packed layout does not match its matrix");
-  INVAR_CHECK(int64_t(scratch.size()) >= matmul_scratch_floats(pool.size()),
-              "matmul: scratch of " + std::to_string(scratch.size()) + " floats, needs " +
-                  std::to_string(matmul_scratch_floats(pool.size())));
+  check_scratch(scratch, pool.size());
+  const int64_t per_thread = matmul_scratch_floats(1);
   // Threads take whole groups of 4 panels (64 outputs): a multiple of every tile width.
   pool.parallel_for(
       packed->n_panels,
       [&](int64_t b, int64_t e, int ti) {
-        isa->matmul_panels(*packed, x, m, y, b, e, scratch.data() + ti * kMatmulScratchFloats);
+        isa->matmul_panels(*packed, x, m, y, b, e, scratch.data() + ti * per_thread);
       },
       4);
 }

@@ -1,6 +1,6 @@
-// Matrix products y = x·Wᵀ for weights of type F32, F16, BF16, Q8_0 and F32 activations.
+// Matrix products y = x·Wᵀ for weights of every DType and F32 activations.
 //
-// Canonical order (rule N1): each output y[m][n] = Σ_k W[n][k]·x[m][k] accumulates over k in a
+// Canonical order for F32, F16, BF16 (rule N1): each output y[m][n] = Σ_k W[n][k]·x[m][k] accumulates over k in a
 // fixed order that depends on K only, never on M, on the tiling in M or N, on the thread count
 // or on the vector width. Vectorise across outputs, not across k. Concretely, every output is one
 // sequential FMA chain
@@ -9,15 +9,16 @@
 // runs this chain per output; the AVX2 and AVX-512 paths run 8 or 16 such chains side by side,
 // one per lane, so they give the same bits for any M, tile shape or thread split.
 //
-// Q8_0 (rule N7): dequantise-on-the-fly. The weight of quant q in a block with F16 scale d is the
-// F32 product d·q, which is exact (≤ 11 + 8 significant bits), and enters the same F32 chain: the
-// result is bit-identical to the F32 product with the dequantised weights. Activations are not
-// quantised (unlike llama.cpp's Q8_0×Q8_0 integer dot), which would add an error that F32 weights
-// do not have; the price is F32 FMA throughput instead of int8 dot-product throughput.
+// Quantised weights (rule N7: Q8_0, the K-quants, IQ4, the legacy quants) have their own
+// canonical order, 16 lane accumulators over k per output and a fixed tree (kernels/qmatmul.h,
+// docs/numerics.md), and are read in place from the file: the weights are dequantised exactly
+// (dequant_row's values) in registers or in a small per-thread buffer, never into a copy.
+// Activations are not quantised (unlike llama.cpp's integer dot products), which would add an
+// error that F32 weights do not have.
 //
-// Memory: matrix_prepare() keeps a packed copy the size of the weights in their own type (F16 stays
-// F16, Q8_0 stays Q8_0), rows padded to a multiple of 16; the mmap'd original is then only read
-// by row_to_f32. Without matrix_prepare() matmul() runs the scalar chain (same bits, slow).
+// Memory: matrix_prepare() keeps a packed copy of an F32/F16/BF16 matrix the size of the weights
+// in their own type, rows padded to a multiple of 16; the mmap'd original is then only read by
+// row_to_f32. Without matrix_prepare() matmul() runs the scalar chain (same bits, slow).
 #pragma once
 
 #include <cstdint>
@@ -52,9 +53,11 @@ class Matrix {
 
 // Builds the packed layout if the fast path wants one (call once at load time).
 void matrix_prepare(Matrix& w);
+// Bytes matrix_prepare() allocated for w besides the file's (0 for quantised types).
+int64_t matrix_copy_bytes(const Matrix& w);
 
-// Floats of working memory matmul() needs on a pool of n_threads (weights widened to F32, one
-// block per thread).
+// Floats of working memory matmul() needs on a pool of n_threads (weights widened to F32 and
+// quantised weights' lane accumulators, one block per thread).
 int64_t matmul_scratch_floats(int n_threads);
 
 // y[M][N] = x[M][K] · Wᵀ (rows contiguous, strides K and N). Dispatches on simd_active(); splits

@@ -26,32 +26,11 @@ void pack_elements(const E* src, int64_t k, int64_t n, MatmulPacked& pk) {
   }
 }
 
-// Q8_0 rows [N][K/32 blocks of {d, q[32]}] into panel blocks {d[16], q[32][16]}; padded rows get
-// d = 0 and q = 0 (weight +0).
-void pack_q8(const uint8_t* src, int64_t k, int64_t n, MatmulPacked& pk) {
-  const int64_t n_blocks = k / kQ8Block;
-  const int64_t row_bytes = n_blocks * kQ8BlockBytes;
-  std::memset(pk.bytes.get(), 0, size_t(pk.n_panels * pk.panel_bytes));
-  for (int64_t p = 0; p < pk.n_panels; ++p) {
-    uint8_t* pan = pk.bytes.get() + p * pk.panel_bytes;
-    for (int64_t j = 0; j < kPanel && p * kPanel + j < n; ++j) {
-      const uint8_t* row = src + (p * kPanel + j) * row_bytes;
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        const uint8_t* blk = row + b * kQ8BlockBytes;
-        uint8_t* dst = pan + b * kQ8PanelBlockBytes;
-        std::memcpy(dst + j * 2, blk, 2);
-        int8_t* q = reinterpret_cast<int8_t*>(dst + kPanel * 2);
-        const int8_t* qs = reinterpret_cast<const int8_t*>(blk + 2);
-        for (int64_t i = 0; i < kQ8Block; ++i) q[i * kPanel + j] = qs[i];
-      }
-    }
-  }
-}
-
 }  // namespace
 
 void matrix_prepare(Matrix& w) {
-  if (w.packed) return;
+  // Quantised weights are read in place (qmatmul.h): nothing to build.
+  if (w.packed || dtype_is_quantized(w.type())) return;
   auto pk = std::make_shared<MatmulPacked>();
   pk->type = w.type();
   pk->k = w.k();
@@ -65,9 +44,8 @@ void matrix_prepare(Matrix& w) {
     case DType::BF16:
       pk->panel_bytes = w.k() * kPanel * 2;
       break;
-    case DType::Q8_0:
-      pk->panel_bytes = w.k() / kQ8Block * kQ8PanelBlockBytes;
-      break;
+    default:
+      INVAR_CHECK(false, "matrix_prepare: unexpected dtype");
   }
   // 64-byte alignment: each panel step of F32 weights is one cache line.
   const size_t total = size_t(pk->n_panels * pk->panel_bytes);
@@ -82,11 +60,15 @@ void matrix_prepare(Matrix& w) {
     case DType::BF16:
       pack_elements(static_cast<const uint16_t*>(w.data()), w.k(), w.n(), *pk);
       break;
-    case DType::Q8_0:
-      pack_q8(static_cast<const uint8_t*>(w.data()), w.k(), w.n(), *pk);
+    default:
       break;
   }
   w.packed = std::move(pk);
+}
+
+int64_t matrix_copy_bytes(const Matrix& w) {
+  const auto* pk = static_cast<const MatmulPacked*>(w.packed.get());
+  return pk ? pk->n_panels * pk->panel_bytes : 0;
 }
 
 }  // namespace invar

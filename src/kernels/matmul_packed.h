@@ -6,7 +6,6 @@
 // so one 16-lane vector load (or two 8-lane loads) fetches the k-th weight of 16 outputs:
 //   F32        float    [K][16]
 //   F16, BF16  uint16_t [K][16]                        (the file's bits, converted on load)
-//   Q8_0       per block b of 32 k: uint16_t d[16] (F16 scales), then int8_t q[32][16]
 // The width is 16 whatever the SIMD level, so one packed copy serves scalar, AVX2 and AVX-512 and
 // `simd_set` can change the level after load. Memory: one copy the size of the weights.
 #pragma once
@@ -19,8 +18,6 @@
 namespace invar {
 
 inline constexpr int64_t kPanel = 16;
-// Bytes of one Q8_0 block of a panel: 16 scales + 32×16 quants.
-inline constexpr int64_t kQ8PanelBlockBytes = kPanel * 2 + kQ8Block * kPanel;
 
 struct MatmulPacked {
   DType type = DType::F32;

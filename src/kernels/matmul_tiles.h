@@ -4,13 +4,13 @@
 // ODR clash between ISAs.
 //
 // Every output lane runs the canonical chain acc = fma(w[n][k], x[m][k], acc), k = 0..K-1, from
-// acc = +0 (matmul.h). Weights reach the chain as exact F32 values (F16/BF16 widen exactly; a Q8_0
-// weight d·q has at most 11 + 8 significant bits, so the F32 product is exact). Tiling in M and N
+// acc = +0 (matmul.h). Weights reach the chain as exact F32 values (F16/BF16 widen exactly;
+// quantised weights take qmatmul_tiles.h). Tiling in M and N
 // only chooses which chains run side by side; K-blocking parks a chain's accumulator in y between
 // blocks, which stores and reloads the same float. Hence the bits do not depend on M, on the tile
 // shape, on the vector width or on the thread split.
 //
-// V provides: zero, load, load_n, store, store_n, bcast, fma, mul, from_f16, from_bf16, from_i8,
+// V provides: zero, load, load_n, store, store_n, bcast, fma, mul, from_f16, from_bf16,
 // and the tuning constants kTileRows/kTilePanels (register tile of the many-rows path), kKBlock
 // and kMBlock (its cache blocks), kDirectRows (up to this many rows the weights are streamed once,
 // see rows_direct) and direct_panels<R>().
@@ -26,7 +26,7 @@ namespace {  // internal linkage: each ISA file gets its own copy
 
 #define INVAR_TILE_INLINE inline __attribute__((always_inline))
 
-// Weights w[n0..n0+15][k] of a non-Q8 panel as exact F32.
+// Weights w[n0..n0+15][k] of a panel as exact F32.
 template <class V, DType T>
 INVAR_TILE_INLINE V weights_at(const uint8_t* panel, int64_t k) {
   if constexpr (T == DType::F32) {
@@ -37,15 +37,6 @@ INVAR_TILE_INLINE V weights_at(const uint8_t* panel, int64_t k) {
     static_assert(T == DType::BF16);
     return V::from_bf16(reinterpret_cast<const uint16_t*>(panel) + k * kPanel);
   }
-}
-
-// Q8_0 block b of a panel: its 16 scales (F32) and the address of its quants [32][16].
-template <class V>
-INVAR_TILE_INLINE V q8_scales(const uint8_t* panel, int64_t b) {
-  return V::from_f16(reinterpret_cast<const uint16_t*>(panel + b * kQ8PanelBlockBytes));
-}
-INVAR_TILE_INLINE const int8_t* q8_quants(const uint8_t* panel, int64_t b) {
-  return reinterpret_cast<const int8_t*>(panel + b * kQ8PanelBlockBytes + kPanel * 2);
 }
 
 // Accumulators of an R×P tile from y (n_valid outputs, starting at panel 0 of the tile).
@@ -104,31 +95,11 @@ void rows_direct(const MatmulPacked& w, int64_t p0, const float* x, int64_t ldx,
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p) acc[r][p] = V::zero();
   }
-  if constexpr (T == DType::Q8_0) {
-    const int64_t n_blocks = w.k / kQ8Block;
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      V d[P];
-      const int8_t* q[P];
+  for (int64_t k = 0; k < w.k; ++k) {
+    V wv[P];
 #pragma GCC unroll 4
-      for (int p = 0; p < P; ++p) {
-        d[p] = q8_scales<V>(pan[p], b);
-        q[p] = q8_quants(pan[p], b);
-      }
-      const float* xb = x + b * kQ8Block;
-      for (int kk = 0; kk < kQ8Block; ++kk) {
-        V wv[P];
-#pragma GCC unroll 4
-        for (int p = 0; p < P; ++p) wv[p] = V::mul(V::from_i8(q[p] + kk * kPanel), d[p]);
-        tile_step<V, R, P>(acc, wv, xb + kk, ldx);
-      }
-    }
-  } else {
-    for (int64_t k = 0; k < w.k; ++k) {
-      V wv[P];
-#pragma GCC unroll 4
-      for (int p = 0; p < P; ++p) wv[p] = weights_at<V, T>(pan[p], k);
-      tile_step<V, R, P>(acc, wv, x + k, ldx);
-    }
+    for (int p = 0; p < P; ++p) wv[p] = weights_at<V, T>(pan[p], k);
+    tile_step<V, R, P>(acc, wv, x + k, ldx);
   }
   tile_store<V, R, P>(acc, y, ldy, n_valid);
 }
@@ -201,18 +172,8 @@ void tile_run(int64_t rows, int64_t np, const float* w, int64_t ws, int64_t kc, 
 template <class V, DType T>
 void panel_to_f32(const MatmulPacked& w, int64_t p, int64_t k0, int64_t kc, float* dst) {
   const uint8_t* pan = w.panel(p);
-  if constexpr (T == DType::Q8_0) {
-    for (int64_t k = k0; k < k0 + kc; k += kQ8Block) {
-      const V d = q8_scales<V>(pan, k / kQ8Block);
-      const int8_t* q = q8_quants(pan, k / kQ8Block);
-      for (int kk = 0; kk < kQ8Block; ++kk) {
-        V::store(dst + (k - k0 + kk) * kPanel, V::mul(V::from_i8(q + kk * kPanel), d));
-      }
-    }
-  } else {
-    for (int64_t k = k0; k < k0 + kc; ++k) {
-      V::store(dst + (k - k0) * kPanel, weights_at<V, T>(pan, k));
-    }
+  for (int64_t k = k0; k < k0 + kc; ++k) {
+    V::store(dst + (k - k0) * kPanel, weights_at<V, T>(pan, k));
   }
 }
 
@@ -225,7 +186,6 @@ void tiles_run(const MatmulPacked& w, const float* x, int64_t rows, float* y, in
                int64_t p1, float* wbuf) {
   constexpr int R = V::kTileRows, P = V::kTilePanels;
   constexpr int64_t kb = V::kKBlock, mb = V::kMBlock;
-  static_assert(kb % kQ8Block == 0, "K-blocks must not cut a Q8_0 block");
   static_assert(mb % R == 0, "row blocks hold whole tiles");
   static_assert(P * kb * kPanel <= kMatmulScratchFloats, "widened weights [P][kb][16] fit wbuf");
   for (int64_t k0 = 0; k0 < w.k; k0 += kb) {
@@ -276,8 +236,8 @@ void panels_run(const MatmulPacked& w, const float* x, int64_t rows, float* y, i
       return panels_run_typed<V, DType::F16>(w, x, rows, y, p0, p1, wbuf);
     case DType::BF16:
       return panels_run_typed<V, DType::BF16>(w, x, rows, y, p0, p1, wbuf);
-    case DType::Q8_0:
-      return panels_run_typed<V, DType::Q8_0>(w, x, rows, y, p0, p1, wbuf);
+    default:
+      return;  // quantised weights take qmatmul_tiles.h
   }
 }
 

@@ -3,10 +3,7 @@
 #include "kernels/kernels_isa.h"
 
 namespace invar {
-namespace {
-
-// The fixed pairwise tree over the 16 lane sums (reduce.h).
-float lanes_tree(const float* l) {
+float reduce_lanes_tree(const float* l) {
   float s8[8], s4[4], s2[2];
   for (int i = 0; i < 8; ++i) s8[i] = l[i] + l[i + 8];
   for (int i = 0; i < 4; ++i) s4[i] = s8[i] + s8[i + 4];
@@ -14,12 +11,10 @@ float lanes_tree(const float* l) {
   return s2[0] + s2[1];
 }
 
-}  // namespace
-
 float reduce_sum_ref(const float* x, int64_t n) {
   float l[16] = {};
   for (int64_t i = 0; i < n; ++i) l[i % 16] += x[i];
-  return lanes_tree(l);
+  return reduce_lanes_tree(l);
 }
 
 float reduce_sum_sq_ref(const float* x, int64_t n) {
@@ -28,7 +23,7 @@ float reduce_sum_sq_ref(const float* x, int64_t n) {
     const float sq = x[i] * x[i];
     l[i % 16] += sq;
   }
-  return lanes_tree(l);
+  return reduce_lanes_tree(l);
 }
 
 float reduce_dot_ref(const float* a, const float* b, int64_t n) {
@@ -37,7 +32,7 @@ float reduce_dot_ref(const float* a, const float* b, int64_t n) {
     const float p = a[i] * b[i];
     l[i % 16] += p;
   }
-  return lanes_tree(l);
+  return reduce_lanes_tree(l);
 }
 
 float reduce_sum(const float* x, int64_t n) {

@@ -9,6 +9,8 @@
 
 namespace invar {
 
+// The fixed tree over 16 lane sums l[0..15] (above).
+float reduce_lanes_tree(const float* l);
 float reduce_sum_ref(const float* x, int64_t n);     // Σ x
 float reduce_sum_sq_ref(const float* x, int64_t n);  // Σ x²  (x*x rounded, then added)
 float reduce_dot_ref(const float* a, const float* b,

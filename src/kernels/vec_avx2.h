@@ -78,6 +78,10 @@ struct V256x2 {
   static constexpr int direct_panels() {
     return R == 1 ? 4 : R <= 3 ? 2 : 1;
   }
+  // Register tile of the quantised many-rows path: 2 activation rows × 2 outputs = 8 ymm
+  // accumulators, 4 for the weights, 2 for the activations.
+  static constexpr int kQTileRows = 2;
+  static constexpr int kQTileCols = 2;
   // Attention's weighted V sum: one 8-lane register per pass, kAttnHeadTile accumulators (a
   // 16-lane pass would need more than the 16 ymm registers).
   using Narrow = V256;
@@ -136,8 +140,24 @@ struct V256x2 {
     return {{_mm256_castsi256_ps(_mm256_slli_epi32(lo, 16))},
             {_mm256_castsi256_ps(_mm256_slli_epi32(hi, 16))}};
   }
-  V256_INLINE V256x2 from_i8(const int8_t* p) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  // Lane i = table[(p[i] >> shift) & 15] for shift 0 or 4: a 4-bit code looked up in 16 floats
+  // (two 8-entry permutes, chosen by bit 3 of the code).
+  V256_INLINE V256x2 lut16(V256x2 table, const uint8_t* p, int shift) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    __m256i lo = _mm256_cvtepu8_epi32(bytes), hi = _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8));
+    if (shift) {
+      lo = _mm256_srli_epi32(lo, 4);
+      hi = _mm256_srli_epi32(hi, 4);
+    }
+    return {{lut8x2(table, lo)}, {lut8x2(table, hi)}};
+  }
+  static inline __m256 lut8x2(V256x2 table, __m256i idx) {
+    const __m256 a = _mm256_permutevar8x32_ps(table.lo.v, idx);
+    const __m256 b = _mm256_permutevar8x32_ps(table.hi.v, idx);
+    return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+  }
+  // The 16 signed bytes of q as F32 (exact).
+  V256_INLINE V256x2 from_i8v(__m128i q) {
     return {{_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))},
             {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(q, 8)))}};
   }

@@ -39,6 +39,11 @@ struct V512 {
   static constexpr int direct_panels() {
     return 4;
   }
+  // Register tile of the quantised many-rows path (qmatmul_tiles.h): 6 activation rows × 4
+  // outputs = 24 lane accumulators, 4 weight vectors and one activation vector of 32 registers;
+  // per 16 k it loads 10 vectors for 24 FMAs.
+  static constexpr int kQTileRows = 6;
+  static constexpr int kQTileCols = 4;
   // Attention's weighted V sum: 2 vectors (32 output lanes) per pass, kAttnHeadTile·2
   // accumulators.
   using Narrow = V512;
@@ -89,9 +94,13 @@ struct V512 {
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return {_mm512_castsi512_ps(_mm512_slli_epi32(u, 16))};
   }
-  V512_INLINE V512 from_i8(const int8_t* p) {
-    const __m512i i = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return {_mm512_cvtepi32_ps(i)};
+  // The 16 signed bytes of q as F32 (exact).
+  V512_INLINE V512 from_i8v(__m128i q) { return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))}; }
+  // Lane i = table[(p[i] >> shift) & 15] for shift 0 or 4: a 4-bit code looked up in 16 floats.
+  V512_INLINE V512 lut16(V512 table, const uint8_t* p, int shift) {
+    __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    if (shift) idx = _mm512_srli_epi32(idx, 4);
+    return {_mm512_permutexvar_ps(idx, table.v)};  // uses the index's low 4 bits
   }
 };
 

@@ -8,6 +8,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/quantize.h"
+#include "model/quant_preset.h"
+
 namespace invar {
 
 namespace {
@@ -53,73 +56,53 @@ struct Spec {
 };
 
 std::vector<uint8_t> encode(const std::vector<float>& v, DType t, int64_t row) {
-  std::vector<uint8_t> out;
-  switch (t) {
-    case DType::F32:
-      out.resize(v.size() * 4);
-      std::memcpy(out.data(), v.data(), out.size());
-      break;
-    case DType::F16:
-    case DType::BF16:
-      out.resize(v.size() * 2);
-      for (size_t i = 0; i < v.size(); ++i) {
-        const uint16_t h = t == DType::F16 ? f32_to_f16(v[i]) : f32_to_bf16(v[i]);
-        std::memcpy(out.data() + 2 * i, &h, 2);
-      }
-      break;
-    case DType::Q8_0: {
-      // ggml's quantize_row_q8_0_ref: d = amax/127, q = round(x/d), d stored as F16.
-      INVAR_CHECK(row % kQ8Block == 0 && v.size() % kQ8Block == 0);
-      const size_t n_blocks = v.size() / kQ8Block;
-      out.resize(n_blocks * kQ8BlockBytes);
-      for (size_t b = 0; b < n_blocks; ++b) {
-        const float* x = v.data() + b * kQ8Block;
-        float amax = 0;
-        for (int j = 0; j < kQ8Block; ++j) amax = std::max(amax, std::fabs(x[j]));
-        const float d = amax / 127.0f;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
-        uint8_t* y = out.data() + b * kQ8BlockBytes;
-        const uint16_t dh = f32_to_f16(d);
-        std::memcpy(y, &dh, 2);
-        for (int j = 0; j < kQ8Block; ++j) y[2 + j] = uint8_t(int8_t(std::round(x[j] * id)));
-      }
-      break;
-    }
-  }
+  std::vector<uint8_t> out(size_t(dtype_row_bytes(t, row) * (int64_t(v.size()) / row)));
+  for (int64_t r = 0; r < int64_t(v.size()) / row; ++r)
+    quantize_row(t, v.data() + r * row, out.data() + r * dtype_row_bytes(t, row), row);
   return out;
 }
 
-class TensorMaker {
+// A tensor of the file before its values are drawn: name, shape and initialisation.
+struct PendingTensor {
+  std::string name;
+  std::vector<int64_t> ne;
+  Spec spec;
+};
+
+class TensorList {
  public:
-  TensorMaker(const MakeModelConfig& c, GgufWriter& w) : c_(c), w_(w) {}
   void add(const std::string& name, const std::vector<int64_t>& ne, Spec s) {
-    int64_t n = 1;
-    for (int64_t d : ne) n *= d;
-    const uint64_t key = splitmix64(c_.seed ^ fnv1a(name));
-    std::vector<float> v(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      double x = 0;
-      switch (s.init) {
-        case Init::Normal:
-          x = s.scale * normal_at(key, uint64_t(i));
-          break;
-        case Init::Norm:
-          x = 1.0 + s.scale * normal_at(key, uint64_t(i));
-          break;
-        case Init::NegUniform:
-          x = -(0.3 + s.scale * uniform_at(key, uint64_t(i)));
-          break;
-      }
-      v[size_t(i)] = float(x);
-    }
-    const DType t = s.matrix ? c_.type : DType::F32;
-    w_.add_tensor(name, t, ne, encode(v, t, ne[0]));
+    list_.push_back({name, ne, s});
   }
+  std::vector<PendingTensor>& list() { return list_; }
 
  private:
-  const MakeModelConfig& c_;
-  GgufWriter& w_;
+  std::vector<PendingTensor> list_;
 };
+
+// Draws the values of tensor t and encodes them in type `type`.
+std::vector<uint8_t> tensor_bytes(const MakeModelConfig& c, const PendingTensor& t, DType type) {
+  int64_t n = 1;
+  for (int64_t d : t.ne) n *= d;
+  const uint64_t key = splitmix64(c.seed ^ fnv1a(t.name));
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    double x = 0;
+    switch (t.spec.init) {
+      case Init::Normal:
+        x = t.spec.scale * normal_at(key, uint64_t(i));
+        break;
+      case Init::Norm:
+        x = 1.0 + t.spec.scale * normal_at(key, uint64_t(i));
+        break;
+      case Init::NegUniform:
+        x = -(0.3 + t.spec.scale * uniform_at(key, uint64_t(i)));
+        break;
+    }
+    v[size_t(i)] = float(x);
+  }
+  return encode(v, type, t.ne[0]);
+}
 
 std::array<int32_t, 4> sections_for(const MakeModelConfig& c) {
   if (c.rope_sections != std::array<int32_t, 4>{}) return c.rope_sections;
@@ -131,20 +114,6 @@ std::array<int32_t, 4> sections_for(const MakeModelConfig& c) {
   return {s0, s1, p - s0 - s1, 0};
 }
 
-uint32_t file_type(DType t) {
-  switch (t) {
-    case DType::F32:
-      return 0;  // LLAMA_FTYPE_ALL_F32
-    case DType::F16:
-      return 1;  // MOSTLY_F16
-    case DType::Q8_0:
-      return 7;  // MOSTLY_Q8_0
-    case DType::BF16:
-      return 32;  // MOSTLY_BF16
-  }
-  return 0;
-}
-
 [[noreturn]] void bad(const std::string& msg) {
   throw Error("make-model: " + msg);
 }
@@ -154,109 +123,9 @@ void check_dim(const char* flag, int64_t v) {
     bad(std::string(flag) + " " + std::to_string(v) + " is out of range (1 to 16777216)");
 }
 
-}  // namespace
-
-void make_model_validate(const MakeModelConfig& c, int64_t n_vocab) {
+// Every tensor of the model in file order, values not drawn yet.
+std::vector<PendingTensor> list_tensors(const MakeModelConfig& c, int64_t n_vocab) {
   const bool moe = c.arch != Arch::qwen35;
-  check_dim("--ctx", c.n_ctx);
-  check_dim("--embd", c.n_embd);
-  check_dim("--layers", c.n_layer);
-  check_dim("--heads", c.n_head);
-  check_dim("--heads-kv", c.n_head_kv);
-  check_dim("--head-dim", c.head_dim);
-  check_dim("--rot", c.n_rot);
-  check_dim("--conv", c.ssm_conv);
-  check_dim("--state", c.ssm_state);
-  check_dim("--groups", c.ssm_groups);
-  check_dim("--v-heads", c.ssm_v_heads);
-  check_dim("--interval", c.interval);
-  check_dim("vocabulary size", n_vocab);
-  if (moe) {
-    check_dim("--experts", c.n_expert);
-    check_dim("--experts-used", c.n_expert_used);
-    check_dim("--ff-exp", c.n_ff_exp);
-    check_dim("--ff-shexp", c.n_ff_shexp);
-    if (c.n_expert_used > c.n_expert) bad("--experts-used must be <= --experts");
-  }
-  check_dim("--ff", c.n_ff);
-  if (c.n_head % c.n_head_kv != 0) bad("--heads must be a multiple of --heads-kv");
-  if (c.n_rot > c.head_dim || c.n_rot % 2 != 0) bad("--rot must be even and <= --head-dim");
-  if (c.ssm_v_heads % c.ssm_groups != 0) bad("--v-heads must be a multiple of --groups");
-  if (!(c.rope_base > 1.0)) bad("--rope-base must be > 1");
-  if (!(c.rms_eps > 0)) bad("rms eps must be > 0");
-  if (c.fused_gate_up && !moe) bad("--fused-gate-up needs an MoE architecture");
-  if (c.arch != Arch::qwen3next) {
-    int64_t sum = 0;
-    for (int32_t s : c.rope_sections) {
-      if (s < 0) bad("--sections entries must be >= 0");
-      sum += s;
-    }
-    if (sum == 0 && c.n_rot < 2) bad("--rot must be >= 2 for IMROPE sections");
-  }
-  if (c.type == DType::Q8_0) {
-    // Every matrix row (ne[0]) must hold whole 32-element blocks.
-    const std::pair<const char*, int64_t> rows[] = {
-        {"--embd", c.n_embd},
-        {"--head-dim × --heads", c.head_dim * c.n_head},
-        {"--state × --v-heads", c.ssm_state * c.ssm_v_heads},
-        {moe ? "--ff-exp" : "--ff", moe ? c.n_ff_exp : c.n_ff},
-        {"--ff-shexp", moe ? c.n_ff_shexp : 32},
-    };
-    for (auto& [what, n] : rows)
-      if (n % kQ8Block != 0)
-        bad(std::string("q8_0 needs ") + what + " (" + std::to_string(n) +
-            ") to be a multiple of 32");
-  }
-  // Rough element count, to refuse absurd sizes before allocating them.
-  const int64_t E = c.n_embd;
-  const int64_t per_layer_ffn =
-      moe ? 3 * E * c.n_ff_exp * c.n_expert + 3 * E * c.n_ff_shexp : 3 * E * c.n_ff;
-  const int64_t conv = 2 * c.ssm_state * c.ssm_groups + c.ssm_state * c.ssm_v_heads;
-  const int64_t per_layer_mix = std::max(E * (conv + 2 * c.ssm_state * c.ssm_v_heads),
-                                         E * c.head_dim * (3 * c.n_head + 2 * c.n_head_kv));
-  const double total =
-      double(E) * double(n_vocab) * 2 + double(c.n_layer) * double(per_layer_ffn + per_layer_mix);
-  if (total > double(kMaxElements))
-    bad("the model would have about " + std::to_string(int64_t(total)) +
-        " weights; the limit is 2^32");
-}
-
-void make_model(const MakeModelConfig& c, int64_t n_vocab, GgufWriter& w) {
-  make_model_validate(c, n_vocab);
-  const std::string a(arch_name(c.arch));
-  const bool moe = c.arch != Arch::qwen35;
-  const auto u32 = [](int64_t v) { return uint32_t(v); };
-  w.set_string("general.architecture", a);
-  w.set_string("general.name", c.name);
-  w.set_u32(a + ".context_length", u32(c.n_ctx));
-  w.set_u32(a + ".embedding_length", u32(c.n_embd));
-  w.set_u32(a + ".block_count", u32(c.n_layer));
-  w.set_u32(a + ".feed_forward_length", u32(c.n_ff));
-  w.set_u32(a + ".attention.head_count", u32(c.n_head));
-  w.set_u32(a + ".attention.head_count_kv", u32(c.n_head_kv));
-  w.set_u32(a + ".attention.key_length", u32(c.head_dim));
-  w.set_u32(a + ".attention.value_length", u32(c.head_dim));
-  w.set_u32(a + ".rope.dimension_count", u32(c.n_rot));
-  if (c.arch != Arch::qwen3next) {
-    const auto s = sections_for(c);
-    w.set_i32_array(a + ".rope.dimension_sections", {s[0], s[1], s[2], s[3]});
-  }
-  w.set_f32(a + ".rope.freq_base", float(c.rope_base));
-  w.set_f32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
-  if (moe) {
-    w.set_u32(a + ".expert_count", u32(c.n_expert));
-    w.set_u32(a + ".expert_used_count", u32(c.n_expert_used));
-    w.set_u32(a + ".expert_feed_forward_length", u32(c.n_ff_exp));
-    w.set_u32(a + ".expert_shared_feed_forward_length", u32(c.n_ff_shexp));
-  }
-  w.set_u32(a + ".ssm.conv_kernel", u32(c.ssm_conv));
-  w.set_u32(a + ".ssm.state_size", u32(c.ssm_state));
-  w.set_u32(a + ".ssm.group_count", u32(c.ssm_groups));
-  w.set_u32(a + ".ssm.time_step_rank", u32(c.ssm_v_heads));
-  w.set_u32(a + ".ssm.inner_size", u32(c.ssm_state * c.ssm_v_heads));
-  w.set_u32(a + ".full_attention_interval", u32(c.interval));
-  w.set_u32("general.file_type", file_type(c.type));
-
   const int64_t E = c.n_embd, V = n_vocab, H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
   const int64_t Dk = c.ssm_state, Hk = c.ssm_groups, Hv = c.ssm_v_heads;
   const int64_t KEY = Dk * Hk, VAL = Dk * Hv, CONV = 2 * KEY + VAL;
@@ -264,7 +133,7 @@ void make_model(const MakeModelConfig& c, int64_t n_vocab, GgufWriter& w) {
   const Spec norm{Init::Norm, 0.1, false};
   const Spec in_proj{Init::Normal, 0.4 / std::sqrt(double(E)), true};  // sqrt is IEEE-exact
   const Spec out_proj{Init::Normal, 0.2, true};
-  TensorMaker t(c, w);
+  TensorList t;
   t.add("token_embd.weight", {E, V}, {Init::Normal, 0.15, true});
   t.add("output_norm.weight", {E}, norm);
   if (!c.tied) t.add("output.weight", {E, V}, {Init::Normal, 0.25, true});
@@ -315,6 +184,124 @@ void make_model(const MakeModelConfig& c, int64_t n_vocab, GgufWriter& w) {
       t.add(b + "ffn_down.weight", {F, E}, out_proj);
     }
   }
+  return std::move(t.list());
+}
+
+QuantScheme scheme_of(const MakeModelConfig& c) {
+  if (c.quant.empty()) return quant_scheme_pure(c.type);
+  auto s = quant_scheme_parse(c.quant);
+  if (!s)
+    bad("--type '" + c.quant + "' is neither a llama-quantize preset (" + quant_preset_names() +
+        ") nor a weight type (" + dtype_supported_list() + ")");
+  return *s;
+}
+
+// The type of each tensor: F32 for the small ones, the scheme's choice for the matrices.
+std::vector<DType> plan_types(const MakeModelConfig& c, const std::vector<PendingTensor>& ts) {
+  QuantModelInfo m;
+  m.n_layer = c.n_layer;
+  m.n_expert = c.arch == Arch::qwen35 ? 0 : c.n_expert;
+  m.n_gqa = c.n_head / c.n_head_kv;
+  std::vector<QuantTensor> qt;
+  qt.reserve(ts.size());
+  for (const PendingTensor& t : ts) qt.push_back({t.name, t.ne, t.spec.matrix});
+  return quant_plan(scheme_of(c), m, qt);
+}
+
+}  // namespace
+
+void make_model_validate(const MakeModelConfig& c, int64_t n_vocab) {
+  const bool moe = c.arch != Arch::qwen35;
+  check_dim("--ctx", c.n_ctx);
+  check_dim("--embd", c.n_embd);
+  check_dim("--layers", c.n_layer);
+  check_dim("--heads", c.n_head);
+  check_dim("--heads-kv", c.n_head_kv);
+  check_dim("--head-dim", c.head_dim);
+  check_dim("--rot", c.n_rot);
+  check_dim("--conv", c.ssm_conv);
+  check_dim("--state", c.ssm_state);
+  check_dim("--groups", c.ssm_groups);
+  check_dim("--v-heads", c.ssm_v_heads);
+  check_dim("--interval", c.interval);
+  check_dim("vocabulary size", n_vocab);
+  if (moe) {
+    check_dim("--experts", c.n_expert);
+    check_dim("--experts-used", c.n_expert_used);
+    check_dim("--ff-exp", c.n_ff_exp);
+    check_dim("--ff-shexp", c.n_ff_shexp);
+    if (c.n_expert_used > c.n_expert) bad("--experts-used must be <= --experts");
+  }
+  check_dim("--ff", c.n_ff);
+  if (c.n_head % c.n_head_kv != 0) bad("--heads must be a multiple of --heads-kv");
+  if (c.n_rot > c.head_dim || c.n_rot % 2 != 0) bad("--rot must be even and <= --head-dim");
+  if (c.ssm_v_heads % c.ssm_groups != 0) bad("--v-heads must be a multiple of --groups");
+  if (!(c.rope_base > 1.0)) bad("--rope-base must be > 1");
+  if (!(c.rms_eps > 0)) bad("rms eps must be > 0");
+  if (c.fused_gate_up && !moe) bad("--fused-gate-up needs an MoE architecture");
+  if (c.arch != Arch::qwen3next) {
+    int64_t sum = 0;
+    for (int32_t s : c.rope_sections) {
+      if (s < 0) bad("--sections entries must be >= 0");
+      sum += s;
+    }
+    if (sum == 0 && c.n_rot < 2) bad("--rot must be >= 2 for IMROPE sections");
+  }
+  // Rough element count, to refuse absurd sizes before allocating them.
+  const int64_t E = c.n_embd;
+  const int64_t per_layer_ffn =
+      moe ? 3 * E * c.n_ff_exp * c.n_expert + 3 * E * c.n_ff_shexp : 3 * E * c.n_ff;
+  const int64_t conv = 2 * c.ssm_state * c.ssm_groups + c.ssm_state * c.ssm_v_heads;
+  const int64_t per_layer_mix = std::max(E * (conv + 2 * c.ssm_state * c.ssm_v_heads),
+                                         E * c.head_dim * (3 * c.n_head + 2 * c.n_head_kv));
+  const double total =
+      double(E) * double(n_vocab) * 2 + double(c.n_layer) * double(per_layer_ffn + per_layer_mix);
+  if (total > double(kMaxElements))
+    bad("the model would have about " + std::to_string(int64_t(total)) +
+        " weights; the limit is 2^32 (--layers and --experts make a smaller slice)");
+  // Every matrix row must suit its type (or llama-quantize's fallback for it).
+  plan_types(c, list_tensors(c, n_vocab));
+}
+
+void make_model(const MakeModelConfig& c, int64_t n_vocab, GgufWriter& w) {
+  make_model_validate(c, n_vocab);
+  const std::string a(arch_name(c.arch));
+  const bool moe = c.arch != Arch::qwen35;
+  const auto u32 = [](int64_t v) { return uint32_t(v); };
+  w.set_string("general.architecture", a);
+  w.set_string("general.name", c.name);
+  w.set_u32(a + ".context_length", u32(c.n_ctx));
+  w.set_u32(a + ".embedding_length", u32(c.n_embd));
+  w.set_u32(a + ".block_count", u32(c.n_layer));
+  w.set_u32(a + ".feed_forward_length", u32(c.n_ff));
+  w.set_u32(a + ".attention.head_count", u32(c.n_head));
+  w.set_u32(a + ".attention.head_count_kv", u32(c.n_head_kv));
+  w.set_u32(a + ".attention.key_length", u32(c.head_dim));
+  w.set_u32(a + ".attention.value_length", u32(c.head_dim));
+  w.set_u32(a + ".rope.dimension_count", u32(c.n_rot));
+  if (c.arch != Arch::qwen3next) {
+    const auto s = sections_for(c);
+    w.set_i32_array(a + ".rope.dimension_sections", {s[0], s[1], s[2], s[3]});
+  }
+  w.set_f32(a + ".rope.freq_base", float(c.rope_base));
+  w.set_f32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
+  if (moe) {
+    w.set_u32(a + ".expert_count", u32(c.n_expert));
+    w.set_u32(a + ".expert_used_count", u32(c.n_expert_used));
+    w.set_u32(a + ".expert_feed_forward_length", u32(c.n_ff_exp));
+    w.set_u32(a + ".expert_shared_feed_forward_length", u32(c.n_ff_shexp));
+  }
+  w.set_u32(a + ".ssm.conv_kernel", u32(c.ssm_conv));
+  w.set_u32(a + ".ssm.state_size", u32(c.ssm_state));
+  w.set_u32(a + ".ssm.group_count", u32(c.ssm_groups));
+  w.set_u32(a + ".ssm.time_step_rank", u32(c.ssm_v_heads));
+  w.set_u32(a + ".ssm.inner_size", u32(c.ssm_state * c.ssm_v_heads));
+  w.set_u32(a + ".full_attention_interval", u32(c.interval));
+  const std::vector<PendingTensor> tensors = list_tensors(c, n_vocab);
+  const std::vector<DType> types = plan_types(c, tensors);
+  w.set_u32("general.file_type", scheme_of(c).file_type);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    w.add_tensor(tensors[i].name, types[i], tensors[i].ne, tensor_bytes(c, tensors[i], types[i]));
 }
 
 int64_t make_model_copy_vocab(const GgufFile& src, GgufWriter& w) {

@@ -42,6 +42,9 @@ struct MakeModelConfig {
   bool tied = false;           // omit output.weight
   bool fused_gate_up = false;  // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
   DType type = DType::F32;     // matrices; norms, ssm_a, dt bias, conv and routers stay F32
+  // A llama-quantize preset ("q4_k_m", ...) or a type name (model/quant_preset.h); when set it
+  // replaces `type` and chooses each matrix's type as llama-quantize would.
+  std::string quant;
   uint64_t seed = 0;
 };
 

@@ -115,8 +115,11 @@ TEST(GgufCli, MakeModelRejectsBadFlags) {
           test::temp_path("x.gguf"));
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has(r.out, "--heads must be a multiple of --heads-kv")) << r.out;
-  r = run("make-model --type q4_K --out " + test::temp_path("x.gguf"));
-  EXPECT_TRUE(has(r.out, "--type must be f32, f16, bf16 or q8_0")) << r.out;
+  r = run("make-model --type q4_k_x --out " + test::temp_path("x.gguf"));
+  EXPECT_TRUE(has(r.out,
+                  "--type must be a llama-quantize preset (q4_k_m, q5_k_m, q6_k, q8_0, "
+                  "iq4_xs, q3_k_m, q2_k, q4_0) or a weight type (f32, f16, q4_0"))
+      << r.out;
 }
 
 TEST(GgufCli, InspectPrintsTheReferenceHparams) {
@@ -152,6 +155,28 @@ TEST(GgufCli, InspectPrintsTheReferenceHparams) {
         "ssm_dt_rank = 6", "layers = RRARRA", "tied_embeddings = true", "totals: 80 tensors"})
     EXPECT_TRUE(has(r.out, s)) << s << "\n" << r.out;
   EXPECT_FALSE(has(r.out, "blk.0.attn_qkv.weight"));
+}
+
+// A Q4_K_M file: per-type counts, bytes and bits per weight (q4_K is 144 bytes per 256 weights,
+// q6_K 210), and the memory lines: qwen3next-tiny has one attention layer (Hkv 2, D 32) and
+// three Gated DeltaNet layers.
+TEST(GgufCli, InspectShowsWeightTypesAndMemory) {
+  const std::string p = test::temp_path("q4km.gguf");
+  Result r =
+      run("make-model --type q4_k_m --embd 256 --layers 4 --interval 4 --heads-kv 2 "
+          "--vocab " +
+          kData + "/models/qwen35-tiny.gguf --out " + p);
+  ASSERT_EQ(r.status, 0) << r.out;
+  r = run("inspect --no-tensors " + p);
+  std::remove(p.c_str());
+  ASSERT_EQ(r.status, 0) << r.out;
+  for (const char* s : {"4.5000 bits per weight", "6.5625 bits per weight", "q4_K", "q6_K",
+                        "KV cache per token", "recurrent state per sequence"})
+    EXPECT_TRUE(has(r.out, s)) << s << "\n" << r.out;
+  r = run("inspect --no-tensors " + kData + "/models/qwen3next-tiny.gguf");
+  ASSERT_EQ(r.status, 0) << r.out;
+  // KV: 1 layer × 2 × 2 heads × 32 × 4 bytes; state: 3 × ((4 − 1) × CONV + Hv·Dk·Dk) × 4.
+  EXPECT_TRUE(has(r.out, "KV cache per token                        512 bytes")) << r.out;
 }
 
 TEST(GgufCli, InspectReportsBrokenFiles) {

@@ -175,9 +175,9 @@ TEST_F(HparamsTest, TensorTypes) {
 }
 
 TEST_F(HparamsTest, UnsupportedTensorTypeIsNamed) {
-  // Patch the type id of token_embd ({32, 16} f32 = 2048 bytes) to q4_K... which needs rows of
-  // 256: use q8_0's unsupported sibling q5_0 (32-element blocks, 22 bytes, fits inside the data).
-  const std::string p = test::temp_path("q5.gguf");
+  // Patch the type id of token_embd ({32, 16} f32 = 2048 bytes) to a type invar does not
+  // compute with: q8_1 (llama.cpp's activation type; 32-element blocks of 36 bytes fit the data).
+  const std::string p = test::temp_path("q8_1.gguf");
   test::rewrite(next(), p, {}, {}, nullptr);
   std::vector<uint8_t> bytes = test::read_file(p);
   std::remove(p.c_str());
@@ -188,11 +188,12 @@ TEST_F(HparamsTest, UnsupportedTensorTypeIsNamed) {
   uint32_t type;
   std::memcpy(&type, &bytes[type_at], 4);
   ASSERT_EQ(type, 0u);
-  type = 6;  // q5_0
+  type = 9;  // q8_1
   std::memcpy(&bytes[type_at], &type, 4);
   auto f = GgufFile::from_memory(bytes.data(), bytes.size());
   EXPECT_EQ(test::error_of([&] { hparams_from_gguf(*f); }),
-            "model: tensor 'token_embd.weight' has type q5_0, invar supports f32, f16, bf16, q8_0");
+            "model: tensor 'token_embd.weight' has type q8_1, invar supports f32, f16, q4_0, q4_1, "
+            "q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, bf16");
 }
 
 TEST_F(HparamsTest, LegacySsmInAndFusedExperts) {

@@ -164,27 +164,6 @@ TEST(Matmul, ReferenceCloseToFloat64) {
   }
 }
 
-// Q8_0 is dequantise-then-F32: the same bits as the F32 path on the dequantised weights.
-TEST(Matmul, Q8EqualsF32OfDequantisedWeights) {
-  SimdRestore restore;
-  ThreadPool pool(1);
-  const int64_t k = 96, n = 40, m = 11;
-  OwnedMatrix q = random_matrix(DType::Q8_0, k, n, 8);
-  std::vector<float> deq(static_cast<size_t>(k * n));
-  for (int64_t j = 0; j < n; ++j) q.m.row_to_f32(j, &deq[j * k]);
-  Matrix f(DType::F32, k, n, deq.data());
-  matrix_prepare(q.m);
-  matrix_prepare(f);
-  const auto x = random_activations(m * k, 9);
-  for (SimdLevel level : available_levels()) {
-    simd_set(level);
-    std::vector<float> yq(static_cast<size_t>(m * n)), yf(static_cast<size_t>(m * n));
-    matmul(q.m, x.data(), m, yq.data(), pool);
-    matmul(f, x.data(), m, yf.data(), pool);
-    EXPECT_EQ(bits_diff(yq.data(), yf.data(), m * n, n), "") << simd_name(level);
-  }
-}
-
 // Outputs are written exactly once each and nothing past y[M][N] (partial last panel, thread
 // split); an unprepared matrix runs the scalar chain with the same bits.
 TEST(Matmul, WritesOnlyItsOutputsAndWorksUnprepared) {

@@ -25,8 +25,44 @@ inline float uniform(std::mt19937& rng, float lo, float hi) {
   return std::uniform_real_distribution<float>(lo, hi)(rng);
 }
 
+// Byte offsets of the F16 fields (scales, mins) in a block of a quantised type (ggml-common.h).
+inline std::vector<int> quant_f16_fields(DType t) {
+  switch (t) {
+    case DType::Q4_1:
+    case DType::Q5_1:
+    case DType::Q4_K:
+    case DType::Q5_K:
+      return {0, 2};
+    case DType::Q2_K:
+      return {80, 82};
+    case DType::Q3_K:
+      return {108};
+    case DType::Q6_K:
+      return {208};
+    default:
+      return {0};  // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS
+  }
+}
+
+// A block scale: mostly ordinary, sometimes an F16 subnormal, a large value, zero or negative.
+inline float quant_scale(std::mt19937& rng) {
+  switch (rng() % 8) {
+    case 0:
+      return 3e-6f;
+    case 1:
+      return -uniform(rng, 1e-3f, 2e-2f);
+    case 2:
+      return 1000.0f;
+    case 3:
+      return rng() % 2 ? 0.0f : 60000.0f;
+    default:
+      return uniform(rng, 1e-3f, 2e-2f);
+  }
+}
+
 // Random {K, N} matrix of `type`; values of either sign and varied magnitude, some exact zeros,
-// F16 scales sometimes subnormal, to exercise every conversion.
+// F16 scales sometimes subnormal, to exercise every conversion. Quantised types other than Q8_0
+// get random quants and the scales of quant_scale.
 inline OwnedMatrix random_matrix(DType type, int64_t k, int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   OwnedMatrix o;
@@ -50,6 +86,19 @@ inline OwnedMatrix random_matrix(DType type, int64_t k, int64_t n, uint32_t seed
       for (int64_t i = 0; i < k * n; ++i) {
         const uint16_t h = type == DType::F16 ? f32_to_f16(value()) : f32_to_bf16(value());
         std::memcpy(o.bytes.data() + 2 * i, &h, 2);
+      }
+      break;
+    }
+    default: {
+      // Random bits everywhere, then every F16 field set to a finite scale of varied magnitude.
+      const int64_t bytes = dtype_block_bytes(type);
+      for (auto& b : o.bytes) b = uint8_t(rng());
+      const std::vector<int> fields = quant_f16_fields(type);
+      for (int64_t b = 0; b < int64_t(o.bytes.size()) / bytes; ++b) {
+        for (int off : fields) {
+          const uint16_t h = f32_to_f16(quant_scale(rng));
+          std::memcpy(o.bytes.data() + b * bytes + off, &h, 2);
+        }
       }
       break;
     }
@@ -120,5 +169,8 @@ inline std::string case_name(DType t, SimdLevel l) {
 }
 
 inline const DType kAllTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
+inline const DType kQuantTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
+                                    DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                                    DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
 
 }  // namespace invar::test

@@ -1,0 +1,17 @@
+// Quantisers for every weight type: F32 rows to ggml's block layouts (core/quant_blocks.h), so
+// invar can write the files users download. Round-to-nearest with a least-squares scale/min fit per
+// (sub-)block; not llama-quantize's search (no importance matrix), so the bits differ from
+// llama-quantize's, but dequant_row() of the result is what any GGUF reader computes.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace invar {
+
+// dst (dtype_row_bytes(t, n) bytes) = src[0..n) in type t. n must be a multiple of
+// dtype_block_size(t). Non-finite inputs are not supported (the caller's weights are finite).
+void quantize_row(DType t, const float* src, void* dst, int64_t n);
+
+}  // namespace invar

@@ -1,0 +1,38 @@
+// Private to the matmul kernels: the product with block-quantised weights (every type for which
+// dtype_is_quantized() holds), read in place from the file (no packed or F32 copy of the weights).
+//
+// Canonical order (rule N1/N7, docs/numerics.md): with w[n][k] the exact F32 value dequant_row
+// gives, lane l (0..15) of output (m, n) accumulates k = l, l+16, l+32, … in ascending order,
+//     acc[l] = +0;  acc[l] = fma(w[n][k], x[m][k], acc[l])
+// and y[m][n] is the fixed 16-lane tree of reduce.h over acc. K is a multiple of 32 for every
+// quantised type, so each lane sees exactly K/16 terms. A 16-lane vector holds one output's lanes,
+// so a row of weights is consumed 16 consecutive weights at a time, the order in which its blocks
+// store them: decode streams blocks and dequantises them in registers (qmatmul_decode.h); prefill
+// dequantises a few rows into a per-thread buffer and runs a register tile over it.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace invar {
+
+// A quantised {K, N} matrix as stored: N rows of row_bytes.
+struct QuantView {
+  DType type;
+  const uint8_t* data;
+  int64_t k, n, row_bytes;
+};
+
+// Prefill buffers per thread: kQGroupRows rows × kQKChunk dequantised weights, and the parked
+// lane accumulators of kQMBlock activation rows × kQGroupRows outputs between K-chunks.
+inline constexpr int64_t kQGroupRows = 4;
+inline constexpr int64_t kQKChunk = 2048;  // a multiple of every block size (32, 256)
+inline constexpr int64_t kQMBlock = 64;
+inline constexpr int64_t kQScratchFloats = kQGroupRows * kQKChunk + kQMBlock * kQGroupRows * 16;
+
+// The scalar reference: outputs [n0, n1) of every row of x[m][K] into y[m][N].
+void qmatmul_ref_range(const QuantView& w, const float* x, int64_t m, float* y, int64_t n0,
+                       int64_t n1);
+
+}  // namespace invar

@@ -1,0 +1,252 @@
+// Private to the matmul kernels: the quantised product (qmatmul.h) over a 16-float vector type V
+// (vec_avx2.h, vec_avx512.h), shared by the AVX2 and AVX-512 files like matmul_tiles.h.
+//
+// Every output keeps one 16-lane accumulator whose lane l sees k ≡ l (mod 16) in ascending k, one
+// FMA per term, and ends with V::sum (the reduce.h tree): the canonical order of qmatmul.h. Which
+// outputs run side by side, how K is cut into chunks (an accumulator parked in the scratch between
+// chunks is stored and reloaded unchanged) and whether weights come from registers or from the
+// dequantised buffer (the same values, stored and reloaded) change no bit.
+//
+// V provides, besides the float operations: from_i8v (16 signed bytes to F32), kDirectRows and
+// direct_panels<R>() (few-rows path: R activation rows × P weight rows), kQTileRows / kQTileCols
+// (register tile of the many-rows path).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "kernels/qmatmul.h"
+#include "kernels/qmatmul_decode.h"
+
+namespace invar::qmatmul_tiles {
+namespace {
+
+#define QT_INLINE inline __attribute__((always_inline))
+
+inline constexpr int kPrefetchBytes = 1024;
+
+template <class D, size_t... I>
+QT_INLINE std::array<D, sizeof...(I)> decoders(const uint8_t* const* blk,
+                                               std::index_sequence<I...>) {
+  return {D(blk[I])...};
+}
+
+// One block of each of P rows (at blk[p]) against R activation rows (xb, stride ldx).
+template <class V, class D, int R, int P>
+QT_INLINE void direct_block(const uint8_t* const* blk, const float* xb, int64_t ldx,
+                            V (&acc)[R][P]) {
+  const std::array<D, P> dec = decoders<D>(blk, std::make_index_sequence<P>{});
+#pragma GCC unroll 16
+  for (int c = 0; c < D::kBlock / 16; ++c) {
+    V wv[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) wv[p] = dec[p].chunk(c);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const V xv = V::load(xb + r * ldx + 16 * c);
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) acc[r][p] = V::fma(wv[p], xv, acc[r][p]);
+    }
+  }
+}
+
+// Few rows (decode): R activation rows × P weight rows starting at row n0, the blocks of the P
+// rows decoded in registers as they stream in, each weight vector used for R FMAs. Small blocks
+// go G at a time (256 weights a step), so per-step costs are paid once per 256 weights.
+template <class V, class D, int R, int P>
+void rows_direct(const QuantView& w, int64_t n0, const float* x, float* y) {
+  constexpr int G = D::kBlock >= 256 ? 1 : 256 / D::kBlock;
+  const uint8_t* row[P];
+  for (int p = 0; p < P; ++p) row[p] = w.data + (n0 + p) * w.row_bytes;
+  V acc[R][P];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) acc[r][p] = V::zero();
+  }
+  const int64_t n_blocks = w.k / D::kBlock;
+  int64_t b = 0;
+  for (; b + G <= n_blocks; b += G) {
+    for (int p = 0; p < P; ++p) {
+      // The rows stream from DRAM once: ask for them kPrefetchBytes ahead (past the row's end it
+      // only touches the next rows, read soon anyway; a prefetch never faults).
+      const uint8_t* ahead = row[p] + b * D::kBytes + kPrefetchBytes;
+      for (int o = 0; o < G * D::kBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
+    }
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) {
+      const uint8_t* blk[P];
+      for (int p = 0; p < P; ++p) blk[p] = row[p] + (b + g) * D::kBytes;
+      direct_block<V, D, R, P>(blk, x + (b + g) * D::kBlock, w.k, acc);
+    }
+  }
+  for (; b < n_blocks; ++b) {
+    const uint8_t* blk[P];
+    for (int p = 0; p < P; ++p) blk[p] = row[p] + b * D::kBytes;
+    direct_block<V, D, R, P>(blk, x + b * D::kBlock, w.k, acc);
+  }
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(acc[r][p]);
+}
+
+template <class V, class D, int R>
+void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0,
+                int64_t n1) {
+  if constexpr (R > 1) {
+    if (rows < R) return direct_run<V, D, R - 1>(w, x, rows, y, n0, n1);
+  }
+  constexpr int P = V::template direct_panels<R>();
+  int64_t n = n0;
+  for (; n + P <= n1; n += P) rows_direct<V, D, R, P>(w, n, x, y);
+  for (; n < n1; ++n) rows_direct<V, D, R, 1>(w, n, x, y);
+}
+
+// Many rows: one register tile of R activation rows × C outputs over kc dequantised weights
+// (output i's at wb + i·ldw). Lane accumulators start at +0 (first chunk) or come from `park`
+// ([R][kQGroupRows][16]); after the last chunk they are summed into y, else parked.
+template <class V, int R, int C>
+void tile(const float* wb, int64_t ldw, int64_t kc, const float* x, int64_t ldx, float* park,
+          bool first, bool last, float* y, int64_t ldy) {
+  V acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c)
+      acc[r][c] = first ? V::zero() : V::load(park + (r * kQGroupRows + c) * 16);
+  }
+  for (int64_t k = 0; k < kc; k += 16) {
+    V wv[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) wv[c] = V::load(wb + c * ldw + k);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const V xv = V::load(x + r * ldx + k);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) acc[r][c] = V::fma(wv[c], xv, acc[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      if (last) {
+        y[r * ldy + c] = V::sum(acc[r][c]);
+      } else {
+        V::store(park + (r * kQGroupRows + c) * 16, acc[r][c]);
+      }
+    }
+  }
+}
+
+// A tile of `rows` (<= R) × `cols` (<= C) outputs.
+template <class V, int R, int C>
+void tile_any(int64_t rows, int64_t cols, const float* wb, int64_t ldw, int64_t kc, const float* x,
+              int64_t ldx, float* park, bool first, bool last, float* y, int64_t ldy) {
+  if constexpr (R > 1) {
+    if (rows < R)
+      return tile_any<V, R - 1, C>(rows, cols, wb, ldw, kc, x, ldx, park, first, last, y, ldy);
+  }
+  if constexpr (C > 1) {
+    if (cols < C)
+      return tile_any<V, R, C - 1>(rows, cols, wb, ldw, kc, x, ldx, park, first, last, y, ldy);
+  }
+  tile<V, R, C>(wb, ldw, kc, x, ldx, park, first, last, y, ldy);
+}
+
+// Rows [n0, n0 + np), weights [k0, k0 + kc), dequantised into wb[np][kQKChunk].
+template <class V, class D>
+void decode_group(const QuantView& w, int64_t n0, int64_t np, int64_t k0, int64_t kc, float* wb) {
+  for (int64_t p = 0; p < np; ++p) {
+    const uint8_t* row = w.data + (n0 + p) * w.row_bytes;
+    for (int64_t b = k0 / D::kBlock; b < (k0 + kc) / D::kBlock; ++b) {
+      const D dec(row + b * D::kBytes);
+      float* dst = wb + p * kQKChunk + (b * D::kBlock - k0);
+#pragma GCC unroll 16
+      for (int c = 0; c < D::kBlock / 16; ++c) V::store(dst + 16 * c, dec.chunk(c));
+    }
+  }
+}
+
+// Many rows: for each block of activation rows (kept in cache), each group of kQGroupRows weight
+// rows, each K-chunk: dequantise the group's chunk once, then run every tile of the row block
+// over it.
+template <class V, class D>
+void tiles_run(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0, int64_t n1,
+               float* scratch) {
+  constexpr int R = V::kQTileRows, C = V::kQTileCols;
+  constexpr int64_t mb = kQMBlock / R * R;
+  static_assert(kQGroupRows % C == 0 && kQKChunk % D::kBlock == 0);
+  float* wb = scratch;
+  float* park = scratch + kQGroupRows * kQKChunk;
+  for (int64_t m0 = 0; m0 < rows; m0 += mb) {
+    const int64_t mc = std::min(mb, rows - m0);
+    for (int64_t g = n0; g < n1; g += kQGroupRows) {
+      const int64_t np = std::min(kQGroupRows, n1 - g);
+      for (int64_t k0 = 0; k0 < w.k; k0 += kQKChunk) {
+        const int64_t kc = std::min(kQKChunk, w.k - k0);
+        decode_group<V, D>(w, g, np, k0, kc, wb);
+        const bool first = k0 == 0, last = k0 + kc == w.k;
+        for (int64_t t0 = 0; t0 < mc; t0 += R) {
+          for (int64_t c0 = 0; c0 < np; c0 += C) {
+            tile_any<V, R, C>(std::min<int64_t>(R, mc - t0), std::min<int64_t>(C, np - c0),
+                              wb + c0 * kQKChunk, kQKChunk, kc, x + (m0 + t0) * w.k + k0, w.k,
+                              park + (t0 * kQGroupRows + c0) * 16, first, last,
+                              y + (m0 + t0) * w.n + g + c0, w.n);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class V, class D>
+void run_typed(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0, int64_t n1,
+               float* scratch) {
+  if (rows <= V::kDirectRows) {
+    direct_run<V, D, V::kDirectRows>(w, x, rows, y, n0, n1);
+  } else {
+    tiles_run<V, D>(w, x, rows, y, n0, n1, scratch);
+  }
+}
+
+// Outputs [n0, n1) of every row; scratch: kQScratchFloats floats of this thread.
+template <class V>
+void qmatmul_rows(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0,
+                  int64_t n1, float* scratch) {
+  using namespace qdecode;
+  switch (w.type) {
+    case DType::Q8_0:
+      return run_typed<V, Q8_0<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::Q4_0:
+      return run_typed<V, Q4_0<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::Q4_1:
+      return run_typed<V, Q4_1<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::Q5_0:
+      return run_typed<V, Q5_0<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::Q5_1:
+      return run_typed<V, Q5_1<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::Q2_K:
+      return run_typed<V, Q2_K<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::Q3_K:
+      return run_typed<V, Q3_K<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::Q4_K:
+      return run_typed<V, Q4_K<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::Q5_K:
+      return run_typed<V, Q5_K<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::Q6_K:
+      return run_typed<V, Q6_K<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::IQ4_NL:
+      return run_typed<V, IQ4_NL<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::IQ4_XS:
+      return run_typed<V, IQ4_XS<V>>(w, x, rows, y, n0, n1, scratch);
+    default:
+      return qmatmul_ref_range(w, x, rows, y, n0, n1);
+  }
+}
+
+#undef QT_INLINE
+
+}  // namespace
+}  // namespace invar::qmatmul_tiles

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Reference dequantisation of ggml's weight types, written from the block layouts (numpy).
+
+Usage: quant_reference.py TYPE BLOCKS_FILE OUT_FILE
+Reads raw blocks of TYPE, writes the dequantised values as little-endian float32.
+Every product and difference is a float32 operation on its own (numpy rounds each one), in the
+association ggml's dequantize_row_* writes: e.g. q4_K w = (d*sc)*q - (dmin*m), q6_K
+w = (d*sc)*q. Used by tests/core/quant_dequant_test.cpp, which compares the bit patterns.
+"""
+import sys
+
+import numpy as np
+
+F32 = np.float32
+KVALUES_IQ4NL = np.array([-127, -104, -83, -65, -49, -35, -22, -10,
+                          1, 13, 25, 38, 53, 69, 89, 113], dtype=np.int32)
+
+# (block size, block bytes)
+GEOMETRY = {
+    "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24), "q8_0": (32, 34),
+    "q2_K": (256, 84), "q3_K": (256, 110), "q4_K": (256, 144), "q5_K": (256, 176),
+    "q6_K": (256, 210), "iq4_nl": (32, 18), "iq4_xs": (256, 136),
+}
+
+
+def half(b, off):
+    """Little-endian IEEE binary16 at byte off of each block, widened (exactly) to float32."""
+    return b[:, off:off + 2].copy().view("<f2").astype(F32)[:, 0]
+
+
+def col(v):
+    return v.reshape(-1, 1)
+
+
+def mul(a, b):
+    return np.multiply(a, b, dtype=F32)
+
+
+def sub(a, b):
+    return np.subtract(a, b, dtype=F32)
+
+
+def add(a, b):
+    return np.add(a, b, dtype=F32)
+
+
+def nibbles(qs):
+    """Legacy 32-blocks: element j is the low nibble of qs[j], element j + 16 the high one."""
+    return np.concatenate([qs & 0xF, qs >> 4], axis=1).astype(np.int32)
+
+
+def q4_0(b):
+    d = half(b, 0)
+    return mul((nibbles(b[:, 2:18]) - 8).astype(F32), col(d))
+
+
+def q4_1(b):
+    d, m = half(b, 0), half(b, 2)
+    return add(mul(nibbles(b[:, 4:20]).astype(F32), col(d)), col(m))
+
+
+def fifth_bits(qh_bytes):
+    qh = qh_bytes.copy().view("<u4")[:, 0].astype(np.int64)
+    bits = (qh[:, None] >> np.arange(32)) & 1
+    return (bits << 4).astype(np.int32)
+
+
+def q5_0(b):
+    d = half(b, 0)
+    q = nibbles(b[:, 6:22]) | fifth_bits(b[:, 2:6])
+    return mul((q - 16).astype(F32), col(d))
+
+
+def q5_1(b):
+    d, m = half(b, 0), half(b, 2)
+    q = nibbles(b[:, 8:24]) | fifth_bits(b[:, 4:8])
+    return add(mul(q.astype(F32), col(d)), col(m))
+
+
+def q8_0(b):
+    d = half(b, 0)
+    q = b[:, 2:34].copy().view(np.int8).astype(F32)
+    return mul(q, col(d))
+
+
+def two_bit_codes(qs):
+    """Q2_K/Q3_K: element 128h + 32s + k is bits 2s of qs[32h + k] -> [n, 256]."""
+    n = qs.shape[0]
+    out = np.zeros((n, 256), dtype=np.int32)
+    for h in range(2):
+        for s in range(4):
+            for k in range(32):
+                out[:, 128 * h + 32 * s + k] = (qs[:, 32 * h + k] >> (2 * s)) & 3
+    return out
+
+
+def per_sub(v, size):
+    """Repeats per-sub-block values [n, S] to per-element [n, S*size]."""
+    return np.repeat(v, size, axis=1)
+
+
+def q2_K(b):
+    scales = b[:, 0:16].astype(np.int32)
+    d, dmin = half(b, 80), half(b, 82)
+    q = two_bit_codes(b[:, 16:80])
+    dl = mul(col(d), (scales & 0xF).astype(F32))
+    ml = mul(col(dmin), (scales >> 4).astype(F32))
+    return sub(mul(per_sub(dl, 16), q.astype(F32)), per_sub(ml, 16))
+
+
+def q3_K(b):
+    hmask = b[:, 0:32].astype(np.int32)
+    q = two_bit_codes(b[:, 32:96])
+    p = b[:, 96:108].astype(np.int32)
+    d = half(b, 108)
+    sc = np.zeros((b.shape[0], 16), dtype=np.int32)
+    for i in range(4):
+        hi = p[:, 8 + i]
+        sc[:, i] = (p[:, i] & 0xF) | ((hi & 3) << 4)
+        sc[:, 4 + i] = (p[:, 4 + i] & 0xF) | (((hi >> 2) & 3) << 4)
+        sc[:, 8 + i] = (p[:, i] >> 4) | (((hi >> 4) & 3) << 4)
+        sc[:, 12 + i] = (p[:, 4 + i] >> 4) | (((hi >> 6) & 3) << 4)
+    e = np.arange(256)
+    high = (hmask[:, e % 32] >> (e // 32)) & 1
+    v = q - np.where(high == 1, 0, 4)
+    dl = mul(col(d), (sc - 32).astype(F32))
+    return mul(per_sub(dl, 16), v.astype(F32))
+
+
+def k4_scales(p):
+    """Q4_K/Q5_K: 8 scales and 8 mins from the 12 packed bytes."""
+    p = p.astype(np.int32)
+    sc = np.zeros((p.shape[0], 8), dtype=np.int32)
+    m = np.zeros((p.shape[0], 8), dtype=np.int32)
+    for j in range(8):
+        if j < 4:
+            sc[:, j] = p[:, j] & 63
+            m[:, j] = p[:, j + 4] & 63
+        else:
+            sc[:, j] = (p[:, j + 4] & 0xF) | ((p[:, j - 4] >> 6) << 4)
+            m[:, j] = (p[:, j + 4] >> 4) | ((p[:, j] >> 6) << 4)
+    return sc, m
+
+
+def k4_codes(qs):
+    """Element 64j + 32part + l is nibble `part` of qs[32j + l]."""
+    out = np.zeros((qs.shape[0], 256), dtype=np.int32)
+    for j in range(4):
+        blk = qs[:, 32 * j:32 * j + 32].astype(np.int32)
+        out[:, 64 * j:64 * j + 32] = blk & 0xF
+        out[:, 64 * j + 32:64 * j + 64] = blk >> 4
+    return out
+
+
+def q45_K(b, qs, qh):
+    d, dmin = half(b, 0), half(b, 2)
+    sc, m = k4_scales(b[:, 4:16])
+    q = k4_codes(qs)
+    if qh is not None:
+        e = np.arange(256)
+        q = q + ((qh.astype(np.int32)[:, e % 32] >> (e // 32)) & 1) * 16
+    dl = mul(col(d), sc.astype(F32))
+    ml = mul(col(dmin), m.astype(F32))
+    return sub(mul(per_sub(dl, 32), q.astype(F32)), per_sub(ml, 32))
+
+
+def q4_K(b):
+    return q45_K(b, b[:, 16:144], None)
+
+
+def q5_K(b):
+    return q45_K(b, b[:, 48:176], b[:, 16:48])
+
+
+def q6_K(b):
+    ql = b[:, 0:128].astype(np.int32)
+    qh = b[:, 128:192].astype(np.int32)
+    sc = b[:, 192:208].copy().view(np.int8).astype(np.int32)
+    d = half(b, 208)
+    q = np.zeros((b.shape[0], 256), dtype=np.int32)
+    for e in range(256):
+        h, g, l = e // 128, (e % 128) // 32, e % 32
+        low = (ql[:, 64 * h + 32 * (g & 1) + l] >> (4 * (g // 2))) & 0xF
+        high = (qh[:, 32 * h + l] >> (2 * g)) & 3
+        q[:, e] = (low | (high << 4)) - 32
+    ds = mul(col(d), sc.astype(F32))
+    return mul(per_sub(ds, 16), q.astype(F32))
+
+
+def iq4_nl(b):
+    d = half(b, 0)
+    v = KVALUES_IQ4NL[nibbles(b[:, 2:18])].astype(F32)
+    return mul(col(d), v)
+
+
+def iq4_xs(b):
+    d = half(b, 0)
+    sh = b[:, 2:4].copy().view("<u2")[:, 0].astype(np.int32)
+    sl = b[:, 4:8].astype(np.int32)
+    qs = b[:, 8:136]
+    out = []
+    for ib in range(8):
+        ls = ((sl[:, ib // 2] >> (4 * (ib % 2))) & 0xF) | (((sh >> (2 * ib)) & 3) << 4)
+        dl = mul(d, (ls - 32).astype(F32))
+        v = KVALUES_IQ4NL[nibbles(qs[:, 16 * ib:16 * ib + 16])].astype(F32)
+        out.append(mul(col(dl), v))
+    return np.concatenate(out, axis=1)
+
+
+DEQUANT = {
+    "q4_0": q4_0, "q4_1": q4_1, "q5_0": q5_0, "q5_1": q5_1, "q8_0": q8_0, "q2_K": q2_K,
+    "q3_K": q3_K, "q4_K": q4_K, "q5_K": q5_K, "q6_K": q6_K, "iq4_nl": iq4_nl, "iq4_xs": iq4_xs,
+}
+
+
+def main():
+    name, src, dst = sys.argv[1:4]
+    size, nbytes = GEOMETRY[name]
+    raw = np.fromfile(src, dtype=np.uint8)
+    if raw.size % nbytes:
+        sys.exit(f"{src}: {raw.size} bytes is not a whole number of {name} blocks")
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = DEQUANT[name](raw.reshape(-1, nbytes))
+    assert y.dtype == F32 and y.shape == (raw.size // nbytes, size), (y.dtype, y.shape)
+    y.astype("<f4").tofile(dst)
+
+
+if __name__ == "__main__":
+    main()

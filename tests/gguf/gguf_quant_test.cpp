@@ -1,0 +1,104 @@
+// Quantised tensors at the loader's edge: every weight type of a make-model file is accepted,
+// and hostile ones are refused with a message naming the tensor and the problem: data cut short,
+// a row that is not whole blocks, an unsupported type id, a quantised norm.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "gguf_test_util.h"
+#include "model/hparams.h"
+
+namespace invar::test {
+namespace {
+
+std::string q4km_model() {
+  static const std::string p = [] {
+    MakeModelConfig c = tiny_config(Arch::qwen3next);
+    c.n_embd = 256;
+    c.quant = "q4_k_m";
+    const std::string path = temp_path("q4km.gguf");
+    write_model(c, path);
+    return path;
+  }();
+  return p;
+}
+
+// Offset of the type id field of tensor `name` in a GGUF image (after name, n_dims, ne[]).
+size_t type_field(const std::vector<uint8_t>& bytes, const std::string& name, size_t n_dims) {
+  auto it = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
+  EXPECT_NE(it, bytes.end());
+  return size_t(it - bytes.begin()) + name.size() + 4 + 8 * n_dims;
+}
+
+TEST(GgufQuant, PresetFileLoadsWithItsTypeMix) {
+  auto f = GgufFile::open(q4km_model());
+  EXPECT_NO_THROW(hparams_from_gguf(*f));
+  EXPECT_EQ(f->find_tensor("token_embd.weight")->type, DType::Q4_K);
+  EXPECT_EQ(f->find_tensor("output.weight")->type, DType::Q6_K);
+  EXPECT_EQ(f->find_tensor("blk.0.ssm_conv1d.weight")->type, DType::F32);
+  EXPECT_EQ(f->find_tensor("blk.0.ffn_gate_inp.weight")->type, DType::F32);
+  EXPECT_EQ(f->get_int("general.file_type"), 15);
+  // Every tensor's data is exactly its blocks.
+  for (const auto& t : f->tensors())
+    EXPECT_EQ(int64_t(t.n_bytes), dtype_row_bytes(t.type, t.ne[0]) * (t.n_elements() / t.ne[0]))
+        << t.name;
+}
+
+TEST(GgufQuant, TruncatedQuantisedDataIsRefused) {
+  std::vector<uint8_t> bytes = read_file(q4km_model());
+  auto f = GgufFile::from_memory(bytes.data(), bytes.size());
+  // Cut the file inside the last tensor's blocks.
+  const GgufTensorInfo* last = &f->tensors()[0];
+  for (const auto& t : f->tensors())
+    if (t.offset > last->offset) last = &t;
+  const std::string name = last->name;
+  const std::string type(dtype_name(last->type));
+  bytes.resize(bytes.size() - 100);
+  const std::string e = parse_error(bytes);
+  EXPECT_NE(e.find("tensor '" + name + "': data"), std::string::npos) << e;
+  EXPECT_NE(e.find("extends past the end of the file"), std::string::npos) << e;
+}
+
+TEST(GgufQuant, RowsThatAreNotWholeBlocksAreRefused) {
+  Bytes b;
+  b.header(1, 0);
+  b.str("w").u32(2).u64(128).u64(2).u32(uint32_t(DType::Q4_K)).u64(0);
+  b.pad(32);
+  for (int i = 0; i < 144; ++i) b.u8(0);
+  EXPECT_NE(parse_error(b.b).find("tensor 'w': row length 128 is not a multiple of the q4_K "
+                                  "block size 256"),
+            std::string::npos)
+      << parse_error(b.b);
+}
+
+TEST(GgufQuant, UnsupportedTypeAndQuantisedNormAreNamed) {
+  const std::vector<uint8_t> orig = read_file(q4km_model());
+  // token_embd {256, 16} q4_K (16 × 144 bytes) relabelled iq2_xxs (256-blocks of 66 bytes): fits
+  // its data, a type invar does not compute with.
+  std::vector<uint8_t> bytes = orig;
+  const size_t at = type_field(bytes, "token_embd.weight", 2);
+  uint32_t id = 16;
+  std::memcpy(&bytes[at], &id, 4);
+  auto f = GgufFile::from_memory(bytes.data(), bytes.size());
+  const std::string e = error_of([&] { hparams_from_gguf(*f); });
+  EXPECT_NE(e.find("tensor 'token_embd.weight' has type iq2_xxs, invar supports f32, f16, q4_0"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("q6_K, iq4_nl, iq4_xs, bf16"), std::string::npos) << e;
+
+  // A norm (f32 {256}) relabelled q4_K: its 1 KiB holds more than one 144-byte block, the type is
+  // valid, but norms must be f32.
+  bytes = orig;
+  const size_t nat = type_field(bytes, "output_norm.weight", 1);
+  id = uint32_t(DType::Q4_K);
+  std::memcpy(&bytes[nat], &id, 4);
+  auto g = GgufFile::from_memory(bytes.data(), bytes.size());
+  const std::string e2 = error_of([&] { hparams_from_gguf(*g); });
+  EXPECT_NE(e2.find("tensor 'output_norm.weight' has type q4_K, expected f32"), std::string::npos)
+      << e2;
+}
+
+}  // namespace
+}  // namespace invar::test

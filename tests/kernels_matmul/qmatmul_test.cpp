@@ -1,0 +1,151 @@
+// The product with quantised weights keeps the contract (DESIGN N1, N2, N7, C7): for every type,
+// every SIMD level, thread count and number of rows, the result has the bits of the scalar
+// reference of the canonical order (16 lanes over k, then the reduce.h tree) over dequant_row's
+// weights; that reference is checked against a direct evaluation and float64; and a quantised
+// matrix is read in place (no packed or F32 copy).
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include "core/dequant.h"
+#include "core/thread_pool.h"
+#include "kernels/reduce.h"
+#include "matmul_test_util.h"
+
+namespace invar::test {
+namespace {
+
+// K for each type: one block, then more than one 2048-weight chunk of the prefill path, ending
+// on a partial one; for 32-weight blocks a K that is not a multiple of 256 either.
+std::vector<int64_t> quant_ks(DType t) {
+  if (dtype_block_size(t) == 256) return {256, 2304};
+  return {96, 2080};
+}
+
+// True if a pool of `threads` gives work to its last thread for n outputs in groups of 16.
+bool last_thread_works(ThreadPool& pool, int64_t n) {
+  std::atomic<bool> worked{false};
+  pool.parallel_for(
+      n,
+      [&](int64_t b, int64_t e, int t) {
+        if (t == pool.size() - 1 && b < e) worked = true;
+      },
+      16);
+  return worked;
+}
+
+TEST(QuantMatmul, EveryPathEqualsReferenceBitExact) {
+  SimdRestore restore;
+  ThreadPool p1(1), p2(2), p3(3);
+  ThreadPool* pools[] = {&p1, &p2, &p3};
+  const int64_t n = 37;  // not a multiple of 16, nor of the 4-row groups
+  ASSERT_TRUE(last_thread_works(p3, n));
+  for (DType t : kQuantTypes) {
+    for (int64_t k : quant_ks(t)) {
+      OwnedMatrix w = random_matrix(t, k, n, uint32_t(k + 31 * int(t)));
+      matrix_prepare(w.m);
+      for (int64_t m : {1, 2, 3, 7, 16, 33, 64, 512}) {
+        if (k > 256 && m > 64) continue;  // long rows: the chunked path is covered by m <= 64
+        const auto x = random_activations(m * k, uint32_t(m + k));
+        std::vector<float> ref(size_t(m * n));
+        matmul_ref(w.m, x.data(), m, ref.data());
+        for (SimdLevel level : available_levels()) {
+          simd_set(level);
+          for (ThreadPool* pool : pools) {
+            std::vector<float> y(size_t(m * n), std::numeric_limits<float>::quiet_NaN());
+            matmul(w.m, x.data(), m, y.data(), *pool);
+            EXPECT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "")
+                << case_name(t, level) << " K=" << k << " M=" << m << " threads=" << pool->size();
+          }
+        }
+      }
+    }
+  }
+}
+
+// The reference, evaluated here straight from its definition over dequant_row's rows, and its
+// distance to float64: |y − exact| ≤ γ_(K/16+4) · Σ|w·x| (16 lanes of K/16 FMAs, then 4 levels
+// of the tree). Some outputs must be far from zero so that the check bites.
+TEST(QuantMatmul, ReferenceIsTheLaneOrderAndCloseToFloat64) {
+  for (DType t : kQuantTypes) {
+    const int64_t k = 512, n = 6, m = 3;
+    OwnedMatrix w = random_matrix(t, k, n, 77);
+    const auto x = random_activations(m * k, 78);
+    std::vector<float> y(static_cast<size_t>(m * n)), row(static_cast<size_t>(k));
+    matmul_ref(w.m, x.data(), m, y.data());
+    const double u = std::ldexp(1.0, -24), len = double(k / 16 + 4);
+    const double gamma = len * u / (1 - len * u);
+    int nonzero = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      dequant_row(t, static_cast<const uint8_t*>(w.m.data()) + j * dtype_row_bytes(t, k),
+                  row.data(), k);
+      for (int64_t r = 0; r < m; ++r) {
+        float lanes[16] = {};
+        double exact = 0, mag = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          lanes[i % 16] = std::fma(row[size_t(i)], x[size_t(r * k + i)], lanes[i % 16]);
+          exact += double(row[size_t(i)]) * double(x[size_t(r * k + i)]);
+          mag += std::fabs(double(row[size_t(i)]) * double(x[size_t(r * k + i)]));
+        }
+        const float want = reduce_lanes_tree(lanes);
+        EXPECT_EQ(float_bits(y[size_t(r * n + j)]), float_bits(want))
+            << dtype_name(t) << " m=" << r << " n=" << j;
+        EXPECT_LE(std::fabs(double(y[size_t(r * n + j)]) - exact), gamma * mag)
+            << dtype_name(t) << " m=" << r << " n=" << j;
+        nonzero += mag > 0;
+      }
+    }
+    EXPECT_GT(nonzero, 0) << dtype_name(t);
+  }
+}
+
+// Weights stay where the file has them: no packed layout, no bytes besides the file's, while an
+// F32 matrix does get its packed copy (the accounting sees it). Embedding rows decode too.
+TEST(QuantMatmul, ReadsWeightsInPlace) {
+  OwnedMatrix f = random_matrix(DType::F32, 64, 20, 1);
+  matrix_prepare(f.m);
+  EXPECT_NE(f.m.packed, nullptr);
+  EXPECT_GE(matrix_copy_bytes(f.m), 64 * 20 * 4);
+  for (DType t : kQuantTypes) {
+    const int64_t k = dtype_block_size(t) == 256 ? 512 : 64;
+    OwnedMatrix w = random_matrix(t, k, 20, 2);
+    matrix_prepare(w.m);
+    EXPECT_EQ(w.m.packed, nullptr) << dtype_name(t);
+    EXPECT_EQ(matrix_copy_bytes(w.m), 0) << dtype_name(t);
+    EXPECT_EQ(w.m.data(), w.bytes.data()) << dtype_name(t);
+    std::vector<float> row(static_cast<size_t>(k)), want(static_cast<size_t>(k));
+    w.m.row_to_f32(19, row.data());
+    dequant_row(t, w.bytes.data() + 19 * dtype_row_bytes(t, k), want.data(), k);
+    EXPECT_EQ(bits_diff(row.data(), want.data(), k, k), "") << dtype_name(t);
+  }
+}
+
+// One buffer serves every call whatever it held (NaN first), and a buffer too small stops the
+// process with a clear message.
+TEST(QuantMatmul, CallerScratch) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  SimdRestore restore;
+  ThreadPool pool(2);
+  std::vector<float> scratch(size_t(matmul_scratch_floats(pool.size())),
+                             std::numeric_limits<float>::quiet_NaN());
+  const int64_t k = 2304, n = 40, m = 9;
+  const auto x = random_activations(m * k, 5);
+  OwnedMatrix w = random_matrix(DType::Q4_K, k, n, 17);
+  std::vector<float> ref(size_t(m * n));
+  matmul_ref(w.m, x.data(), m, ref.data());
+  for (SimdLevel level : available_levels()) {
+    if (level == SimdLevel::scalar) continue;  // the scalar reference needs no scratch
+    simd_set(level);
+    for (int rep = 0; rep < 2; ++rep) {
+      std::vector<float> y(size_t(m * n), 7.0f);
+      matmul(w.m, x.data(), m, y.data(), pool, scratch);
+      EXPECT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "") << simd_name(level);
+    }
+    const std::span<float> small(scratch.data(), scratch.size() - 1);
+    std::vector<float> y(size_t(m * n));
+    EXPECT_DEATH(matmul(w.m, x.data(), m, y.data(), pool, small), "scratch of");
+  }
+}
+
+}  // namespace
+}  // namespace invar::test
