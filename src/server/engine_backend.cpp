@@ -7,8 +7,8 @@
 #include "core/error.h"
 #include "core/numerics_version.h"
 #include "engine/postprocess.h"
-#include "server/backend.h"
 #include "server/fingerprint.h"
+#include "server/vocab_backend.h"
 
 namespace invar::server {
 namespace {
@@ -19,18 +19,16 @@ std::string model_id_of(const std::string& path) {
   return base;
 }
 
-class EngineBackend : public Backend {
+class EngineBackend : public VocabBackend {
  public:
   EngineBackend(const std::string& path, EngineConfig cfg, BackendOptions opts) : opts_(opts) {
     model_ = Model::load(path);
-    tok_ = std::make_unique<Tokenizer>(vocab_from_gguf(model_->gguf()));
-    chat_ = std::make_unique<VocabChat>(*tok_, opts_);
+    vocab_set(std::make_unique<Tokenizer>(vocab_from_gguf(model_->gguf())), opts_);
     if (tok_->n_vocab() > model_->hparams().n_vocab)
       throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
                   " tokens but the model only " + std::to_string(model_->hparams().n_vocab));
     id_ = model_id_of(path);
     fingerprint_ = system_fingerprint_of(model_->sha256(), kNumericsVersion);
-    eos_ = invar::end_of_sequence_ids(*tok_);
     engine_ = std::make_unique<Engine>(*model_, tok_.get(), cfg);
     // What memory the engine may add to the model's: the cache budget, and the live recurrent
     // state of each running request, which the budget does not cover.
@@ -44,14 +42,6 @@ class EngineBackend : public Backend {
   std::string model_id() const override { return id_; }
   std::string system_fingerprint() const override { return fingerprint_; }
   int64_t n_ctx() const override { return engine_->n_ctx(); }
-  int64_t n_vocab() const override { return tok_->n_vocab(); }
-  std::vector<int32_t> encode(std::string_view text) const override {
-    return tok_->encode(text, true);
-  }
-  const ChatPrompt* chat_template() const override { return chat_->prompt(); }
-  ChatTokens chat_encode(const ChatInput& in) const override { return chat_->encode(in); }
-  std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }
-  std::vector<int32_t> end_of_sequence_ids() const override { return eos_; }
   RequestId submit(GenerationRequest req, EventSink sink) override {
     return engine_->submit(std::move(req), std::move(sink));
   }
@@ -61,12 +51,9 @@ class EngineBackend : public Backend {
 
  private:
   std::unique_ptr<Model> model_;
-  std::unique_ptr<Tokenizer> tok_;
-  std::unique_ptr<VocabChat> chat_;  // the template (or none) and the role-injection guard
   std::unique_ptr<Engine> engine_;
   BackendOptions opts_;
   std::string id_, fingerprint_;
-  std::vector<int32_t> eos_;
 };
 
 }  // namespace

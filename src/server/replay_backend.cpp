@@ -15,21 +15,19 @@
 
 #include "core/error.h"
 #include "core/file_read.h"
-#include "engine/postprocess.h"
 #include "engine/text_assembler.h"
-#include "server/backend.h"
+#include "server/vocab_backend.h"
 
 namespace invar::server {
 namespace {
 
 constexpr int64_t kReplayContext = 65536;
 
-class ReplayBackend : public Backend {
+class ReplayBackend : public VocabBackend {
  public:
   ReplayBackend(const std::string& model_path, const std::string& outputs_path, BackendOptions opts)
       : opts_(std::move(opts)) {
-    tok_ = Tokenizer::from_file(model_path);
-    chat_ = std::make_unique<VocabChat>(*tok_, opts_);
+    vocab_set(Tokenizer::from_file(model_path), opts_);
     const auto j = nlohmann::ordered_json::parse(file_read(outputs_path));
     if (!j.is_object() || j.empty())
       throw Error(outputs_path + ": expected a JSON object {\"text in the prompt\": \"output\"}");
@@ -37,7 +35,6 @@ class ReplayBackend : public Backend {
       if (!it.value().is_string()) throw Error(outputs_path + ": outputs must be strings");
       outputs_.emplace_back(it.key(), it.value().get<std::string>());
     }
-    eos_ = invar::end_of_sequence_ids(*tok_);
     std::fprintf(stderr, "invar serve: replaying %zu fixture outputs from %s (no model weights)\n",
                  outputs_.size(), outputs_path.c_str());
     worker_ = std::thread([this] { run(); });
@@ -54,14 +51,6 @@ class ReplayBackend : public Backend {
   std::string model_id() const override { return "replay"; }
   std::string system_fingerprint() const override { return "fp_replay"; }
   int64_t n_ctx() const override { return kReplayContext; }
-  int64_t n_vocab() const override { return tok_->n_vocab(); }
-  std::vector<int32_t> encode(std::string_view text) const override {
-    return tok_->encode(text, true);
-  }
-  const ChatPrompt* chat_template() const override { return chat_->prompt(); }
-  ChatTokens chat_encode(const ChatInput& in) const override { return chat_->encode(in); }
-  std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }
-  std::vector<int32_t> end_of_sequence_ids() const override { return eos_; }
 
   RequestId submit(GenerationRequest req, EventSink sink) override {
     // The output whose key the prompt contains (the first such in the file).
@@ -162,10 +151,7 @@ class ReplayBackend : public Backend {
   }
 
   BackendOptions opts_;
-  std::unique_ptr<Tokenizer> tok_;
-  std::unique_ptr<VocabChat> chat_;
   std::vector<std::pair<std::string, std::string>> outputs_;
-  std::vector<int32_t> eos_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<RequestId, Req> reqs_;

@@ -1,0 +1,39 @@
+// The part of a Backend that a real vocabulary answers: tokenisation, token bytes, the
+// end-of-sequence ids and the chat side (VocabChat: template + role-injection guard). The engine
+// backend and the replay backend add generation.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/postprocess.h"
+#include "server/backend.h"
+
+namespace invar::server {
+
+class VocabBackend : public Backend {
+ public:
+  int64_t n_vocab() const override { return tok_->n_vocab(); }
+  std::vector<int32_t> encode(std::string_view text) const override {
+    return tok_->encode(text, true);
+  }
+  const ChatPrompt* chat_template() const override { return chat_->prompt(); }
+  ChatTokens chat_encode(const ChatInput& in) const override { return chat_->encode(in); }
+  std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }
+  std::vector<int32_t> end_of_sequence_ids() const override { return eos_; }
+
+ protected:
+  // Takes the vocabulary and loads its chat template under `opts` (logged). Throws invar::Error.
+  void vocab_set(std::unique_ptr<Tokenizer> tok, const BackendOptions& opts) {
+    tok_ = std::move(tok);
+    chat_ = std::make_unique<VocabChat>(*tok_, opts);
+    eos_ = invar::end_of_sequence_ids(*tok_);
+  }
+
+  std::unique_ptr<Tokenizer> tok_;
+  std::unique_ptr<VocabChat> chat_;  // the template (or none) and the guard
+  std::vector<int32_t> eos_;
+};
+
+}  // namespace invar::server
