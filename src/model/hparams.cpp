@@ -83,8 +83,8 @@ class TensorChecker {
       fail("tensor '" + name + "' has shape " + shape_str(t->ne) + ", expected " + shape_str(want));
     const auto id = static_cast<uint32_t>(t->type);
     if (!dtype_supported(id))
-      fail("tensor '" + name + "' has type " + ggml_type_label(id) +
-           ", invar supports " + dtype_supported_list());
+      fail("tensor '" + name + "' has type " + ggml_type_label(id) + ", invar supports " +
+           dtype_supported_list());
     if (f32_only && t->type != DType::F32)
       fail("tensor '" + name + "' has type " + ggml_type_label(id) +
            ", expected f32 (norms, ssm_a, ssm_dt.bias and ssm_conv1d are f32 in llama.cpp's "

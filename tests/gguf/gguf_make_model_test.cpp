@@ -178,8 +178,9 @@ TEST(MakeModel, ConfigErrorsNameTheFlag) {
   EXPECT_NE(err([](MakeModelConfig& c) {
               c.type = DType::Q8_0;
               c.n_embd = 48;
-            }).find("tensor 'token_embd.weight' has rows of 48, not a multiple of the q8_0 block "
-                    "size 32"),
+            })
+                .find("tensor 'token_embd.weight' has rows of 48, not a multiple of the q8_0 block "
+                      "size 32"),
             std::string::npos);
   EXPECT_NE(err([](MakeModelConfig& c) {
               c.n_embd = 1 << 20;
