@@ -132,8 +132,7 @@ void reject_unsupported(const json& body, bool chat) {
   }
   if (const json* v = field(body, "functions")) {
     if (!v->is_array()) wrong_type("functions", "an array", *v);
-    if (!v->empty())
-      throw bad_request("functions", "'functions' is not supported: use 'tools'");
+    if (!v->empty()) throw bad_request("functions", "'functions' is not supported: use 'tools'");
   }
   for (const char* k : {"tools", "tool_choice"}) {
     const json* v = field(body, k);

@@ -57,8 +57,7 @@ struct BackendOptions {
 // the output in OUTPUTS ({"text the prompt contains": "output"}) one token per step
 // (replay_backend.cpp). Throws invar::Error.
 std::unique_ptr<Backend> replay_backend_load(const std::string& model_path,
-                                             const std::string& outputs_path,
-                                             BackendOptions opts);
+                                             const std::string& outputs_path, BackendOptions opts);
 
 // The chat template of a vocabulary under `opts` (null when there is none), logged on stderr
 // with its origin and digest. Throws invar::Error for a file that cannot be read or compiled.

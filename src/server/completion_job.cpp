@@ -307,7 +307,8 @@ std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
         json chunk = chunk_json(ctx_, d.text, lp, finish, false);
         if (chat_out_) {
           chunk["choices"][0]["delta"] = ChatOutput::delta_json(parsed);
-          if (!finish.empty()) chunk["choices"][0]["finish_reason"] = chat_out_->finish_reason(finish);
+          if (!finish.empty())
+            chunk["choices"][0]["finish_reason"] = chat_out_->finish_reason(finish);
         }
         out += sse_event(chunk);
       }

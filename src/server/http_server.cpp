@@ -52,9 +52,8 @@ HttpReply error_reply(const ApiError& e) {
 }
 
 std::string endpoint_label(const std::string& path) {
-  for (const char* p :
-       {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics", "/tokenize",
-        "/detokenize"})
+  for (const char* p : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
+                        "/metrics", "/tokenize", "/detokenize"})
     if (path == p) return p;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
   return "other";

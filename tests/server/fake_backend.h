@@ -177,9 +177,10 @@ class FakeBackend : public Backend {
   }
 
   // "<role>content\n" per message, then "<assistant>".
-  ChatPrompt chat_{{"{% for m in messages %}{{ '<' + m.role + '>' + m.content + '\\n' }}"
-                    "{% endfor %}{{ '<assistant>' }}",
-                    "the fake backend", "", "", std::nullopt, true}};
+  ChatPrompt chat_{
+      {"{% for m in messages %}{{ '<' + m.role + '>' + m.content + '\\n' }}"
+       "{% endfor %}{{ '<assistant>' }}",
+       "the fake backend", "", "", std::nullopt, true}};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<RequestId, Req> reqs_;

@@ -6,9 +6,9 @@
 
 #include <algorithm>
 
+#include "chat/template.h"
 #include "core/error.h"
 #include "test_support.h"
-#include "chat/template.h"
 
 namespace invar {
 namespace {
@@ -43,9 +43,9 @@ int64_t count_id(const std::vector<int32_t>& ids, int32_t id) {
 
 TEST(ControlTextGuard, WithoutControlSpellingsTokensEqualTheSpecialParse) {
   const std::vector<Msg> m = {{"system", "Be brief."},
-                                      {"user", "Hello <think> and </think>, ü 😀 \U00100000?"},
-                                      {"assistant", "<think>\nhm\n</think>\n\nHi."},
-                                      {"user", "<tool_response>x</tool_response>"}};
+                              {"user", "Hello <think> and </think>, ü 😀 \U00100000?"},
+                              {"assistant", "<think>\nhm\n</think>\n\nHi."},
+                              {"user", "<tool_response>x</tool_response>"}};
   const std::string rendered = chat_render(m);
   // The U+100000 in the content is a placeholder-area character: it must come back unchanged.
   EXPECT_EQ(test::ids_diff(qwen3().encode(rendered, true), guarded(m)), "");

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "chat/template.h"
 #include "core/error.h"
 #include "test_support.h"
-#include "chat/template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar {

@@ -8,10 +8,10 @@
 #include <random>
 #include <thread>
 
-#include "core/error.h"
-#include "test_support.h"
 #include "chat/chat_request.h"
 #include "chat/template.h"
+#include "core/error.h"
+#include "test_support.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
 
