@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/quantize.h"
 #include "core/simd.h"
 #include "kernels/matmul.h"
 
@@ -111,14 +110,6 @@ inline OwnedMatrix random_matrix(DType type, int64_t k, int64_t n, uint32_t seed
         const uint16_t dh = f32_to_f16(d);
         std::memcpy(blk, &dh, 2);
         for (int j = 0; j < kQ8Block; ++j) blk[2 + j] = uint8_t(int(rng() % 256) - 128);
-      }
-      break;
-    }
-    default: {  // the other block-quantised types: random rows through the quantiser
-      std::vector<float> row(static_cast<size_t>(k));
-      for (int64_t r = 0; r < n; ++r) {
-        for (auto& v : row) v = value();
-        quantize_row(type, row.data(), o.bytes.data() + r * dtype_row_bytes(type, k), k);
       }
       break;
     }
