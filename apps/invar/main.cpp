@@ -28,8 +28,9 @@ int main(int argc, char** argv) {
       "For one model file and one build, the logits at every position are a pure function of\n"
       "the token sequence: bit-identical whatever the cache state, chunking, batch or threads."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", version_text, "print the version, numerics version, build type "
-                                                  "and ISA, and exit");
+  app.set_version_flag("--version", version_text,
+                       "print the version, numerics version, build type "
+                       "and ISA, and exit");
   auto& reg = command_registry();
   std::sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.name < b.name; });
   std::map<std::string, Command::Run> runs;

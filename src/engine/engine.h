@@ -70,9 +70,9 @@ struct GenerationRequest {
                                           // text ends just before it)
   std::string cache_salt;                 // isolates the prefix cache (first block's key)
   int64_t top_logprobs = 0;               // 0..20 candidates per generated token
-  int64_t prompt_logprobs = -1;  // ≥ 0: logprob of each prompt token ≥ 1 (+ K candidates);
-                                 // forces those positions to be computed (no cache skip)
-  bool capture_logits = false;   // tests: raw logits of every computed position
+  int64_t prompt_logprobs = -1;      // ≥ 0: logprob of each prompt token ≥ 1 (+ K candidates);
+                                     // forces those positions to be computed (no cache skip)
+  bool capture_logits = false;       // tests: raw logits of every computed position
   bool skip_special_tokens = false;  // control tokens (<|im_end|>) add no text (vLLM's default)
 };
 

@@ -41,8 +41,8 @@ struct IsaKernels {
   void (*matmul_panels)(const MatmulPacked& w, const float* x, int64_t rows, float* y,
                         int64_t p_begin, int64_t p_end, float* wbuf);
   // qmatmul.h: outputs [n_begin, n_end) of every row; scratch: kQScratchFloats floats.
-  void (*qmatmul_rows)(const QuantView& w, const float* x, int64_t rows, float* y,
-                       int64_t n_begin, int64_t n_end, float* scratch);
+  void (*qmatmul_rows)(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n_begin,
+                       int64_t n_end, float* scratch);
 };
 
 extern const IsaKernels kIsaKernelsAvx2;

@@ -1,9 +1,9 @@
 // Matrix products y = x·Wᵀ for weights of every DType and F32 activations.
 //
-// Canonical order for F32, F16, BF16 (rule N1): each output y[m][n] = Σ_k W[n][k]·x[m][k] accumulates over k in a
-// fixed order that depends on K only, never on M, on the tiling in M or N, on the thread count
-// or on the vector width. Vectorise across outputs, not across k. Concretely, every output is one
-// sequential FMA chain
+// Canonical order for F32, F16, BF16 (rule N1): each output y[m][n] = Σ_k W[n][k]·x[m][k]
+// accumulates over k in a fixed order that depends on K only, never on M, on the tiling in M or N,
+// on the thread count or on the vector width. Vectorise across outputs, not across k. Concretely,
+// every output is one sequential FMA chain
 //     acc = +0;  for k = 0 .. K-1:  acc = fma(w[n][k], x[m][k], acc);  y[m][n] = acc
 // with w[n][k] the exact F32 value of the weight (F16/BF16 widen exactly). The scalar reference
 // runs this chain per output; the AVX2 and AVX-512 paths run 8 or 16 such chains side by side,

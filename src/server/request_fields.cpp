@@ -52,8 +52,10 @@ const std::vector<RequestField> kFields = {
      "include_usage; continuous_usage_stats and include_obfuscation only false"},
     {"suffix", P, "OpenAI", S::no_op, "\"\"", "insertion is not implemented"},
     {"temperature", B, "OpenAI", S::implemented, "0.5", "0 is greedy"},
-    {"tool_choice", C, "OpenAI", S::implemented, "\"none\"", "none, auto, required or a named function (docs/chat.md)"},
-    {"tools", C, "OpenAI", S::implemented, "[]", "passed to the model's template; calls parsed into tool_calls"},
+    {"tool_choice", C, "OpenAI", S::implemented, "\"none\"",
+     "none, auto, required or a named function (docs/chat.md)"},
+    {"tools", C, "OpenAI", S::implemented, "[]",
+     "passed to the model's template; calls parsed into tool_calls"},
     {"top_logprobs", C, "OpenAI", S::implemented, "0", "candidates per token, 0..20"},
     {"top_p", B, "OpenAI", S::implemented, "0.9", "nucleus sampling"},
     {"user", B, "OpenAI", S::implemented, "\"u-1\"", "written to the request log"},
@@ -61,8 +63,7 @@ const std::vector<RequestField> kFields = {
     {"web_search_options", C, "OpenAI", S::rejected, "", "no web search"},
 
     // vLLM's extra sampling and request fields.
-    {"add_generation_prompt", C, "vLLM", S::implemented, "true",
-     "passed to the model's template"},
+    {"add_generation_prompt", C, "vLLM", S::implemented, "true", "passed to the model's template"},
     {"add_special_tokens", B, "vLLM", S::no_op, "true or false",
      "Qwen vocabularies add no BOS/EOS: the same tokens either way"},
     {"allowed_token_ids", B, "vLLM", S::rejected, "", "token masks are not implemented"},

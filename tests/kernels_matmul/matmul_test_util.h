@@ -169,8 +169,8 @@ inline std::string case_name(DType t, SimdLevel l) {
 }
 
 inline const DType kAllTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
-inline const DType kQuantTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1,
-                                    DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+inline const DType kQuantTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0,   DType::Q5_1,
+                                    DType::Q8_0, DType::Q2_K, DType::Q3_K,   DType::Q4_K,
                                     DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
 
 }  // namespace invar::test

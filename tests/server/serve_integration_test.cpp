@@ -202,12 +202,8 @@ TEST_F(Serve, StreamedEqualsWhole) {
 }
 
 TEST_F(Serve, CachedTokensAndSaltIsolation) {
-  json req = {{"prompt", document(1, 30)},
-              {"max_tokens", 4},
-              {"logprobs", 5},
-              {"cache_salt", "iso-a"},
-              {"seed", 5},
-              {"return_tokens_as_token_ids", true},
+  json req = {{"prompt", document(1, 30)}, {"max_tokens", 4}, {"logprobs", 5},
+              {"cache_salt", "iso-a"},     {"seed", 5},       {"return_tokens_as_token_ids", true},
               {"ignore_eos", true}};
   json first = post("/v1/completions", req);
   json second = post("/v1/completions", req);
