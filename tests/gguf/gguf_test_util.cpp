@@ -6,8 +6,11 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <vector>
 
 namespace invar::test {
 
@@ -24,10 +27,32 @@ std::string parse_error(const std::vector<uint8_t>& bytes) {
   return error_of([&] { GgufFile::from_memory(bytes.data(), bytes.size()); });
 }
 
+namespace {
+// Every path handed out, removed (files and directories alike) when the test process exits, so
+// runs leave nothing behind in the temporary directory.
+class TempPaths {
+ public:
+  std::string add(std::string path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    paths_.push_back(path);
+    return path;
+  }
+  ~TempPaths() {
+    std::error_code ec;
+    for (const auto& p : paths_) std::filesystem::remove_all(p, ec);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> paths_;
+};
+}  // namespace
+
 std::string temp_path(const std::string& name) {
   static std::atomic<int> counter{0};
-  return ::testing::TempDir() + "invar_gguf_" + std::to_string(::getpid()) + "_" +
-         std::to_string(counter++) + "_" + name;
+  static TempPaths paths;
+  return paths.add(::testing::TempDir() + "invar_gguf_" + std::to_string(::getpid()) + "_" +
+                   std::to_string(counter++) + "_" + name);
 }
 
 std::vector<uint8_t> read_file(const std::string& path) {

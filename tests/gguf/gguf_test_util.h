@@ -43,7 +43,7 @@ struct Bytes {
 std::string error_of(const std::function<void()>& fn);
 std::string parse_error(const std::vector<uint8_t>& bytes);
 
-std::string temp_path(const std::string& name);    // unique per process
+std::string temp_path(const std::string& name);    // unique per process, removed at exit
 std::string sha256_file(const std::string& path);  // hex
 std::vector<uint8_t> read_file(const std::string& path);
 
