@@ -26,6 +26,7 @@
 #include "bench_registry.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/quant_blocks.h"
 #include "core/simd.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
@@ -98,25 +99,6 @@ struct Shape {
   int64_t m, n, k;
 };
 
-// Byte offsets of the F16 fields (scale, min) of a quantised block (ggml-common.h).
-std::vector<int> f16_fields(DType t) {
-  switch (t) {
-    case DType::Q4_1:
-    case DType::Q5_1:
-    case DType::Q4_K:
-    case DType::Q5_K:
-      return {0, 2};
-    case DType::Q2_K:
-      return {80, 82};
-    case DType::Q3_K:
-      return {108};
-    case DType::Q6_K:
-      return {208};
-    default:
-      return {0};
-  }
-}
-
 // Raw file-layout bytes of a random {K, N} matrix of `type`.
 std::vector<uint8_t> random_weights(DType type, int64_t k, int64_t n, std::mt19937& rng) {
   std::vector<uint8_t> bytes(size_t(n * dtype_row_bytes(type, k)));
@@ -126,7 +108,7 @@ std::vector<uint8_t> random_weights(DType type, int64_t k, int64_t n, std::mt199
     for (auto& b : bytes) b = uint8_t(rng());
     const size_t block = size_t(dtype_block_bytes(type));
     for (size_t b = 0; b < bytes.size(); b += block) {
-      for (int off : f16_fields(type)) {
+      for (size_t off : quant_f16_offsets(type)) {
         const uint16_t d = f32_to_f16(0.01f * (1.0f + u(rng)));
         std::memcpy(&bytes[b + size_t(off)], &d, 2);
       }

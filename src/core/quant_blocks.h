@@ -4,7 +4,11 @@
 // spells out per type. QK_K = 256 ("super-block") for the K-quants and IQ4_XS.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
+
+#include "core/dtype.h"
 
 namespace invar {
 
@@ -118,6 +122,39 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t& sc, uint8_t& m) {
   } else {
     sc = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
     m = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// Byte offsets of a block's F16 fields (scales d, mins m / dmin) for a quantised type; empty for
+// F32/F16/BF16. Tests and benchmarks use it to plant chosen scales in random blocks.
+inline std::vector<size_t> quant_f16_offsets(DType t) {
+  switch (t) {
+    case DType::Q4_0:
+      return {offsetof(BlockQ4_0, d)};
+    case DType::Q4_1:
+      return {offsetof(BlockQ4_1, d), offsetof(BlockQ4_1, m)};
+    case DType::Q5_0:
+      return {offsetof(BlockQ5_0, d)};
+    case DType::Q5_1:
+      return {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m)};
+    case DType::Q8_0:
+      return {offsetof(BlockQ8_0, d)};
+    case DType::Q2_K:
+      return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+    case DType::Q3_K:
+      return {offsetof(BlockQ3_K, d)};
+    case DType::Q4_K:
+      return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
+    case DType::Q5_K:
+      return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
+    case DType::Q6_K:
+      return {offsetof(BlockQ6_K, d)};
+    case DType::IQ4_NL:
+      return {offsetof(BlockIQ4_NL, d)};
+    case DType::IQ4_XS:
+      return {offsetof(BlockIQ4_XS, d)};
+    default:
+      return {};
   }
 }
 

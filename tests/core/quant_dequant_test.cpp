@@ -16,6 +16,7 @@
 #include "command_run.h"
 #include "core/dequant.h"
 #include "core/dtype.h"
+#include "core/quant_blocks.h"
 
 namespace invar {
 namespace {
@@ -23,25 +24,6 @@ namespace {
 const DType kQuantTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0,   DType::Q5_1,
                              DType::Q8_0, DType::Q2_K, DType::Q3_K,   DType::Q4_K,
                              DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
-
-// Byte offsets of the F16 scale fields of each block (core/quant_blocks.h).
-std::vector<int> f16_fields(DType t) {
-  switch (t) {
-    case DType::Q4_1:
-    case DType::Q5_1:
-    case DType::Q4_K:
-    case DType::Q5_K:
-      return {0, 2};
-    case DType::Q2_K:
-      return {80, 82};
-    case DType::Q3_K:
-      return {108};
-    case DType::Q6_K:
-      return {208};
-    default:
-      return {0};
-  }
-}
 
 uint64_t splitmix(uint64_t& s) {
   uint64_t x = (s += 0x9e3779b97f4a7c15ull);
@@ -65,7 +47,7 @@ std::vector<uint8_t> random_blocks(DType t, int n, uint64_t seed) {
   for (auto& x : b) x = uint8_t(splitmix(seed));
   for (int i = 0; i < n; ++i) {
     int k = 0;
-    for (int off : f16_fields(t)) {
+    for (size_t off : quant_f16_offsets(t)) {
       uint16_t h;
       if (i < kExtremeBlocks) {
         h = kExtremes[i];

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/quant_blocks.h"
 #include "core/simd.h"
 #include "kernels/matmul.h"
 
@@ -23,25 +24,6 @@ struct OwnedMatrix {
 
 inline float uniform(std::mt19937& rng, float lo, float hi) {
   return std::uniform_real_distribution<float>(lo, hi)(rng);
-}
-
-// Byte offsets of the F16 fields (scales, mins) in a block of a quantised type (ggml-common.h).
-inline std::vector<int> quant_f16_fields(DType t) {
-  switch (t) {
-    case DType::Q4_1:
-    case DType::Q5_1:
-    case DType::Q4_K:
-    case DType::Q5_K:
-      return {0, 2};
-    case DType::Q2_K:
-      return {80, 82};
-    case DType::Q3_K:
-      return {108};
-    case DType::Q6_K:
-      return {208};
-    default:
-      return {0};  // Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS
-  }
 }
 
 // A block scale: mostly ordinary, sometimes an F16 subnormal, a large value, zero or negative.
@@ -93,9 +75,9 @@ inline OwnedMatrix random_matrix(DType type, int64_t k, int64_t n, uint32_t seed
       // Random bits everywhere, then every F16 field set to a finite scale of varied magnitude.
       const int64_t bytes = dtype_block_bytes(type);
       for (auto& b : o.bytes) b = uint8_t(rng());
-      const std::vector<int> fields = quant_f16_fields(type);
+      const std::vector<size_t> fields = quant_f16_offsets(type);
       for (int64_t b = 0; b < int64_t(o.bytes.size()) / bytes; ++b) {
-        for (int off : fields) {
+        for (size_t off : fields) {
           const uint16_t h = f32_to_f16(quant_scale(rng));
           std::memcpy(o.bytes.data() + b * bytes + off, &h, 2);
         }
