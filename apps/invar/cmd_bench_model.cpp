@@ -254,7 +254,7 @@ int run_bench(const ModelBenchOptions& o) {
     c.ssm_groups = 4;
     c.ssm_v_heads = 8;
     auto t = dtype_parse(o.type);
-    if (!t) throw Error("--type: '" + o.type + "' is not f32, f16, bf16 or q8_0");
+    if (!t) throw Error("--type: '" + o.type + "' is not one of " + dtype_supported_list());
     c.type = *t;
     make_model_validate(c, o.vocab);
     path = (std::filesystem::temp_directory_path() /
@@ -403,7 +403,10 @@ BenchKind model_bench("model", [](CLI::App& bench) -> Command::Run {
   c->add_option("--layers", o->layers, "generated model: layers (default 8)");
   c->add_option("--experts", o->experts, "generated model: experts (default 8, 2 used)");
   c->add_option("--vocab", o->vocab, "generated model: vocabulary size (default 32768)");
-  c->add_option("--type", o->type, "generated model: weight type f32|f16|bf16|q8_0");
+  c->add_option(
+      "--type", o->type,
+      "generated model: one weight type for every matrix (f32, f16, bf16, q4_0, q4_1, q5_0, "
+      "q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs)");
   c->add_option("--prompts", o->prompts, "prefill prompt lengths (default 128,512,2048)");
   c->add_option("--decode", o->decode, "decoded tokens after a 128-token prompt (default 32)");
   c->add_option("--threads", o->threads, "thread counts (default 1,2)");
