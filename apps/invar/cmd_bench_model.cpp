@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -280,12 +281,18 @@ int run_bench(const ModelBenchOptions& o) {
   auto model = Model::load(path);
   const Hparams& hp = model->hparams();
   const ModelWork work = model_work(*model);
+  // Weight types as the file has them ("q4_K ×69, q6_K ×13, f32 ×…"), not the generator's flag.
+  std::map<std::string, int> type_count;
+  for (const auto& t : model->gguf().tensors()) ++type_count[std::string(dtype_name(t.type))];
+  std::string types;
+  for (const auto& [name, count] : type_count)
+    types += (types.empty() ? "" : ", ") + name + " x" + std::to_string(count);
   std::printf(
-      "model: %s E=%lld L=%lld (%lld attention) NE=%lld K=%lld V=%lld, %s weights, "
+      "model: %s E=%lld L=%lld (%lld attention) NE=%lld K=%lld V=%lld, tensors %s, "
       "file %.0f MB\n",
       std::string(arch_name(hp.arch)).c_str(), (long long)hp.n_embd, (long long)hp.n_layer,
       (long long)hp.n_attention_layers(), (long long)hp.n_expert, (long long)hp.n_expert_used,
-      (long long)hp.n_vocab, o.type.c_str(), double(model->gguf().file_size()) / 1e6);
+      (long long)hp.n_vocab, types.c_str(), double(model->gguf().file_size()) / 1e6);
   std::printf(
       "per token: %.1f M active params (K of NE experts + shared expert), output "
       "projection %.1f M (prefill: once per prompt; decode: every token)\n",
