@@ -17,22 +17,51 @@ namespace invar::test {
 namespace {
 
 const std::string kInvar = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
-const std::string kModel = std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf";
 const std::string kSmall = " --prompts 16 --decode 4 --threads 1";
 
+// This process's folder (stand-in scripts, the model, the argument log), removed at exit.
 std::string dir() {
-  const std::string d =
-      std::string(INVAR_BINARY_DIR) + "/tests/bench/peer-" + std::to_string(getpid());
-  std::filesystem::create_directories(d);
-  return d;
+  static const struct Dir {
+    std::string path =
+        std::string(INVAR_BINARY_DIR) + "/tests/bench/peer-" + std::to_string(getpid());
+    Dir() { std::filesystem::create_directories(path); }
+    ~Dir() { std::filesystem::remove_all(path); }
+  } d;
+  return d.path;
 }
 
 bool has(const std::string& text, const std::string& what) {
   return text.find(what) != std::string::npos;
 }
 
+// A small Q4_0 qwen35 with the test vocabulary: decode well under the bandwidth roofline, which
+// a cache-resident F32 model can pass on a loaded machine (the bench then stops, by design).
+const std::string& model() {
+  static const std::string path = [] {
+    const std::string p = dir() + "/peer-model.gguf";
+    const CommandResult r = command_run(
+        kInvar +
+        " make-model --arch qwen35 --embd 256 --layers 4 --interval 2 --heads 4 --heads-kv 1 "
+        "--head-dim 16 --rot 8 --ff 256 --state 32 --groups 2 --v-heads 8 --type q4_0 --vocab " +
+        std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf --out " + p + " 2>&1");
+    EXPECT_EQ(r.status, 0) << r.out;
+    return p;
+  }();
+  return path;
+}
+
+// The bench checks its rates against limits measured in the same run; a neighbour's load
+// between the two can still make a small model's rate look above its roofline, which the bench
+// refuses. Such a run is repeated (up to five times); any other outcome is the result. The
+// stand-in's argument log is cleared before each run.
 CommandResult bench(const std::string& args) {
-  return command_run(kInvar + " bench model" + args + " 2>&1");
+  CommandResult r;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::filesystem::remove(dir() + "/args.log");
+    r = command_run(kInvar + " bench model" + args + " 2>&1");
+    if (r.out.find("of its roofline") == std::string::npos) break;
+  }
+  return r;
 }
 
 // An executable script at dir()/name with the given body.
@@ -57,13 +86,13 @@ TEST(BenchPeer, BadFlagsAreRefusedBeforeAnyWork) {
   struct Bad {
     std::string args, message;
   } cases[] = {
-      {" --model " + kModel + " --peer llama-bench=/no/such/llama-bench",
+      {" --model " + model() + " --peer llama-bench=/no/such/llama-bench",
        "--peer: llama-bench '/no/such/llama-bench' does not exist"},
-      {" --model " + kModel + " --peer llama-bench", "--peer: expected llama-bench=PATH"},
-      {" --model " + kModel + " --peer vllm=/bin/sh", "--peer: unknown peer 'vllm'"},
-      {" --model " + kModel + " --peer llama-bench=" + dir(), "is not an executable file"},
+      {" --model " + model() + " --peer llama-bench", "--peer: expected llama-bench=PATH"},
+      {" --model " + model() + " --peer vllm=/bin/sh", "--peer: unknown peer 'vllm'"},
+      {" --model " + model() + " --peer llama-bench=" + dir(), "is not an executable file"},
       {" --peer llama-bench=" + script("ok", "exit 0\n"), "--peer needs --model FILE"},
-      {" --model " + kModel + " --repeat 0", "--repeat: at least 1"},
+      {" --model " + model() + " --repeat 0", "--repeat: at least 1"},
   };
   for (const Bad& b : cases) {
     const CommandResult r = bench(b.args + kSmall);
@@ -77,12 +106,12 @@ TEST(BenchPeer, RunsThePeerBetweenInvarsRunsAndPrintsTheRatios) {
   const std::string fake = script("llama-bench", kFakeBody);
   std::filesystem::remove(dir() + "/args.log");
   const CommandResult r =
-      bench(" --model " + kModel + kSmall + " --repeat 2 --peer llama-bench=" + fake);
+      bench(" --model " + model() + kSmall + " --repeat 2 --peer llama-bench=" + fake);
   ASSERT_EQ(r.status, 0) << r.out;
   // The peer saw the same file and thread count; decode after as many tokens as invar's prompt.
   std::ifstream log(dir() + "/args.log");
   const std::string args((std::istreambuf_iterator<char>(log)), {});
-  const std::string common = "-m " + kModel + " -t 1 ";
+  const std::string common = "-m " + model() + " -t 1 ";
   EXPECT_EQ(args, common + "-p 16 -n 0 -d 0 -r 1 -o json\n" + common +
                       "-p 0 -n 4 -d 16 -r 1 -o json\n" + common + "-p 16 -n 0 -d 0 -r 1 -o json\n" +
                       common + "-p 0 -n 4 -d 16 -r 1 -o json\n");
@@ -92,12 +121,12 @@ TEST(BenchPeer, RunsThePeerBetweenInvarsRunsAndPrintsTheRatios) {
   ASSERT_NE(d, std::string::npos) << r.out;
   EXPECT_TRUE(a < b && b < c && c < d) << r.out;
   EXPECT_TRUE(has(r.out, "| file | measure | llama.cpp | invar | invar / llama.cpp |")) << r.out;
-  EXPECT_TRUE(has(r.out, "| qwen35-tiny.gguf | prefill 16 tok/s, 1 thread(s) | 100.0 | ")) << r.out;
-  EXPECT_TRUE(has(r.out, "| qwen35-tiny.gguf | decode tok/s, 1 thread(s) | 20.0 | ")) << r.out;
+  EXPECT_TRUE(has(r.out, "| peer-model.gguf | prefill 16 tok/s, 1 thread(s) | 100.0 | ")) << r.out;
+  EXPECT_TRUE(has(r.out, "| peer-model.gguf | decode tok/s, 1 thread(s) | 20.0 | ")) << r.out;
 }
 
 TEST(BenchPeer, WithoutPeerOnlyTheRooflineTable) {
-  const CommandResult r = bench(" --model " + kModel + kSmall);
+  const CommandResult r = bench(" --model " + model() + kSmall);
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(has(r.out, "roofline")) << r.out;
   EXPECT_FALSE(has(r.out, "llama.cpp")) << r.out;
@@ -105,20 +134,20 @@ TEST(BenchPeer, WithoutPeerOnlyTheRooflineTable) {
 
 TEST(BenchPeer, AFailingOrGarbledPeerStopsTheBenchWithItsMessage) {
   const std::string failing = script("failing", "echo 'error: failed to load model' >&2\nexit 1\n");
-  CommandResult r = bench(" --model " + kModel + kSmall + " --peer llama-bench=" + failing);
+  CommandResult r = bench(" --model " + model() + kSmall + " --peer llama-bench=" + failing);
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.out, "llama-bench failed")) << r.out;
   EXPECT_TRUE(has(r.out, "error: failed to load model")) << r.out;
 
   const std::string garbled = script("garbled", "echo 'main: not json'\n");
-  r = bench(" --model " + kModel + kSmall + " --peer llama-bench=" + garbled);
+  r = bench(" --model " + model() + kSmall + " --peer llama-bench=" + garbled);
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.out, "not a JSON array")) << r.out;
 
   const std::string other = script("other",
                                    "echo '[{\"n_prompt\": 512, \"n_gen\": 0, "
                                    "\"n_threads\": 1, \"avg_ts\": 5}]'\n");
-  r = bench(" --model " + kModel + kSmall + " --peer llama-bench=" + other);
+  r = bench(" --model " + model() + kSmall + " --peer llama-bench=" + other);
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.out, "no test with n_prompt 16, n_gen 0, n_threads 1")) << r.out;
 }
