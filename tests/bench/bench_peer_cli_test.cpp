@@ -12,6 +12,7 @@
 #include <string>
 
 #include "command_run.h"
+#include "test_process_dir.h"
 
 namespace invar::test {
 namespace {
@@ -19,15 +20,8 @@ namespace {
 const std::string kInvar = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
 const std::string kSmall = " --prompts 16 --decode 4 --threads 1";
 
-// This process's folder (stand-in scripts, the model, the argument log), removed at exit.
 std::string dir() {
-  static const struct Dir {
-    std::string path =
-        std::string(INVAR_BINARY_DIR) + "/tests/bench/peer-" + std::to_string(getpid());
-    Dir() { std::filesystem::create_directories(path); }
-    ~Dir() { std::filesystem::remove_all(path); }
-  } d;
-  return d.path;
+  return test_process_dir("bench/peer");
 }
 
 bool has(const std::string& text, const std::string& what) {

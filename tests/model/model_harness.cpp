@@ -88,13 +88,7 @@ void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from
   c.ssm_v_heads = 4;
   c.fused_gate_up = true;
   c.seed = 20261129;
-  GgufWriter vocab_keys;
-  const int64_t n_vocab = make_model_copy_vocab(*GgufFile::open(vocab_from), vocab_keys);
-  make_model_validate(c, n_vocab);
-  GgufWriter w;
-  make_model(c, n_vocab, w);
-  make_model_copy_vocab(*GgufFile::open(vocab_from), w);
-  w.write(path);
+  write_generated(c, path, vocab_from);
 }
 
 MakeModelConfig quant_test_config(Arch arch, const std::string& quant) {
@@ -121,8 +115,11 @@ MakeModelConfig quant_test_config(Arch arch, const std::string& quant) {
   return c;
 }
 
-void write_generated(const MakeModelConfig& c, const std::string& path) {
-  auto vocab = GgufFile::open(std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf");
+void write_generated(const MakeModelConfig& c, const std::string& path,
+                     const std::string& vocab_from) {
+  auto vocab = GgufFile::open(vocab_from.empty()
+                                  ? std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf"
+                                  : vocab_from);
   GgufWriter keys;
   const int64_t n_vocab = make_model_copy_vocab(*vocab, keys);
   make_model_validate(c, n_vocab);
@@ -152,9 +149,12 @@ std::string test_model_path(const std::string& name) {
   const size_t colon = name.find(':', 10);
   const std::string arch = name.substr(10, colon - 10), quant = name.substr(colon + 1);
   Arch a = Arch::qwen3next;
-  if (arch == "qwen35") a = Arch::qwen35;
-  else if (arch == "qwen35moe") a = Arch::qwen35moe;
-  else if (arch != "qwen3next") throw std::runtime_error("unknown architecture in " + name);
+  if (arch == "qwen35")
+    a = Arch::qwen35;
+  else if (arch == "qwen35moe")
+    a = Arch::qwen35moe;
+  else if (arch != "qwen3next")
+    throw std::runtime_error("unknown architecture in " + name);
   const std::string path = dir + "/generated-" + arch + "-" + quant + ".gguf";
   write_generated(quant_test_config(a, quant), path);
   return path;

@@ -42,8 +42,9 @@ void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from
 // (or the 32-blocks) appear too. `quant` is a preset or type name (model/quant_preset.h).
 MakeModelConfig quant_test_config(Arch arch, const std::string& quant);
 
-// Writes c with the vocabulary of tests/data/models/qwen35-tiny.gguf to path.
-void write_generated(const MakeModelConfig& c, const std::string& path);
+// Writes c with the vocabulary of vocab_from ("": tests/data/models/qwen35-tiny.gguf) to path.
+void write_generated(const MakeModelConfig& c, const std::string& path,
+                     const std::string& vocab_from = "");
 
 // The model a test binary runs on: the environment's INVAR_TEST_MODEL if set, else the
 // compiled-in one. It names a reference model in tests/data/models, "qwen35moe-generated" for

@@ -10,7 +10,6 @@
 // INVAR_ORACLE_FILES=a.gguf,b.gguf runs the same comparison on files from elsewhere (e.g.
 // llama-quantize's), test QuantOracle.GivenFiles; without it that test is skipped.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -26,6 +25,7 @@
 #include "model/gguf.h"
 #include "model/quant_preset.h"
 #include "model_harness.h"
+#include "test_process_dir.h"
 
 namespace invar::test {
 namespace {
@@ -49,16 +49,8 @@ struct Case {
   int64_t V = 0;
 };
 
-// This process's folder (models, oracle jobs and outputs; CTests run in parallel), removed at
-// exit.
 std::string dir() {
-  static const struct Dir {
-    std::string path =
-        std::string(INVAR_BINARY_DIR) + "/tests/model/oracle-" + std::to_string(getpid());
-    Dir() { std::filesystem::create_directories(path); }
-    ~Dir() { std::filesystem::remove_all(path); }
-  } d;
-  return d.path;
+  return test_process_dir("model/oracle");
 }
 
 std::string type_mix(const GgufFile& f) {
