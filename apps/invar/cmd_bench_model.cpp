@@ -50,8 +50,8 @@ struct ModelBenchOptions {
   std::string threads = "1,2";
   std::string simd;
   bool keep = false;
-  std::string peer;     // "llama-bench=PATH": run llama.cpp's llama-bench between invar's runs
-  int64_t repeat = 1;   // rounds of the runs; each rate is the best round's
+  std::string peer;    // "llama-bench=PATH": run llama.cpp's llama-bench between invar's runs
+  int64_t repeat = 1;  // rounds of the runs; each rate is the best round's
 };
 
 // Progress of the slow steps, on stderr (flushed: it may be a pipe).
@@ -233,7 +233,8 @@ struct PeerRow {
 };
 
 void print_peer_table(const std::string& file, const std::vector<PeerRow>& rows) {
-  std::printf("\n| file | measure | llama.cpp | invar | invar / llama.cpp |\n|---|---|---|---|---|\n");
+  std::printf(
+      "\n| file | measure | llama.cpp | invar | invar / llama.cpp |\n|---|---|---|---|---|\n");
   for (const PeerRow& r : rows)
     std::printf("| %s | %s | %.1f | %.1f | %.2f |\n", file.c_str(), r.measure.c_str(), r.peer,
                 r.invar, r.invar / r.peer);
@@ -361,8 +362,10 @@ int run_bench(const ModelBenchOptions& o) {
     // peer's alike.
     const size_t row0 = peer_rows.size();
     const auto keep_best = [&](size_t i, const Row& r, double peer_rate) {
-      if (rows.size() <= i) rows.push_back(r);
-      else if (r.t.wall < rows[i].t.wall) rows[i] = r;
+      if (rows.size() <= i)
+        rows.push_back(r);
+      else if (r.t.wall < rows[i].t.wall)
+        rows[i] = r;
       if (!peer) return;
       if (peer_rows.size() <= row0 + i)
         peer_rows.push_back({r.phase + " tok/s, " + std::to_string(nt) + " thread(s)", 0, 0});
@@ -470,7 +473,8 @@ BenchKind model_bench("model", [](CLI::App& bench) -> Command::Run {
   c->add_option("--peer", o->peer,
                 "llama-bench=PATH: also run llama.cpp's llama-bench on the same --model file and "
                 "threads, each measure right after invar's, and print the ratio table");
-  c->add_option("--repeat", o->repeat, "rounds of every measure; the best round counts (default 1)");
+  c->add_option("--repeat", o->repeat,
+                "rounds of every measure; the best round counts (default 1)");
   return [o]() { return run_bench(*o); };
 });
 

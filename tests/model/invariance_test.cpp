@@ -2,9 +2,9 @@
 // whether it is computed in one call, token by token, in chunks of 7 or 64, with 1 or 2
 // threads, with every SIMD level, alone or batched with other sequences, and whether
 // recurrent-state checkpoints are taken mid-chunk; on the reference models and on generated
-// models of every quantised weight type (tests/model/CMakeLists.txt). Each test also checks that the varied
-// condition really happened (the SIMD level is active, the pool has 2 threads, the batch has
-// several sequences, the checkpoint fell inside a chunk).
+// models of every quantised weight type (tests/model/CMakeLists.txt). Each test also checks that
+// the varied condition really happened (the SIMD level is active, the pool has 2 threads, the batch
+// has several sequences, the checkpoint fell inside a chunk).
 #include <gtest/gtest.h>
 
 #include <cmath>
