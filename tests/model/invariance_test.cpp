@@ -1,22 +1,24 @@
 // The contract at the model level (DESIGN §1): the logits of a sequence have the same raw bits
 // whether it is computed in one call, token by token, in chunks of 7 or 64, with 1 or 2
 // threads, with every SIMD level, alone or batched with other sequences, and whether
-// recurrent-state checkpoints are taken mid-chunk. Each test also checks that the varied
-// condition really happened (the SIMD level is active, the pool has 2 threads, the batch has
-// several sequences, the checkpoint fell inside a chunk).
+// recurrent-state checkpoints are taken mid-chunk; on the reference models and on generated
+// models of every quantised weight type (tests/model/CMakeLists.txt). Each test also checks that
+// the varied condition really happened (the SIMD level is active, the pool has 2 threads, the batch
+// has several sequences, the checkpoint fell inside a chunk).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/simd.h"
 #include "kernels/select.h"
+#include "model/quant_preset.h"
 #include "model_harness.h"
 
 namespace invar::test {
 namespace {
 
 const Model& model() {
-  static std::unique_ptr<Model> m = Model::load(test_model_path(INVAR_TEST_MODEL));
+  static std::unique_ptr<Model> m = Model::load(test_model_path(test_model_name()));
   return *m;
 }
 
@@ -78,6 +80,22 @@ TEST(Invariance, BaselineIsSane) {
   SeqState st(model(), 150);
   std::vector<float> lg = run_chunked(model(), st, t2, 0, pool);
   EXPECT_NE(bits_diff({lg.end() - V(), lg.end()}, {b.logits.end() - V(), b.logits.end()}), "");
+}
+
+// A generated model ("generated:ARCH:TYPE") has that architecture and holds tensors of TYPE
+// (a preset's main type): the tests here then cover that weight type.
+TEST(Invariance, ModelIsWhatItsNameSays) {
+  const std::string name = test_model_name();
+  if (name.rfind("generated:", 0) != 0) GTEST_SKIP() << name << " is not generated";
+  const size_t colon = name.find(':', 10);
+  EXPECT_EQ(std::string(arch_name(model().hparams().arch)), name.substr(10, colon - 10));
+  const auto scheme = quant_scheme_parse(name.substr(colon + 1));
+  ASSERT_TRUE(scheme.has_value()) << name;
+  int n_of_type = 0;
+  for (const auto& t : model().gguf().tensors()) n_of_type += t.type == scheme->base;
+  std::printf("%s: %d tensors of type %s\n", name.c_str(), n_of_type,
+              std::string(dtype_name(scheme->base)).c_str());
+  EXPECT_GT(n_of_type, 0);
 }
 
 TEST(Invariance, TokenByToken) {

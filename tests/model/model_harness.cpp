@@ -3,8 +3,10 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 #include "model/gguf.h"
 #include "model/make_model.h"
@@ -86,22 +88,75 @@ void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from
   c.ssm_v_heads = 4;
   c.fused_gate_up = true;
   c.seed = 20261129;
-  GgufWriter vocab_keys;
-  const int64_t n_vocab = make_model_copy_vocab(*GgufFile::open(vocab_from), vocab_keys);
+  write_generated(c, path, vocab_from);
+}
+
+MakeModelConfig quant_test_config(Arch arch, const std::string& quant) {
+  MakeModelConfig c;
+  c.arch = arch;
+  c.n_embd = 256;
+  c.n_layer = 4;
+  c.interval = 2;
+  c.n_head = 4;
+  c.n_head_kv = 1;
+  c.head_dim = 16;
+  c.n_rot = 8;
+  c.rope_base = 10000;
+  c.n_ff = 96;
+  c.n_expert = 8;
+  c.n_expert_used = 2;
+  c.n_ff_exp = 64;
+  c.n_ff_shexp = 96;
+  c.ssm_state = 32;
+  c.ssm_groups = 2;
+  c.ssm_v_heads = 8;
+  c.seed = 77;
+  c.quant = quant;
+  return c;
+}
+
+void write_generated(const MakeModelConfig& c, const std::string& path,
+                     const std::string& vocab_from) {
+  auto vocab = GgufFile::open(vocab_from.empty()
+                                  ? std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf"
+                                  : vocab_from);
+  GgufWriter keys;
+  const int64_t n_vocab = make_model_copy_vocab(*vocab, keys);
   make_model_validate(c, n_vocab);
   GgufWriter w;
   make_model(c, n_vocab, w);
-  make_model_copy_vocab(*GgufFile::open(vocab_from), w);
+  make_model_copy_vocab(*vocab, w);
   w.write(path);
+}
+
+std::string test_model_name() {
+  const char* env = std::getenv("INVAR_TEST_MODEL");
+  return env && *env ? env : INVAR_TEST_MODEL;
 }
 
 std::string test_model_path(const std::string& name) {
   const std::string data = INVAR_TEST_DATA_DIR;
-  if (name != "qwen35moe-generated") return data + "/models/" + name + ".gguf";
+  const bool generated = name.rfind("generated:", 0) == 0;
+  if (name != "qwen35moe-generated" && !generated) return data + "/models/" + name + ".gguf";
   const std::string dir = std::string(INVAR_BINARY_DIR) + "/tests/model";
   std::filesystem::create_directories(dir);
-  const std::string path = dir + "/qwen35moe-generated.gguf";
-  write_tiny_qwen35moe(path, data + "/models/qwen35-tiny.gguf");
+  if (!generated) {
+    const std::string path = dir + "/qwen35moe-generated.gguf";
+    write_tiny_qwen35moe(path, data + "/models/qwen35-tiny.gguf");
+    return path;
+  }
+  // "generated:ARCH:TYPE"
+  const size_t colon = name.find(':', 10);
+  const std::string arch = name.substr(10, colon - 10), quant = name.substr(colon + 1);
+  Arch a = Arch::qwen3next;
+  if (arch == "qwen35")
+    a = Arch::qwen35;
+  else if (arch == "qwen35moe")
+    a = Arch::qwen35moe;
+  else if (arch != "qwen3next")
+    throw std::runtime_error("unknown architecture in " + name);
+  const std::string path = dir + "/generated-" + arch + "-" + quant + ".gguf";
+  write_generated(quant_test_config(a, quant), path);
   return path;
 }
 

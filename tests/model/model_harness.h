@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "model/make_model.h"
 #include "model/model.h"
 
 namespace invar::test {
@@ -36,8 +37,20 @@ std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b,
 // which 2 are attention, Hv/Hk = 2, vocabulary copied from `vocab_from`) to `path`.
 void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from);
 
-// The model a test binary runs on: INVAR_TEST_MODEL names a reference model in
-// tests/data/models, or "qwen35moe-generated" for write_tiny_qwen35moe into the binary dir.
+// The small model of the quantised-weight tests: rows of 256 (E, VAL) take the K-quants, while
+// D·H = 64, Fe = 64 and Fs = 96 are not multiples of 256, so llama-quantize's fallback types
+// (or the 32-blocks) appear too. `quant` is a preset or type name (model/quant_preset.h).
+MakeModelConfig quant_test_config(Arch arch, const std::string& quant);
+
+// Writes c with the vocabulary of vocab_from ("": tests/data/models/qwen35-tiny.gguf) to path.
+void write_generated(const MakeModelConfig& c, const std::string& path,
+                     const std::string& vocab_from = "");
+
+// The model a test binary runs on: the environment's INVAR_TEST_MODEL if set, else the
+// compiled-in one. It names a reference model in tests/data/models, "qwen35moe-generated" for
+// write_tiny_qwen35moe, or "generated:ARCH:TYPE" for quant_test_config(ARCH, TYPE), both
+// written into the binary dir.
+std::string test_model_name();
 std::string test_model_path(const std::string& name);
 
 }  // namespace invar::test

@@ -22,47 +22,11 @@
 namespace invar::test {
 namespace {
 
-// Rows of 256 (E, VAL) take the K-quants; D·H = 64, Fe = 64 and Fs = 96 are not multiples of 256,
-// so llama-quantize's fallback types (or the 32-blocks) appear too.
-MakeModelConfig config(Arch arch, const std::string& quant) {
-  MakeModelConfig c;
-  c.arch = arch;
-  c.n_embd = 256;
-  c.n_layer = 4;
-  c.interval = 2;
-  c.n_head = 4;
-  c.n_head_kv = 1;
-  c.head_dim = 16;
-  c.n_rot = 8;
-  c.rope_base = 10000;
-  c.n_ff = 96;
-  c.n_expert = 8;
-  c.n_expert_used = 2;
-  c.n_ff_exp = 64;
-  c.n_ff_shexp = 96;
-  c.ssm_state = 32;
-  c.ssm_groups = 2;
-  c.ssm_v_heads = 8;
-  c.seed = 77;
-  c.quant = quant;
-  return c;
-}
-
-std::string vocab_source() {
-  return std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf";
-}
-
 std::string write(const MakeModelConfig& c, const std::string& name) {
   const std::string dir = std::string(INVAR_BINARY_DIR) + "/tests/model";
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/" + name + ".gguf";
-  auto vocab = GgufFile::open(vocab_source());
-  GgufWriter keys;
-  const int64_t n_vocab = make_model_copy_vocab(*vocab, keys);
-  GgufWriter w;
-  make_model(c, n_vocab, w);
-  make_model_copy_vocab(*vocab, w);
-  w.write(path);
+  write_generated(c, path);
   return path;
 }
 
@@ -99,7 +63,7 @@ struct Case {
 void check_case(const Case& k) {
   SCOPED_TRACE(k.quant + " " + std::string(arch_name(k.arch)));
   const std::string name = "quant-" + k.quant + "-" + std::string(arch_name(k.arch));
-  const std::string path = write(config(k.arch, k.quant), name);
+  const std::string path = write(quant_test_config(k.arch, k.quant), name);
   std::map<std::string, int> types;
   {
     auto f = GgufFile::open(path);

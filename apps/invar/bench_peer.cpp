@@ -1,0 +1,123 @@
+#include "bench_peer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace invar::app {
+
+std::optional<BenchPeer> bench_peer_parse(const std::string& spec) {
+  if (spec.empty()) return std::nullopt;
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos) throw Error("--peer: expected llama-bench=PATH, got '" + spec + "'");
+  const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+  if (name != "llama-bench")
+    throw Error("--peer: unknown peer '" + name + "' (the one peer is llama-bench=PATH)");
+  struct stat st;
+  if (path.empty() || stat(path.c_str(), &st) != 0)
+    throw Error("--peer: llama-bench '" + path + "' does not exist");
+  if (!S_ISREG(st.st_mode) || access(path.c_str(), X_OK) != 0)
+    throw Error("--peer: llama-bench '" + path + "' is not an executable file");
+  return BenchPeer{path};
+}
+
+double bench_peer_parse_json(const std::string& text, const PeerTest& t) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_array())
+    throw Error("llama-bench output is not a JSON array (-o json)");
+  for (const auto& r : j) {
+    if (!r.is_object()) continue;
+    const auto num = [&](const char* k) {
+      return r.contains(k) && r[k].is_number() ? r[k].get<double>() : -1.0;
+    };
+    if (num("n_prompt") == double(t.n_prompt) && num("n_gen") == double(t.n_gen) &&
+        num("n_threads") == double(t.threads) && num("avg_ts") > 0)
+      return num("avg_ts");
+  }
+  throw Error("llama-bench output has no test with n_prompt " + std::to_string(t.n_prompt) +
+              ", n_gen " + std::to_string(t.n_gen) + ", n_threads " + std::to_string(t.threads) +
+              " and a positive avg_ts");
+}
+
+namespace {
+
+// The last lines of a file (llama-bench's stderr), for an error message.
+std::string file_tail(const std::string& path, size_t max_bytes) {
+  std::string s;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+    std::fclose(f);
+  }
+  return s.size() > max_bytes ? s.substr(s.size() - max_bytes) : s;
+}
+
+}  // namespace
+
+double bench_peer_run(const BenchPeer& peer, const std::string& model, const PeerTest& t) {
+  const std::vector<std::string> args = {peer.path,
+                                         "-m",
+                                         model,
+                                         "-t",
+                                         std::to_string(t.threads),
+                                         "-p",
+                                         std::to_string(t.n_prompt),
+                                         "-n",
+                                         std::to_string(t.n_gen),
+                                         "-d",
+                                         std::to_string(t.n_depth),
+                                         "-r",
+                                         "1",
+                                         "-o",
+                                         "json"};
+  std::string cmd;
+  for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
+  char err_path[] = "/tmp/invar-llama-bench-XXXXXX";
+  const int err_fd = mkstemp(err_path);
+  int out[2];
+  if (err_fd < 0 || pipe(out) != 0) throw Error("cannot start " + cmd + ": no pipe");
+  const pid_t pid = fork();
+  if (pid < 0) throw Error("cannot start " + cmd + ": fork failed");
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(err_fd, 2);
+    close(out[0]);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err_fd);
+  std::string text;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(out[0], buf, sizeof buf)) > 0) text.append(buf, size_t(n));
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const std::string err = file_tail(err_path, 600);
+  unlink(err_path);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error("llama-bench failed (" + cmd + "), exit status " +
+                std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                "; its stderr ends:\n" + err);
+  try {
+    return bench_peer_parse_json(text, t);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (" + cmd + "); its stderr ends:\n" + err);
+  }
+}
+
+}  // namespace invar::app

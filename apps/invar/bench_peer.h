@@ -1,0 +1,36 @@
+// `invar bench model --peer llama-bench=PATH`: llama.cpp's llama-bench as a peer, run on the same
+// file at the same thread count between invar's own runs, so both see the same machine load.
+// Each peer run is one llama-bench process with one test and one repetition; its `-o json`
+// output gives the tokens/s.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace invar::app {
+
+struct BenchPeer {
+  std::string path;  // the llama-bench executable
+};
+
+// "llama-bench=PATH" → the peer; "" → nullopt. Throws Error naming what is wrong: another peer
+// name, no '=', or a PATH that is not an executable file.
+std::optional<BenchPeer> bench_peer_parse(const std::string& spec);
+
+// One measurement. Prefill: n_prompt tokens from an empty context (n_gen = 0, n_depth = 0).
+// Decode: n_gen tokens, one per step, after n_depth tokens of context (n_prompt = 0).
+struct PeerTest {
+  int64_t n_prompt = 0, n_gen = 0, n_depth = 0;
+  int threads = 1;
+};
+
+// Runs llama-bench on model for t; returns its mean tokens/s. Throws Error with the command and
+// the tail of llama-bench's stderr when it fails or prints no such test.
+double bench_peer_run(const BenchPeer& peer, const std::string& model, const PeerTest& t);
+
+// The avg_ts of the test with t's n_prompt, n_gen and n_threads in llama-bench's JSON output
+// (an array of objects). Throws Error when the text is not that JSON or has no such test.
+double bench_peer_parse_json(const std::string& text, const PeerTest& t);
+
+}  // namespace invar::app
