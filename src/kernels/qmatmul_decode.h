@@ -15,8 +15,11 @@
 // Byte offsets follow ggml's block structs (ggml-common.h); see core/quant_blocks.h.
 #pragma once
 
+#include "core/detmath_simd.h"  // first: it silences GCC bug 105593 for the intrinsics below
+
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -53,6 +56,19 @@ QDEC_INLINE __m128i where_clear(__m128i v, int mask, int value) {
   const __m128i clear =
       _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8(char(mask))), _mm_setzero_si128());
   return _mm_and_si128(clear, _mm_set1_epi8(char(value)));
+}
+
+// Decode streams the weights from DRAM once, a group of consecutive (so contiguous) rows at a time,
+// `step_bytes` per step b. Each step prefetches as many bytes one group further on (at least
+// kPrefetchMin bytes ahead), so the next group's rows arrive while this one computes; rows of
+// one group are not prefetched from each other. Past the matrix's end a prefetch only touches
+// memory and never faults.
+inline constexpr int64_t kPrefetchMin = 8192;
+
+QDEC_INLINE void prefetch_ahead(const uint8_t* group, int64_t group_bytes, int64_t step_bytes,
+                              int64_t b) {
+  const uint8_t* p = group + std::max(group_bytes, kPrefetchMin) + b * step_bytes;
+  for (int64_t o = 0; o < step_bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
 }
 
 // 16-float tables indexed by a 4-bit code: the code itself, the code − 8, IQ4's non-linear values.
