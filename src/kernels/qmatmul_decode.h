@@ -207,14 +207,22 @@ struct Q3_K {
   static constexpr int kBlock = 256, kBytes = 110;
   const uint8_t *hm, *qs;
   float dl[16];
+  // Scale i: low 4 bits from s[i] (i < 8) or s[i − 8] >> 4, high 2 bits from
+  // s[8 + i % 4] >> 2·(i / 4); minus 32; times d (exact). The 12 bytes s = b[96..108) are read as
+  // bytes 2..14 of b[94..110) so the load stays inside the block.
   QDEC_INLINE explicit Q3_K(const uint8_t* b) : hm(b), qs(b + 32) {
-    const uint8_t* s = b + 96;
+    const __m128i v = load16(b + 94);
+    const __m128i s = _mm_srli_si128(v, 2);
+    const __m128i lo = _mm_unpacklo_epi64(low_nibbles(s), high_nibbles(s));
+    // Byte i = s[8 + i % 4]; dword i / 4 shifted right by 2·(i / 4), bits 0..1 moved to 4..5.
+    const __m128i h = _mm_shuffle_epi8(
+        v, _mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13));
+    const __m128i hi = _mm_and_si128(
+        _mm_slli_epi16(_mm_srlv_epi32(h, _mm_setr_epi32(0, 2, 4, 6)), 4), _mm_set1_epi8(0x30));
+    const __m128i q = _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
     const float d = f16(b + 108);
-    for (int i = 0; i < 16; ++i) {
-      const int lo = i < 8 ? s[i] & 0x0f : s[i - 8] >> 4;
-      const int hi = (s[8 + (i & 3)] >> (2 * (i >> 2))) & 3;
-      dl[i] = d * float((lo | (hi << 4)) - 32);
-    }
+    scaled_i8(q, d, dl);
+    scaled_i8(_mm_srli_si128(q, 8), d, dl + 8);
   }
   QDEC_INLINE V chunk(int c) const {
     const int j = (c >> 1) & 3;
