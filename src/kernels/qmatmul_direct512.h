@@ -1,15 +1,18 @@
-// Private to the quantised matmul (qmatmul_tiles.h): AVX-512 few-rows (decode) kernels for the two
-// types of a Q4_K_M file, Q4_K and Q6_K, with the bits of the generic path (qmatmul_decode.h).
+// Private to the quantised matmul (qmatmul_tiles.h): AVX-512 few-rows (decode) kernels for the
+// K-quant types of Q4_K_M and Q5_K_M files (Q4_K, Q5_K, Q6_K), with the bits of the generic path
+// (qmatmul_decode.h).
 //
 // At M = 1 each weight feeds one FMA, so the cost per 16 weights is what it takes to decode them.
 // The generic decoders unpack one block of one row at a time in 16-byte registers; here:
-//   - Q4_K: the 12-byte scale fields of 4 rows sit in the 4 lanes of one register and are unpacked
-//     together (k4_scales4), which was 40% of the time spent per block at M = 1;
+//   - Q4_K / Q5_K: the 12-byte scale fields of 4 rows sit in the 4 lanes of one register and are
+//     unpacked together (k4_scales4), which was 40% of the time spent per block at M = 1;
+//   - Q5_K: the 5-bit code indexes a 32-entry table (two registers, vpermt2ps);
 //   - Q6_K: half a block (128 weights: 64 bytes of low nibbles, 32 of high bits) is unpacked at
 //     once in 512-bit registers into 8 × 16 signed codes, instead of 16 bytes per chunk;
 //   - 8 rows at M = 1 (4 rows above): 8 independent FMA chains cover the FMA latency.
-// The weights are the same exact F32 values (same products, same single rounded add for Q4_K), fed
-// to the same per-lane FMA chains in the same k order: nothing in the canonical order changes.
+// The weights are the same exact F32 values (same products, same single rounded add for Q4_K and
+// Q5_K), fed to the same per-lane FMA chains in the same k order: nothing in the canonical order
+// changes.
 //
 // Templates over V (vec_avx512.h) so that the AVX2 translation unit, which includes this header
 // through qmatmul_tiles.h, never instantiates them.
@@ -193,6 +196,85 @@ void q6k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
           const __m512 wv = _mm512_mul_ps(bcast<V>(&ds[p][8 * h + c]), q);
           for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv, xv[r], acc[r][p]);
         }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(V{acc[r][p]});
+}
+
+// Q5_K's codes 16..31 (the upper half of its 32-entry tables).
+alignas(64) inline constexpr float kCodes16[16] = {16, 17, 18, 19, 20, 21, 22, 23,
+                                                   24, 25, 26, 27, 28, 29, 30, 31};
+
+// Bit s of each dword of h moved to bit 4 (other bits: don't care, see q5k_rows).
+template <class V>
+QD_INLINE __m512i bit_to_4(__m512i h, int s) {
+  return s <= 4 ? _mm512_slli_epi32(h, 4 - s) : _mm512_srli_epi32(h, s - 4);
+}
+
+// Q5_K, R activation rows × P weight rows from row n0 (P a multiple of 4): Q4_K's nibbles and
+// scales, plus the fifth bit (c / 2) of qh[16·(c % 2) ..] for chunk c. Sub-block s has a
+// 32-entry table d1·code − m1 (code 0..31, each entry the FMA qdecode::Q5_K::chunk computes) in
+// two registers; the code (nibble | fifth bit << 4) indexes it with vpermt2ps, which reads bits
+// 0..4 of each index only, so one bit-select (0xE4: c ? a : b) builds the index.
+template <class V, int R, int P>
+void q5k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
+  static_assert(P % 4 == 0);
+  constexpr int kBytes = 176;
+  const __m512 codes = _mm512_load_ps(qdecode::kCodes), codes16 = _mm512_load_ps(kCodes16);
+  const __m512i lo4 = _mm512_set1_epi32(0x0f);
+  const uint8_t* row[P];
+  for (int p = 0; p < P; ++p) row[p] = w.data + (n0 + p) * w.row_bytes;
+  __m512 acc[R][P];
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+  alignas(64) float sc[P][16];
+  const int64_t n_blocks = w.k / 256;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
+    const uint8_t* blk[P];
+    for (int p = 0; p < P; ++p) blk[p] = row[p] + b * kBytes;
+    for (int p = 0; p < P; p += 4) k4_scales4<V>(blk + p, sc + p);
+    asm volatile("" ::: "memory");
+    const float* xb = x + b * 256;
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      __m512 xv[R][4];
+      for (int r = 0; r < R; ++r)
+        for (int c = 0; c < 4; ++c) xv[r][c] = _mm512_loadu_ps(xb + r * w.k + 64 * j + 16 * c);
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) {
+        const uint8_t* qs = blk[p] + 48 + 32 * j;
+        const uint8_t* qh = blk[p] + 16;
+        const __m512i i0 =
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+        const __m512i i1 =
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16)));
+        const __m512i h0 =
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh)));
+        const __m512i h1 =
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16)));
+        const __m512 d0 = bcast<V>(&sc[p][2 * j]), m0 = bcast<V>(&sc[p][8 + 2 * j]);
+        const __m512 d1 = bcast<V>(&sc[p][2 * j + 1]), m1 = bcast<V>(&sc[p][9 + 2 * j]);
+        const __m512 t0l = _mm512_fmadd_ps(d0, codes, m0), t0h = _mm512_fmadd_ps(d0, codes16, m0);
+        const __m512 t1l = _mm512_fmadd_ps(d1, codes, m1), t1h = _mm512_fmadd_ps(d1, codes16, m1);
+        const __m512 wv[4] = {
+            _mm512_permutex2var_ps(
+                t0l, _mm512_ternarylogic_epi32(i0, bit_to_4<V>(h0, 2 * j), lo4, 0xE4), t0h),
+            _mm512_permutex2var_ps(
+                t0l, _mm512_ternarylogic_epi32(i1, bit_to_4<V>(h1, 2 * j), lo4, 0xE4), t0h),
+            _mm512_permutex2var_ps(t1l,
+                                   _mm512_ternarylogic_epi32(_mm512_srli_epi32(i0, 4),
+                                                             bit_to_4<V>(h0, 2 * j + 1), lo4, 0xE4),
+                                   t1h),
+            _mm512_permutex2var_ps(t1l,
+                                   _mm512_ternarylogic_epi32(_mm512_srli_epi32(i1, 4),
+                                                             bit_to_4<V>(h1, 2 * j + 1), lo4, 0xE4),
+                                   t1h)};
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c)
+          for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv[c], xv[r][c], acc[r][p]);
       }
     }
   }

@@ -103,10 +103,12 @@ void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int6
   }
   int64_t n = n0;
   if constexpr (is_avx512<V>()) {
-    // AVX-512 kernels of the Q4_K_M types (qmatmul_direct512.h), 8 weight rows at M = 1.
+    // AVX-512 kernels of the K-quant types of Q4_K_M / Q5_K_M files (qmatmul_direct512.h).
     constexpr int P = R == 1 ? 8 : 4;
     if constexpr (std::is_same_v<D, qdecode::Q4_K<V>>) {
       for (; n + P <= n1; n += P) qdirect512::q4k_rows<V, R, P>(w, n, x, y);
+    } else if constexpr (std::is_same_v<D, qdecode::Q5_K<V>>) {
+      for (; n + P <= n1; n += P) qdirect512::q5k_rows<V, R, P>(w, n, x, y);
     } else if constexpr (std::is_same_v<D, qdecode::Q6_K<V>>) {
       for (; n + P <= n1; n += P) qdirect512::q6k_rows<V, R, P>(w, n, x, y);
     }
