@@ -15,14 +15,11 @@
 // Byte offsets follow ggml's block structs (ggml-common.h); see core/quant_blocks.h.
 #pragma once
 
-#include "core/detmath_simd.h"  // first: it silences GCC bug 105593 for the intrinsics below
-
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
+#include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
 #include "core/dtype.h"
 
 namespace invar::qdecode {
@@ -66,7 +63,7 @@ QDEC_INLINE __m128i where_clear(__m128i v, int mask, int value) {
 inline constexpr int64_t kPrefetchMin = 8192;
 
 QDEC_INLINE void prefetch_ahead(const uint8_t* group, int64_t group_bytes, int64_t step_bytes,
-                              int64_t b) {
+                                int64_t b) {
   const uint8_t* p = group + std::max(group_bytes, kPrefetchMin) + b * step_bytes;
   for (int64_t o = 0; o < step_bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
 }

@@ -18,11 +18,10 @@
 // through qmatmul_tiles.h, never instantiates them.
 #pragma once
 
-#include <immintrin.h>
-
 #include <cstdint>
 #include <cstring>
 
+#include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
 #include "kernels/qmatmul.h"
 #include "kernels/qmatmul_decode.h"
 
