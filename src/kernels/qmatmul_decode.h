@@ -15,11 +15,11 @@
 // Byte offsets follow ggml's block structs (ggml-common.h); see core/quant_blocks.h.
 #pragma once
 
-#include <immintrin.h>
-
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
+#include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
 #include "core/dtype.h"
 
 namespace invar::qdecode {
@@ -53,6 +53,19 @@ QDEC_INLINE __m128i where_clear(__m128i v, int mask, int value) {
   const __m128i clear =
       _mm_cmpeq_epi8(_mm_and_si128(v, _mm_set1_epi8(char(mask))), _mm_setzero_si128());
   return _mm_and_si128(clear, _mm_set1_epi8(char(value)));
+}
+
+// Decode streams the weights from DRAM once, a group of consecutive (so contiguous) rows at a time,
+// `step_bytes` per step b. Each step prefetches as many bytes one group further on (at least
+// kPrefetchMin bytes ahead), so the next group's rows arrive while this one computes; rows of
+// one group are not prefetched from each other. Past the matrix's end a prefetch only touches
+// memory and never faults.
+inline constexpr int64_t kPrefetchMin = 8192;
+
+QDEC_INLINE void prefetch_ahead(const uint8_t* group, int64_t group_bytes, int64_t step_bytes,
+                                int64_t b) {
+  const uint8_t* p = group + std::max(group_bytes, kPrefetchMin) + b * step_bytes;
+  for (int64_t o = 0; o < step_bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
 }
 
 // 16-float tables indexed by a 4-bit code: the code itself, the code − 8, IQ4's non-linear values.
@@ -191,14 +204,22 @@ struct Q3_K {
   static constexpr int kBlock = 256, kBytes = 110;
   const uint8_t *hm, *qs;
   float dl[16];
+  // Scale i: low 4 bits from s[i] (i < 8) or s[i − 8] >> 4, high 2 bits from
+  // s[8 + i % 4] >> 2·(i / 4); minus 32; times d (exact). The 12 bytes s = b[96..108) are read as
+  // bytes 2..14 of b[94..110) so the load stays inside the block.
   QDEC_INLINE explicit Q3_K(const uint8_t* b) : hm(b), qs(b + 32) {
-    const uint8_t* s = b + 96;
+    const __m128i v = load16(b + 94);
+    const __m128i s = _mm_srli_si128(v, 2);
+    const __m128i lo = _mm_unpacklo_epi64(low_nibbles(s), high_nibbles(s));
+    // Byte i = s[8 + i % 4]; dword i / 4 shifted right by 2·(i / 4), bits 0..1 moved to 4..5.
+    const __m128i h = _mm_shuffle_epi8(
+        v, _mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13));
+    const __m128i hi = _mm_and_si128(
+        _mm_slli_epi16(_mm_srlv_epi32(h, _mm_setr_epi32(0, 2, 4, 6)), 4), _mm_set1_epi8(0x30));
+    const __m128i q = _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
     const float d = f16(b + 108);
-    for (int i = 0; i < 16; ++i) {
-      const int lo = i < 8 ? s[i] & 0x0f : s[i - 8] >> 4;
-      const int hi = (s[8 + (i & 3)] >> (2 * (i >> 2))) & 3;
-      dl[i] = d * float((lo | (hi << 4)) - 32);
-    }
+    scaled_i8(q, d, dl);
+    scaled_i8(_mm_srli_si128(q, 8), d, dl + 8);
   }
   QDEC_INLINE V chunk(int c) const {
     const int j = (c >> 1) & 3;

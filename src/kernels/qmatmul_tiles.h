@@ -15,17 +15,17 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/qmatmul.h"
 #include "kernels/qmatmul_decode.h"
+#include "kernels/qmatmul_direct512.h"
 
 namespace invar::qmatmul_tiles {
 namespace {
 
 #define QT_INLINE inline __attribute__((always_inline))
-
-inline constexpr int kPrefetchBytes = 1024;
 
 template <class D, size_t... I>
 QT_INLINE std::array<D, sizeof...(I)> decoders(const uint8_t* const* blk,
@@ -69,12 +69,7 @@ void rows_direct(const QuantView& w, int64_t n0, const float* x, float* y) {
   const int64_t n_blocks = w.k / D::kBlock;
   int64_t b = 0;
   for (; b + G <= n_blocks; b += G) {
-    for (int p = 0; p < P; ++p) {
-      // The rows stream from DRAM once: ask for them kPrefetchBytes ahead (past the row's end it
-      // only touches the next rows, read soon anyway; a prefetch never faults).
-      const uint8_t* ahead = row[p] + b * D::kBytes + kPrefetchBytes;
-      for (int o = 0; o < G * D::kBytes; o += 64) _mm_prefetch(ahead + o, _MM_HINT_T0);
-    }
+    qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * G * D::kBytes, b / G);
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
       const uint8_t* blk[P];
@@ -91,14 +86,34 @@ void rows_direct(const QuantView& w, int64_t n0, const float* x, float* y) {
     for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(acc[r][p]);
 }
 
+// V holds one __m512 (vec_avx512.h), not two __m256 (vec_avx2.h).
+template <class V>
+constexpr bool is_avx512() {
+  if constexpr (requires(V a) { a.v; })
+    return sizeof(V::v) == 64;
+  else
+    return false;
+}
+
 template <class V, class D, int R>
 void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0,
                 int64_t n1) {
   if constexpr (R > 1) {
     if (rows < R) return direct_run<V, D, R - 1>(w, x, rows, y, n0, n1);
   }
-  constexpr int P = V::template direct_panels<R>();
   int64_t n = n0;
+  if constexpr (is_avx512<V>()) {
+    // AVX-512 kernels of the K-quant types of Q4_K_M / Q5_K_M files (qmatmul_direct512.h).
+    constexpr int P = R == 1 ? 8 : 4;
+    if constexpr (std::is_same_v<D, qdecode::Q4_K<V>>) {
+      for (; n + P <= n1; n += P) qdirect512::q4k_rows<V, R, P>(w, n, x, y);
+    } else if constexpr (std::is_same_v<D, qdecode::Q5_K<V>>) {
+      for (; n + P <= n1; n += P) qdirect512::q5k_rows<V, R, P>(w, n, x, y);
+    } else if constexpr (std::is_same_v<D, qdecode::Q6_K<V>>) {
+      for (; n + P <= n1; n += P) qdirect512::q6k_rows<V, R, P>(w, n, x, y);
+    }
+  }
+  constexpr int P = V::template direct_panels<R>();
   for (; n + P <= n1; n += P) rows_direct<V, D, R, P>(w, n, x, y);
   for (; n < n1; ++n) rows_direct<V, D, R, 1>(w, n, x, y);
 }
