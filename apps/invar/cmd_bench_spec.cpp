@@ -161,7 +161,9 @@ class OracleDrafter : public Drafter {
       for (int64_t i = 0; i < j.max_k; ++i) {
         const size_t at = j.tokens.size() + static_cast<size_t>(i);
         if (at >= answer_.size()) break;
-        uint64_t h = (at * 0x9e3779b97f4a7c15ull) ^ (j.tokens.size() * 0xbf58476d1ce4e5b9ull);
+        uint64_t h = at * 0x9e3779b97f4a7c15ull + j.tokens.size();  // splitmix64 finaliser
+        h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+        h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
         h ^= h >> 31;
         const bool right = static_cast<double>(h % 10000) < rate_ * 10000;
         j.out->push_back(right ? answer_[at] : static_cast<int32_t>((answer_[at] + 1) % n_vocab_));
