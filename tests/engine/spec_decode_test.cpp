@@ -9,39 +9,19 @@
 
 #include "engine/ngram_drafter.h"
 #include "invariance_harness.h"
-#include "model/gguf_types.h"
-#include "model/make_model.h"
+#include "model/model_harness.h"
 
 namespace invar::testing_engine {
 namespace {
 
-// qwen35moe has no reference file: a small random one (vocabulary of qwen35-tiny).
+// qwen35moe has no reference file: the model tests' small random one.
 const Model& qwen35moe_generated() {
   static std::unique_ptr<Model> m = [] {
-    const std::string vocab = std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf";
-    MakeModelConfig c;
-    c.arch = Arch::qwen35moe;
-    c.n_embd = 64;
-    c.n_layer = 4;
-    c.interval = 2;
-    c.head_dim = 16;
-    c.n_rot = 8;
-    c.rope_base = 10000;
-    c.rope_sections = {2, 1, 1, 0};
-    c.n_expert = 4;
-    c.n_ff_exp = 32;
-    c.n_ff_shexp = 48;
-    c.ssm_state = 16;
-    c.seed = 7;
-    GgufWriter w;
-    GgufWriter keys;
-    const int64_t n_vocab = make_model_copy_vocab(*GgufFile::open(vocab), keys);
-    make_model(c, n_vocab, w);
-    make_model_copy_vocab(*GgufFile::open(vocab), w);
     const std::string path = (std::filesystem::temp_directory_path() /
                               ("invar-spec-moe-" + std::to_string(getpid()) + ".gguf"))
                                  .string();
-    w.write(path);
+    invar::test::write_tiny_qwen35moe(path,
+                                      std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf");
     auto model = Model::load(path);
     std::filesystem::remove(path);
     return model;
