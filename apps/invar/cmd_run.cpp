@@ -165,7 +165,7 @@ int run(const RunOptions& o) {
   EngineConfig cfg = o.engine;
   cfg.threads = o.threads;
   cfg.max_batch_tokens = o.chunk > 0 ? o.chunk : n_prompt;  // prefill chunk (0: whole prompt)
-  if (cfg.spec != "none")  // room for a verification chunk
+  if (cfg.spec != "none")                                   // room for a verification chunk
     cfg.max_batch_tokens = std::max(cfg.max_batch_tokens, cfg.draft.max_k + 1);
   cfg.max_running = 1;
   cfg.prefix_cache = false;

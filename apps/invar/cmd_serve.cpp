@@ -22,8 +22,8 @@
 #include "model/gguf.h"
 #include "model/make_model.h"
 #include "server/http_server.h"
-#include "tokenizer/tokenizer.h"
 #include "spec_flags.h"
+#include "tokenizer/tokenizer.h"
 #include "version.h"
 
 namespace invar::app {

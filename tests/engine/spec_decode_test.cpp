@@ -20,8 +20,8 @@ const Model& qwen35moe_generated() {
     const std::string path = (std::filesystem::temp_directory_path() /
                               ("invar-spec-moe-" + std::to_string(getpid()) + ".gguf"))
                                  .string();
-    invar::test::write_tiny_qwen35moe(path,
-                                      std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf");
+    invar::test::write_tiny_qwen35moe(
+        path, std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf");
     auto model = Model::load(path);
     std::filesystem::remove(path);
     return model;
