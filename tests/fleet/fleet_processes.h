@@ -1,0 +1,166 @@
+// The fleet tests' other real processes: nginx rendered by deploy/nginx/render-nginx-conf and
+// run unprivileged (pid, logs and temporary files in a private directory), and redis-server on
+// a loopback port with no persistence. Both are started in the foreground and killed by pid.
+#pragma once
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/http_test_util.h"
+
+namespace invar::fleet::testing {
+
+namespace fs = std::filesystem;
+using server::testing::connect_local;
+
+// A loopback port nobody listens on right now (bound, read back, released).
+inline int port_free() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+inline std::string file_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `argv` with stdout and stderr into `log`; returns the child's pid.
+inline pid_t process_spawn(const std::vector<std::string>& argv, const fs::path& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f) {
+      dup2(fileno(f), 1);
+      dup2(fileno(f), 2);
+    }
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+    cargv.push_back(nullptr);
+    execvp(cargv[0], cargv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+inline void process_stop(pid_t& pid, int sig) {
+  if (pid <= 0) return;
+  kill(pid, sig);
+  waitpid(pid, nullptr, 0);
+  pid = -1;
+}
+
+// True once something accepts connections on `port` (≤ timeout_s), false if `pid` exits first.
+inline bool port_wait(int port, pid_t pid, double timeout_s) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    int fd = connect_local(port);
+    if (fd >= 0) {
+      ::close(fd);
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// A private directory, readable by nginx's unprivileged workers when the test runs as root.
+inline fs::path scratch_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / (name + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  ::chmod(d.c_str(), 0755);
+  return d;
+}
+
+class NginxProcess {
+ public:
+  // Renders the configuration for `replicas` (HOST:PORT) with the repository's script, then runs
+  // nginx in the foreground on a free loopback port. `render_args` go to the script.
+  NginxProcess(const fs::path& dir, const std::vector<std::string>& replicas,
+               const std::string& render_args)
+      : dir_(dir) {
+    port_ = port_free();
+    std::string cmd = std::string(INVAR_SOURCE_DIR) + "/deploy/nginx/render-nginx-conf --prefix " +
+                      dir.string() + " --listen 127.0.0.1:" + std::to_string(port_) + " " +
+                      render_args;
+    for (auto& r : replicas) cmd += " " + r;
+    cmd += " > " + (dir / "nginx.conf").string() + " 2> " + (dir / "render.log").string();
+    if (std::system(cmd.c_str()) != 0) {
+      error_ = "render-nginx-conf failed: " + file_text(dir / "render.log");
+      port_ = 0;
+      return;
+    }
+    pid_ = process_spawn({INVAR_NGINX, "-p", dir.string(), "-c", (dir / "nginx.conf").string(),
+                          "-e", (dir / "error.log").string(), "-g", "daemon off;"},
+                         dir / "nginx.stdout");
+    if (!port_wait(port_, pid_, 30)) {
+      error_ = "nginx did not start: " + file_text(dir / "nginx.stdout") +
+               file_text(dir / "error.log");
+      port_ = 0;
+    }
+  }
+  ~NginxProcess() { process_stop(pid_, SIGTERM); }
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  const std::string& error() const { return error_; }
+  std::string access_log() const { return file_text(dir_ / "access.log"); }
+  std::string error_log() const { return file_text(dir_ / "error.log"); }
+
+ private:
+  fs::path dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string error_;
+};
+
+class RedisProcess {
+ public:
+  // redis-server on a free loopback port, in memory only (no RDB, no AOF), files under `dir`.
+  explicit RedisProcess(const fs::path& dir) {
+    port_ = port_free();
+    pid_ = process_spawn({INVAR_REDIS_SERVER, "--port", std::to_string(port_), "--bind",
+                          "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.string(),
+                          "--daemonize", "no"},
+                         dir / "redis.log");
+    if (!port_wait(port_, pid_, 30)) {
+      error_ = "redis-server did not start: " + file_text(dir / "redis.log");
+      port_ = 0;
+    }
+  }
+  ~RedisProcess() { process_stop(pid_, SIGTERM); }
+  int port() const { return port_; }
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  const std::string& error() const { return error_; }
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string error_;
+};
+
+}  // namespace invar::fleet::testing
