@@ -34,8 +34,8 @@ struct FleetBenchOptions {
   std::vector<std::string> arms = {"spread", "affinity"};
   int replicas = 3;
   int requests = 60;
-  int tenants = 4;          // distinct long prefixes, one cache_salt each
-  int prefix_words = 1500;  // about one token per word
+  int tenants = 4;         // distinct long prefixes, one cache_salt each
+  int prefix_words = 600;  // the tiny model reads ~3.5 tokens per word
   int64_t max_tokens = 16;
   int concurrency = 3;
   int threads = 1;  // compute threads per replica
@@ -44,8 +44,8 @@ struct FleetBenchOptions {
 
 struct Arm {
   std::string name, tier, routing;
-  bool header = false;         // X-Cache-Salt sent: nginx routes each tenant to one replica
-  std::string shared;          // "", "disk" or "redis"
+  bool header = false;  // X-Cache-Salt sent: nginx routes each tenant to one replica
+  std::string shared;   // "", "disk" or "redis"
 };
 
 const std::vector<Arm> kArms = {
@@ -71,7 +71,8 @@ std::string tenant_prefix(int tenant, int words) {
   static const char* kWords[] = {"river", "stone", "lamp",  "orbit", "maple", "copper",
                                  "quiet", "delta", "pearl", "cedar", "amber", "signal"};
   std::string s = "Tenant " + std::to_string(tenant) + " handbook:";
-  for (int w = 0; w < words; ++w) s += std::string(" ") + kWords[(w * 7 + tenant * 5 + w / 12) % 12];
+  for (int w = 0; w < words; ++w)
+    s += std::string(" ") + kWords[(w * 7 + tenant * 5 + w / 12) % 12];
   return s;
 }
 
@@ -82,7 +83,8 @@ double percentile(std::vector<double> v, double p) {
 }
 
 double metric_read(const std::string& text, const std::string& name) {
-  for (size_t at = text.find(name + " "); at != std::string::npos; at = text.find(name + " ", at + 1))
+  for (size_t at = text.find(name + " "); at != std::string::npos;
+       at = text.find(name + " ", at + 1))
     if (at == 0 || text[at - 1] == '\n') return std::atof(text.c_str() + at + name.size() + 1);
   return 0;
 }
@@ -134,13 +136,15 @@ ArmResult arm_run(const FleetBenchOptions& o, const Arm& arm, const fs::path& di
   fs::create_directories(dir);
   ::chmod(dir.c_str(), 0755);  // nginx's workers may run as another user when started as root
   ChildProcess redis;
-  std::vector<std::string> serve_args = {"--model", o.model, "--threads", std::to_string(o.threads)};
+  std::vector<std::string> serve_args = {"--model", o.model, "--threads",
+                                         std::to_string(o.threads)};
   if (arm.shared == "disk") {
     fs::create_directories(dir / "cache");
     serve_args.insert(serve_args.end(), {"--cache-dir", (dir / "cache").string()});
   } else if (arm.shared == "redis") {
     const int port = redis_start(redis, o.redis_server, dir);
-    serve_args.insert(serve_args.end(), {"--cache-redis", "redis://127.0.0.1:" + std::to_string(port)});
+    serve_args.insert(serve_args.end(),
+                      {"--cache-redis", "redis://127.0.0.1:" + std::to_string(port)});
   }
   std::vector<ChildProcess> replicas(size_t(o.replicas));
   std::vector<int> ports;
@@ -182,22 +186,26 @@ int fleet_bench_run(const FleetBenchOptions& o) {
   if (!fs::exists(o.model)) throw Error("no model file at " + o.model + " (--model)");
   std::vector<const Arm*> arms;
   for (const auto& name : o.arms) {
-    auto it = std::find_if(kArms.begin(), kArms.end(), [&](const Arm& a) { return a.name == name; });
-    if (it == kArms.end()) throw Error("--arms: unknown arm '" + name + "' (spread, affinity, disk, redis)");
+    auto it =
+        std::find_if(kArms.begin(), kArms.end(), [&](const Arm& a) { return a.name == name; });
+    if (it == kArms.end())
+      throw Error("--arms: unknown arm '" + name + "' (spread, affinity, disk, redis)");
     arms.push_back(&*it);
   }
-  const fs::path root = o.work_dir.empty()
-                            ? fs::temp_directory_path() / ("invar-bench-fleet-" + std::to_string(getpid()))
-                            : fs::path(o.work_dir);
+  const fs::path root = o.work_dir.empty() ? fs::temp_directory_path() /
+                                                 ("invar-bench-fleet-" + std::to_string(getpid()))
+                                           : fs::path(o.work_dir);
   std::vector<std::string> prefixes;
   for (int t = 0; t < o.tenants; ++t) prefixes.push_back(tenant_prefix(t, o.prefix_words));
 
-  std::printf("invar bench fleet: %d replicas behind nginx, %d requests, %d tenants x %d-word prefix, "
-              "%lld generated, %d clients, %d thread(s) per replica\n",
-              o.replicas, o.requests, o.tenants, o.prefix_words, static_cast<long long>(o.max_tokens),
-              o.concurrency, o.threads);
+  std::printf(
+      "invar bench fleet: %d replicas behind nginx, %d requests, %d tenants x %d-word prefix, "
+      "%lld generated, %d clients, %d thread(s) per replica\n",
+      o.replicas, o.requests, o.tenants, o.prefix_words, static_cast<long long>(o.max_tokens),
+      o.concurrency, o.threads);
   std::printf("%-9s %-14s %-13s %8s %10s %10s %7s  %s\n", "arm", "shared tier", "routing",
-              "hit rate", "TTFT p50", "TTFT p99", "errors", "per replica: requests / generated tok/s / prefilled tok/s");
+              "hit rate", "TTFT p50", "TTFT p99", "errors",
+              "per replica: requests / generated tok/s / prefilled tok/s");
   int failed = 0;
   for (const Arm* arm : arms) {
     ArmResult r = arm_run(o, *arm, root / arm->name, prefixes);
@@ -239,8 +247,10 @@ BenchKind fleet_bench("fleet", [](CLI::App& bench) -> Command::Run {
       ->capture_default_str();
   s->add_option("--prefix-words", o->prefix_words, "words per shared prefix (~tokens)")
       ->capture_default_str();
-  s->add_option("--max-tokens", o->max_tokens, "tokens generated per request")->capture_default_str();
-  s->add_option("--concurrency", o->concurrency, "concurrent streaming clients")->capture_default_str();
+  s->add_option("--max-tokens", o->max_tokens, "tokens generated per request")
+      ->capture_default_str();
+  s->add_option("--concurrency", o->concurrency, "concurrent streaming clients")
+      ->capture_default_str();
   s->add_option("--threads", o->threads, "compute threads per replica")->capture_default_str();
   s->add_option("--nginx", o->nginx, "nginx binary")->capture_default_str();
   s->add_option("--redis-server", o->redis_server, "redis-server binary (arm redis)")

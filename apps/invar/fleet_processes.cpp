@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 
@@ -150,12 +151,14 @@ int replica_start(ChildProcess& p, const std::vector<std::string>& args, const f
 int nginx_start(ChildProcess& p, const std::string& nginx, const std::string& render_script,
                 const std::string& render_args, const std::vector<std::string>& upstreams,
                 const fs::path& dir) {
+  fs::create_directories(dir);
   const int port = loopback_port_pick();
-  std::string cmd = render_script + " --prefix " + dir.string() + " --listen 127.0.0.1:" +
-                    std::to_string(port) + " " + render_args;
+  std::string cmd = render_script + " --prefix " + dir.string() +
+                    " --listen 127.0.0.1:" + std::to_string(port) + " " + render_args;
   for (const auto& u : upstreams) cmd += " " + u;
   cmd += " > " + (dir / "nginx.conf").string();
-  if (std::system(cmd.c_str()) != 0) throw Error("rendering the nginx configuration failed: " + cmd);
+  if (std::system(cmd.c_str()) != 0)
+    throw Error("rendering the nginx configuration failed: " + cmd);
   p = ChildProcess({nginx, "-p", dir.string(), "-c", (dir / "nginx.conf").string(), "-e",
                     (dir / "error.log").string(), "-g", "daemon off;"},
                    dir / "nginx.log");

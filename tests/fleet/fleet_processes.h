@@ -1,12 +1,13 @@
 // The fleet tests' other real processes: nginx rendered by deploy/nginx/render-nginx-conf and
-// run unprivileged (pid, logs and temporary files in a private directory), and redis-server on
+// run unprivileged (as `nobody` when the test runs as root; pid, logs and temporary files in a
+// private directory), and redis-server on
 // a loopback port with no persistence. Both are started in the foreground and killed by pid.
 #pragma once
 
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,12 +89,11 @@ inline bool port_wait(int port, pid_t pid, double timeout_s) {
   return false;
 }
 
-// A private directory, readable by nginx's unprivileged workers when the test runs as root.
+// An empty directory of this test process under the system's temporary directory.
 inline fs::path scratch_dir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / (name + "-" + std::to_string(getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
-  ::chmod(d.c_str(), 0755);
   return d;
 }
 
@@ -104,6 +104,7 @@ class NginxProcess {
   NginxProcess(const fs::path& dir, const std::vector<std::string>& replicas,
                const std::string& render_args)
       : dir_(dir) {
+    fs::create_directories(dir);
     port_ = port_free();
     std::string cmd = std::string(INVAR_SOURCE_DIR) + "/deploy/nginx/render-nginx-conf --prefix " +
                       dir.string() + " --listen 127.0.0.1:" + std::to_string(port_) + " " +
@@ -115,12 +116,30 @@ class NginxProcess {
       port_ = 0;
       return;
     }
-    pid_ = process_spawn({INVAR_NGINX, "-p", dir.string(), "-c", (dir / "nginx.conf").string(),
-                          "-e", (dir / "error.log").string(), "-g", "daemon off;"},
-                         dir / "nginx.stdout");
+    std::vector<std::string> argv = {INVAR_NGINX,
+                                     "-p",
+                                     dir.string(),
+                                     "-c",
+                                     (dir / "nginx.conf").string(),
+                                     "-e",
+                                     (dir / "error.log").string(),
+                                     "-g",
+                                     "daemon off;"};
+    // Run as root, the test still starts nginx as an unprivileged user that owns only `dir`.
+    if (geteuid() == 0) {
+      const passwd* nobody = getpwnam("nobody");
+      if (nobody == nullptr || ::chown(dir.c_str(), nobody->pw_uid, nobody->pw_gid) != 0) {
+        error_ = "cannot hand " + dir.string() + " to user nobody";
+        port_ = 0;
+        return;
+      }
+      argv.insert(argv.begin(), {"setpriv", "--reuid=" + std::to_string(nobody->pw_uid),
+                                 "--regid=" + std::to_string(nobody->pw_gid), "--clear-groups"});
+    }
+    pid_ = process_spawn(argv, dir / "nginx.stdout");
     if (!port_wait(port_, pid_, 30)) {
-      error_ = "nginx did not start: " + file_text(dir / "nginx.stdout") +
-               file_text(dir / "error.log");
+      error_ =
+          "nginx did not start: " + file_text(dir / "nginx.stdout") + file_text(dir / "error.log");
       port_ = 0;
     }
   }
@@ -143,10 +162,10 @@ class RedisProcess {
   // redis-server on a free loopback port, in memory only (no RDB, no AOF), files under `dir`.
   explicit RedisProcess(const fs::path& dir) {
     port_ = port_free();
-    pid_ = process_spawn({INVAR_REDIS_SERVER, "--port", std::to_string(port_), "--bind",
-                          "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.string(),
-                          "--daemonize", "no"},
-                         dir / "redis.log");
+    pid_ = process_spawn(
+        {INVAR_REDIS_SERVER, "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", dir.string(), "--daemonize", "no"},
+        dir / "redis.log");
     if (!port_wait(port_, pid_, 30)) {
       error_ = "redis-server did not start: " + file_text(dir / "redis.log");
       port_ = 0;
