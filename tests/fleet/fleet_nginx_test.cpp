@@ -65,10 +65,10 @@ class Fleet : public ::testing::Test {
             {"stream", stream},
             {"cache_salt", salt}};
   }
-  // Upstream addresses nginx recorded for each access-log line whose route key is `key`.
-  static std::vector<std::string> upstreams_of(const std::string& key) {
+  // Upstream addresses nginx logged for each request whose X-Request-Id starts with `label`.
+  static std::vector<std::string> upstreams_of(const std::string& label) {
     std::vector<std::string> out;
-    std::regex line_re("route=" + key + " upstream=([^ ]+(?:, [^ ]+)*) upstream_status");
+    std::regex line_re("request_id=" + label + "[^ ]* upstream=([^ ]+(?:, [^ ]+)*) upstream_status");
     std::string log = nginx_->access_log();
     for (std::sregex_iterator it(log.begin(), log.end(), line_re), end; it != end; ++it)
       out.push_back((*it)[1]);
@@ -142,7 +142,7 @@ TEST_F(Fleet, KillingAReplicaMidStreamLosesNoLaterRequest) {
   for (int n = 0; n < 12; ++n) {
     const std::string salt = n % 3 == 0 ? tenant : "tenant-" + std::to_string(n);
     const bool stream_it = n % 2 == 1;
-    httplib::Headers h = {{"X-Cache-Salt", salt}};
+    httplib::Headers h = {{"X-Cache-Salt", salt}, {"X-Request-Id", salt + "-" + std::to_string(n)}};
     auto r = nginx_client().Post("/v1/completions", h, completion_body(salt, 8, stream_it).dump(),
                                  "application/json");
     ASSERT_TRUE(r) << "request " << n << ": " << httplib::to_string(r.error());
