@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cache/lower_tiers.h"
 #include "cache/prefix_cache.h"
 #include "core/error.h"
 #include "model/model.h"
@@ -29,6 +30,8 @@ struct EngineConfig {
   int64_t max_queue = 1024;         // waiting requests before submit() refuses (overloaded)
   int threads = 0;                  // --threads (0: hardware concurrency)
   int64_t n_ctx = 0;                // context limit per request (0: the model's n_ctx_train)
+  TierConfig tiers;                 // --cache-dir, --cache-redis: lower cache tiers (off: none)
+  std::string fingerprint;          // system_fingerprint: addresses the lower tiers' records
 };
 
 // What went wrong with a request, for the caller to map onto its own protocol (the server: HTTP
@@ -120,6 +123,7 @@ struct EngineMetrics {
   uint64_t referenced_blocks = 0;  // blocks held by running requests (0 when idle)
   uint64_t evictions = 0, preemptions = 0;
   double tokens_per_s = 0;
+  TiersReport tiers;  // lower cache tiers (empty without --cache-dir / --cache-redis)
 };
 
 class Engine {
@@ -139,6 +143,7 @@ class Engine {
   const EngineConfig& config() const;
   int64_t n_ctx() const;                    // the context limit every request is checked against
   const CacheBudget& cache_budget() const;  // fixed at construction
+  std::string tiers_describe() const;       // the lower tiers for the start-up log ("" if none)
   // Stops admitting work; waits up to timeout_s for running requests, then cancels the rest.
   void drain(double timeout_s);
 

@@ -16,6 +16,7 @@
 
 #include "cache/prefix_cache.h"
 #include "cache/slot_arena.h"
+#include "cache/tier_bridge.h"
 #include "engine/scheduled_seq.h"
 
 namespace invar {
@@ -52,6 +53,8 @@ class Scheduler {
  public:
   Scheduler(const SchedulerConfig& cfg, PrefixCache& cache);
 
+  // Lookups that memory serves only in part are first extended from the lower tiers (null: none).
+  void tiers_attach(TierBridge* tiers) { tiers_ = tiers; }
   void enqueue(ScheduledSeq* s);  // back of the waiting queue
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   // Fills plan (previous contents discarded). Sequences that can never fit are appended to
@@ -78,6 +81,7 @@ class Scheduler {
 
   SchedulerConfig cfg_;
   PrefixCache& cache_;
+  TierBridge* tiers_ = nullptr;
   SlotArena states_;                    // [max_running][state_floats]: live state per running seq
   std::vector<ScheduledSeq*> running_;  // admission order
   std::deque<ScheduledSeq*> waiting_;   // FIFO; preempted sequences return to the front
