@@ -1,7 +1,8 @@
-// Three real `invar serve` replicas (tiny reference model) behind a real nginx on loopback,
-// configured by deploy/nginx/render-nginx-conf: the probe through nginx reports stable while
-// requests spread over the replicas, and killing the replica that serves a stream loses no
-// later request (nginx retries the refused connection on the next replica).
+// Three real `invar serve` replicas (tiny reference model) sharing a real redis-server, behind a
+// real nginx on loopback configured by deploy/nginx/render-nginx-conf: the probe through nginx
+// reports stable while requests spread over the replicas; a prefix warmed on replica 1 is a hit
+// on replica 2 through Redis with the same bits; killing the replica that serves a stream loses
+// no later request (nginx retries the refused connection on the next replica).
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -11,6 +12,7 @@
 #include <regex>
 #include <set>
 
+#include "cache/redis_process.h"
 #include "command_run.h"
 #include "fleet/fleet_processes.h"
 #include "server/serve_process.h"
@@ -30,11 +32,12 @@ class Fleet : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new fs::path(scratch_dir("invar-fleet-nginx"));
+    redis_ = new invar::testing::RedisProcess();
     std::vector<std::string> upstreams;
     for (int i = 0; i < kReplicas; ++i) {
-      replicas_[i] = new ServeProcess(
-          {"--model", kTinyModel, "--threads", "1", "--block-size", "16", "--ctx", "4096"},
-          "fleet_nginx_replica" + std::to_string(i));
+      replicas_[i] = new ServeProcess({"--model", kTinyModel, "--threads", "1", "--block-size",
+                                       "16", "--ctx", "4096", "--cache-redis", redis_->url()},
+                                      "fleet_nginx_replica" + std::to_string(i));
       upstreams.push_back("127.0.0.1:" + std::to_string(replicas_[i]->port()));
     }
     // Requests without a routing header spread over the replicas, so the probe's cells are
@@ -44,10 +47,12 @@ class Fleet : public ::testing::Test {
   static void TearDownTestSuite() {
     delete nginx_;
     for (auto*& r : replicas_) delete std::exchange(r, nullptr);
+    delete redis_;
     fs::remove_all(*dir_);
     delete dir_;
   }
   void SetUp() override {
+    ASSERT_NE(redis_->port(), 0) << "redis-server did not start (scripts/install-deps installs it)";
     for (auto* r : replicas_) ASSERT_NE(r->port(), 0) << "replica did not start:\n" << r->log();
     ASSERT_NE(nginx_->port(), 0) << nginx_->error();
   }
@@ -68,7 +73,8 @@ class Fleet : public ::testing::Test {
   // Upstream addresses nginx logged for each request whose X-Request-Id starts with `label`.
   static std::vector<std::string> upstreams_of(const std::string& label) {
     std::vector<std::string> out;
-    std::regex line_re("request_id=" + label + "[^ ]* upstream=([^ ]+(?:, [^ ]+)*) upstream_status");
+    std::regex line_re("request_id=" + label +
+                       "[^ ]* upstream=([^ ]+(?:, [^ ]+)*) upstream_status");
     std::string log = nginx_->access_log();
     for (std::sregex_iterator it(log.begin(), log.end(), line_re), end; it != end; ++it)
       out.push_back((*it)[1]);
@@ -76,11 +82,13 @@ class Fleet : public ::testing::Test {
   }
 
   static fs::path* dir_;
+  static invar::testing::RedisProcess* redis_;
   static ServeProcess* replicas_[kReplicas];
   static NginxProcess* nginx_;
 };
 
 fs::path* Fleet::dir_ = nullptr;
+invar::testing::RedisProcess* Fleet::redis_ = nullptr;
 ServeProcess* Fleet::replicas_[kReplicas] = {};
 NginxProcess* Fleet::nginx_ = nullptr;
 
@@ -100,6 +108,58 @@ TEST_F(Fleet, ProbeThroughNginxReportsStable) {
   for (std::sregex_iterator it(log.begin(), log.end(), re), end; it != end; ++it)
     served.insert((*it)[1]);
   EXPECT_GE(served.size(), 2u) << log;
+}
+
+json post_to(int port, const json& body) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(120, 0);
+  auto r = c.Post("/v1/completions", body.dump(), "application/json");
+  EXPECT_TRUE(r && r->status == 200) << (r ? r->body : httplib::to_string(r.error()));
+  return r && r->status == 200 ? json::parse(r->body) : json::object();
+}
+
+std::string metrics_of(int port) {
+  auto r = httplib::Client("127.0.0.1", port).Get("/metrics");
+  return r ? r->body : "";
+}
+
+double redis_metric(int port, const std::string& name) {
+  return metric_value(metrics_of(port), name + "\\{tier=\"redis\"\\}");
+}
+
+TEST_F(Fleet, PrefixWarmedOnReplicaOneIsAHitOnReplicaTwoThroughRedis) {
+  // Token ids, so the prompt is exactly 20 full blocks of 16 and a tail of 9.
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 329; ++i) prompt.push_back(20 + (i * 37) % 300);  // vocabulary: 401
+  const json body = {{"prompt", prompt},
+                     {"max_tokens", 6},
+                     {"temperature", 0},
+                     {"ignore_eos", true},
+                     {"logprobs", 20},
+                     {"cache_salt", "fleet-redis"},
+                     {"return_tokens_as_token_ids", true}};
+  const int one = replicas_[0]->port(), two = replicas_[1]->port();
+  const json cold = post_to(one, body);
+  ASSERT_TRUE(cold.contains("usage"));
+  ASSERT_EQ(cold["usage"]["prompt_tokens_details"]["cached_tokens"], 0) << cold.dump();
+  // Replica 1 writes to Redis off its engine thread: wait until its write queue is empty.
+  for (int i = 0; i < 300; ++i) {
+    const std::string m = metrics_of(one);
+    if (metric_value(m, "invar_cache_tier_queue_bytes") == 0 &&
+        redis_metric(one, "invar_cache_tier_writes_total") >= 20)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GE(redis_metric(one, "invar_cache_tier_writes_total"), 20) << metrics_of(one);
+  const double hits_before = redis_metric(two, "invar_cache_tier_hits_total");
+  const json warm = post_to(two, body);
+  ASSERT_TRUE(warm.contains("usage"));
+  EXPECT_EQ(warm["usage"]["prompt_tokens_details"]["cached_tokens"], 320) << warm.dump();
+  EXPECT_GT(redis_metric(two, "invar_cache_tier_hits_total"), hits_before)
+      << "replica 2 never saw this salt: its hit must come from Redis";
+  EXPECT_EQ(warm["system_fingerprint"], cold["system_fingerprint"]);
+  EXPECT_EQ(warm["choices"][0]["logprobs"].dump(), cold["choices"][0]["logprobs"].dump())
+      << "the top-20 logprobs of the Redis hit differ from the cold run";
 }
 
 TEST_F(Fleet, KillingAReplicaMidStreamLosesNoLaterRequest) {

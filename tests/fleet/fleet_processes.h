@@ -1,7 +1,6 @@
-// The fleet tests' other real processes: nginx rendered by deploy/nginx/render-nginx-conf and
-// run unprivileged (as `nobody` when the test runs as root; pid, logs and temporary files in a
-// private directory), and redis-server on
-// a loopback port with no persistence. Both are started in the foreground and killed by pid.
+// nginx for the fleet tests, rendered by deploy/nginx/render-nginx-conf and run unprivileged
+// (as `nobody` when the test runs as root; pid, logs and temporary files in a private
+// directory), in the foreground, killed by pid.
 #pragma once
 
 #include <netinet/in.h>
@@ -152,31 +151,6 @@ class NginxProcess {
 
  private:
   fs::path dir_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-  std::string error_;
-};
-
-class RedisProcess {
- public:
-  // redis-server on a free loopback port, in memory only (no RDB, no AOF), files under `dir`.
-  explicit RedisProcess(const fs::path& dir) {
-    port_ = port_free();
-    pid_ = process_spawn(
-        {INVAR_REDIS_SERVER, "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", dir.string(), "--daemonize", "no"},
-        dir / "redis.log");
-    if (!port_wait(port_, pid_, 30)) {
-      error_ = "redis-server did not start: " + file_text(dir / "redis.log");
-      port_ = 0;
-    }
-  }
-  ~RedisProcess() { process_stop(pid_, SIGTERM); }
-  int port() const { return port_; }
-  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
-  const std::string& error() const { return error_; }
-
- private:
   pid_t pid_ = -1;
   int port_ = 0;
   std::string error_;
