@@ -31,7 +31,7 @@ struct FleetBenchOptions {
   std::string render = std::string(INVAR_SOURCE_DIR) + "/deploy/nginx/render-nginx-conf";
   std::string nginx = "nginx";
   std::string redis_server = "redis-server";
-  std::vector<std::string> arms = {"spread", "affinity"};
+  std::vector<std::string> arms = {"spread", "affinity", "disk", "redis"};
   int replicas = 3;
   int requests = 60;
   int tenants = 4;         // distinct long prefixes, one cache_salt each
