@@ -184,15 +184,19 @@ TEST_F(Fleet, KillingAReplicaMidStreamLosesNoLaterRequest) {
     nginx_client().send(req);
     if (!signalled.exchange(true)) first_token.set_value();
   });
-  ASSERT_EQ(first_token.get_future().wait_for(std::chrono::seconds(120)),
-            std::future_status::ready);
+  const bool flowing =
+      first_token.get_future().wait_for(std::chrono::seconds(120)) == std::future_status::ready;
+  // Tokens reached the client through nginx while the replica was still computing: the stream
+  // passes through unbuffered.
   int victim = -1;
-  for (int i = 0; i < kReplicas && victim < 0; ++i) {
+  for (int i = 0; flowing && i < kReplicas && victim < 0; ++i) {
     auto m = httplib::Client("127.0.0.1", replicas_[i]->port()).Get("/metrics");
     if (m && metric_value(m->body, "invar_server_inflight_requests") > 0) victim = i;
   }
-  if (victim < 0) stream.join();
-  ASSERT_GE(victim, 0) << "no replica had the stream in flight:\n" << streamed.substr(0, 400);
+  if (victim < 0) {
+    stream.join();
+    FAIL() << "no replica had the stream in flight:\n" << streamed.substr(0, 400);
+  }
   const std::string victim_addr = "127.0.0.1:" + std::to_string(replicas_[victim]->port());
   replicas_[victim]->stop(SIGKILL, 30);
   stream.join();
