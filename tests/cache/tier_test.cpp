@@ -208,13 +208,15 @@ TEST(TierDisk, BudgetLruRestartAndStaleTemporaries) {
     for (uint64_t k = 1; k <= 10; ++k) {
       tier_record_encode(shape, TierBlock{k, 0, tokens, kv, state, true}, rec);
       EXPECT_EQ(d.put(k, rec), TierPut::written);
-      if (k == 3) EXPECT_EQ(d.get(1, back), TierGet::found);  // 1 becomes recently used
+      if (k == 9) {
+        EXPECT_EQ(d.get(5, back), TierGet::found);  // 5, the oldest, becomes the newest
+      }
     }
     EXPECT_EQ(d.put(10, rec), TierPut::present);
     EXPECT_LE(d.bytes_stored(), 5 * rec_bytes);
     EXPECT_EQ(d.counters.evictions.load(), 5);
-    EXPECT_EQ(d.get(2, back), TierGet::missing) << "least recently used goes first";
-    EXPECT_EQ(d.get(1, back), TierGet::found) << "a read refreshes recency";
+    EXPECT_EQ(d.get(6, back), TierGet::missing) << "least recently used goes first";
+    EXPECT_EQ(d.get(5, back), TierGet::found) << "a read refreshes recency";
     EXPECT_EQ(d.get(10, back), TierGet::found);
     EXPECT_EQ(static_cast<int64_t>(files_under(dir, ".blk").size()), 5);
   }
@@ -232,9 +234,9 @@ TEST(TierDisk, BudgetLruRestartAndStaleTemporaries) {
   EXPECT_EQ(again.bytes_stored(), 5 * rec_bytes);
   EXPECT_EQ(again.stale_temporaries_removed(), 1);
   EXPECT_FALSE(fs::exists(tmp));
-  EXPECT_EQ(again.get(1, back), TierGet::found);
-  EXPECT_EQ(tier_record_check(shape, back, 1, 0, tokens, *std::make_unique<TierBlock>()),
-            RecordCheck::ok);
+  EXPECT_EQ(again.get(5, back), TierGet::found);
+  TierBlock view;
+  EXPECT_EQ(tier_record_check(shape, back, 5, 0, tokens, view), RecordCheck::ok);
   // A smaller budget at restart is kept at once.
   DiskTier smaller({dir, 2 * rec_bytes, shape.fingerprint, 0});
   EXPECT_EQ(smaller.files_known(), 2);
@@ -341,14 +343,16 @@ TEST(TierBridge, RedisSharesBetweenCachesAndFillsTheDisk) {
   std::vector<uint64_t> ck;
   PrefixCache(cache_config()).chain_keys(tokens, "t", 8, ck);
   const std::string key = "invar:fp_test0123456789:" + tier_key_hex(ck[4]);
-  std::string value = redis.command({"GET", key});
-  ASSERT_FALSE(value.empty());
-  value[value.size() / 2] ^= 1;
-  redis.command({"SET", key, value});
+  const std::string whole = redis.command({"GET", key});
+  ASSERT_FALSE(whole.empty());
+  std::string damaged = whole;
+  damaged[damaged.size() / 2] ^= 1;
+  redis.command({"SET", key, damaged});
   Tiered e(tc);
   EXPECT_EQ(seq_run(e.cache, &e.bridge, tokens, "t"), 3 * kBs);
   EXPECT_EQ(e.tier(0).corrupt, 1);
-  EXPECT_EQ(redis.command({"EXISTS", key}), "0");
+  e.tiers.writes_wait();
+  EXPECT_EQ(redis.command({"GET", key}), whole) << "removed, then written again whole";
   fs::remove_all(dir);
 }
 
@@ -369,13 +373,14 @@ TEST(TierBridge, UnreachableRedisFallsBackToRecomputation) {
 TEST(TierSoak, BudgetsHoldWithoutDescriptorGrowth) {
   testing::RedisProcess redis("3mb");
   const char* env = std::getenv("INVAR_TIER_SOAK_N");
-  const int n = env ? std::atoi(env) : 400;
+  const int n = env ? std::atoi(env) : 40;
   const std::string dir = temp_dir("soak");
   TierConfig tc;
   tc.cache_dir = dir;
   tc.cache_dir_bytes = 40 * tier_record_bytes(shape_make(), true);
   if (redis.port() != 0) tc.redis_url = redis.url();
   tc.read_timeout_s = 5;
+  tc.write_queue_bytes = 64 << 10;  // a writer that falls behind drops records (fsync is slow)
   Tiered t(tc, 30 * PrefixCache::budget_plan(cache_config()).block_bytes());
   std::mt19937 rng(9);
   int64_t fds_early = 0, rss_early = 0, hits = 0;
@@ -385,7 +390,6 @@ TEST(TierSoak, BudgetsHoldWithoutDescriptorGrowth) {
     const auto tail = tokens_make(i + 1000, static_cast<int64_t>(rng() % 12) + 1);
     tokens.insert(tokens.end(), tail.begin(), tail.end());
     hits += seq_run(t.cache, &t.bridge, tokens, "soak") > 0;
-    if (i % 50 == 0) t.tiers.writes_wait();
     ASSERT_LE(t.tier(0).bytes, tc.cache_dir_bytes);
     if (i == n / 10) {
       fds_early = open_fds();

@@ -41,9 +41,9 @@ const std::vector<int32_t>& long_prompt() {
   return p;
 }
 
-std::vector<std::string> serve_args(std::vector<std::string> extra) {
+std::vector<std::string> serve_args(std::vector<std::string> extra, int64_t block = kBlock) {
   std::vector<std::string> a = {
-      "--model",      kTinyModel, "--threads", "1", "--block-size", std::to_string(kBlock),
+      "--model",      kTinyModel, "--threads", "1", "--block-size", std::to_string(block),
       "--log-format", "none"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
@@ -320,10 +320,10 @@ TEST(TierServeSoak, BudgetsHoldWithoutGrowth) {
   const std::string dir = fresh_dir("soak");
   const int64_t dir_budget = 2 << 20;
   std::vector<std::string> extra = {
-      "--cache-dir",   dir,       "--cache-dir-bytes", std::to_string(dir_budget),
-      "--cache-bytes", "4000000", "--block-size",      "16"};
+      "--cache-dir",   dir,       "--cache-dir-bytes",        std::to_string(dir_budget),
+      "--cache-bytes", "4000000", "--cache-tier-queue-bytes", "1000000"};
   if (redis.port() != 0) extra.insert(extra.end(), {"--cache-redis", redis.url()});
-  ServeProcess s(serve_args(extra), "tier_soak");
+  ServeProcess s(serve_args(extra, 16), "tier_soak");
   ASSERT_NE(s.port(), 0) << s.log();
   std::mt19937 rng(11);
   int64_t fds = 0, rss = 0, hits = 0;
