@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -213,12 +214,10 @@ TierPut DiskTier::put(uint64_t key, std::span<const char> record) {
     budget_keep();
     return TierPut::present;
   }
-  std::string tmp;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    tmp = root_ + "/tmp/" + tier_key_hex(key) + "." + tmp_prefix_ + "." +
-          std::to_string(tmp_serial_++) + ".tmp";
-  }
+  // Unique among every writer: host and pid name the process, the serial the write in it.
+  static std::atomic<uint64_t> serial{0};
+  const std::string tmp = root_ + "/tmp/" + tier_key_hex(key) + "." + tmp_prefix_ + "." +
+                          std::to_string(serial++) + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return TierPut::failed;
   const size_t half = record.size() / 2;

@@ -63,7 +63,6 @@ class DiskTier : public TierStore {
   std::unordered_map<uint64_t, Known> known_;
   std::list<uint64_t> lru_;  // front: least recently used
   int64_t bytes_ = 0;
-  uint64_t tmp_serial_ = 0;
   int64_t stale_removed_ = 0;
 };
 

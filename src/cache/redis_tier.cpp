@@ -68,6 +68,7 @@ RedisTier::RedisTier(RedisTierConfig cfg) : cfg_(std::move(cfg)) {
   std::lock_guard<std::mutex> lock(reader_.mu);
   if (!connected(reader_)) return;
   Reply r(redisCommand(reader_.ctx, "CONFIG GET maxmemory*"));
+  if (!r.r) drop(reader_);
   if (r.r && r.r->type == REDIS_REPLY_ARRAY)
     for (size_t i = 0; i + 1 < r.r->elements; i += 2) {
       const redisReply* k = r.r->element[i];

@@ -7,7 +7,9 @@
 #include <thread>
 #include <unordered_map>
 
+#include "cache/lower_tiers.h"
 #include "cache/prefix_cache.h"
+#include "cache/tier_bridge.h"
 #include "engine/model_runner.h"
 #include "engine/postprocess.h"
 #include "engine/request_check.h"

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "cache/lower_tiers.h"
 #include "cache/prefix_cache.h"
+#include "cache/tier_config.h"
 #include "core/error.h"
 #include "model/model.h"
 

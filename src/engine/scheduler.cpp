@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cache/tier_bridge.h"
 #include "core/error.h"
 
 namespace invar {

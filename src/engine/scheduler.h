@@ -16,10 +16,11 @@
 
 #include "cache/prefix_cache.h"
 #include "cache/slot_arena.h"
-#include "cache/tier_bridge.h"
 #include "engine/scheduled_seq.h"
 
 namespace invar {
+
+class TierBridge;  // cache/tier_bridge.h
 
 struct SchedulerConfig {
   int64_t block_size = 64;         // tokens per KV block

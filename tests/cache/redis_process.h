@@ -2,6 +2,7 @@
 // eviction, stopped (SIGKILL) when the object goes. Tests skip when redis-server is absent.
 #pragma once
 
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -47,6 +48,9 @@ class RedisProcess {
                                        "warning"};
       pid_ = fork();
       if (pid_ == 0) {
+        const int null = ::open("/dev/null", O_WRONLY);  // its start-up chatter
+        dup2(null, 1);
+        dup2(null, 2);
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);

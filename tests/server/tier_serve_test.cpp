@@ -41,9 +41,9 @@ const std::vector<int32_t>& long_prompt() {
   return p;
 }
 
-std::vector<std::string> serve_args(std::vector<std::string> extra) {
+std::vector<std::string> serve_args(std::vector<std::string> extra, int64_t block = kBlock) {
   std::vector<std::string> a = {
-      "--model",      kTinyModel, "--threads", "1", "--block-size", std::to_string(kBlock),
+      "--model",      kTinyModel, "--threads", "1", "--block-size", std::to_string(block),
       "--log-format", "none"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
@@ -320,10 +320,10 @@ TEST(TierServeSoak, BudgetsHoldWithoutGrowth) {
   const std::string dir = fresh_dir("soak");
   const int64_t dir_budget = 2 << 20;
   std::vector<std::string> extra = {
-      "--cache-dir",   dir,       "--cache-dir-bytes", std::to_string(dir_budget),
-      "--cache-bytes", "4000000", "--block-size",      "16"};
+      "--cache-dir",   dir,       "--cache-dir-bytes",        std::to_string(dir_budget),
+      "--cache-bytes", "4000000", "--cache-tier-queue-bytes", "1000000"};
   if (redis.port() != 0) extra.insert(extra.end(), {"--cache-redis", redis.url()});
-  ServeProcess s(serve_args(extra), "tier_soak");
+  ServeProcess s(serve_args(extra, 16), "tier_soak");
   ASSERT_NE(s.port(), 0) << s.log();
   std::mt19937 rng(11);
   int64_t fds = 0, rss = 0, hits = 0;
@@ -348,6 +348,16 @@ TEST(TierServeSoak, BudgetsHoldWithoutGrowth) {
   int64_t on_disk = 0;
   for (auto& f : files_with(dir, ".blk")) on_disk += static_cast<int64_t>(fs::file_size(f));
   EXPECT_LE(on_disk, dir_budget);
+  std::printf(
+      "soak: %d requests, %lld hit; disk %.0f bytes (budget %lld), %.0f evictions, "
+      "%.0f drops; fds %lld -> %lld; rss %lld -> %lld KiB; redis used_memory %lld\n",
+      n, static_cast<long long>(hits), tier_metric(m, "invar_cache_tier_bytes", "disk"),
+      static_cast<long long>(dir_budget),
+      tier_metric(m, "invar_cache_tier_evictions_total", "disk"),
+      tier_metric(m, "invar_cache_tier_write_drops_total", "disk"), static_cast<long long>(fds),
+      static_cast<long long>(proc_count(s.pid(), "fd")), static_cast<long long>(rss >> 10),
+      static_cast<long long>(proc_count(s.pid(), "rss") >> 10),
+      redis.port() ? redis.info_field("memory", "used_memory") : -1ll);
   EXPECT_LE(proc_count(s.pid(), "fd"), fds + 2) << "descriptors grew";
   EXPECT_LE(proc_count(s.pid(), "rss"), rss + (16 << 20)) << "memory grew";
   if (redis.port() != 0) {
