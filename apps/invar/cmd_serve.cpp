@@ -235,6 +235,27 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
   s->add_option("--cache-bytes", e.cache_bytes, "byte budget of cached KV blocks + checkpoints")
       ->capture_default_str();
   s->add_flag("--no-prefix-cache", o->no_prefix_cache, "turn prefix-cache lookups and inserts off");
+  s->add_option("--cache-dir", e.tiers.cache_dir,
+                "DIR: second cache tier on disk: full blocks and checkpoints persist across "
+                "restarts and are shared by every process using DIR (docs/cache-tiers.md)");
+  s->add_option("--cache-dir-bytes", e.tiers.cache_dir_bytes,
+                "byte budget of --cache-dir for this model (least recently used records go)")
+      ->capture_default_str();
+  s->add_option("--cache-redis", e.tiers.redis_url,
+                "redis://HOST[:PORT][/DB]: third cache tier shared by a fleet (budget: the "
+                "server's maxmemory with an LRU policy)");
+  s->add_option("--cache-tier-timeout", e.tiers.read_timeout_s,
+                "seconds a prefix lookup waits for the disk and Redis tiers before recomputing")
+      ->capture_default_str();
+  s->add_option("--cache-redis-timeout", e.tiers.redis_timeout_s,
+                "seconds for a Redis connect or command before it counts as failed")
+      ->capture_default_str();
+  s->add_option("--cache-tier-queue-bytes", e.tiers.write_queue_bytes,
+                "records waiting to be written to the tiers before new ones are dropped")
+      ->capture_default_str();
+  s->add_option("--cache-dir-write-delay-ms", e.tiers.disk_write_delay_ms,
+                "tests only: pause in the middle of every record file write")
+      ->group("");
   s->add_option("--max-batch-tokens", e.max_batch_tokens, "tokens per engine step")
       ->capture_default_str();
   s->add_option("--threads", e.threads, "compute threads (0: all cores)")->capture_default_str();

@@ -297,6 +297,7 @@ void PrefixCache::block_commit(std::span<const int32_t> table, int64_t index,
     if (tokens_equal(twin, block_tokens) && tm.parent_key == parent_key) {
       if (checkpoint >= 0 && tm.checkpoint < 0) {
         checkpoint_attach(twin, checkpoint);
+        if (listener_) listener_({key, parent_key, block_tokens, twin, checkpoint});
       } else {
         give_back();
       }
@@ -321,6 +322,28 @@ void PrefixCache::block_commit(std::span<const int32_t> table, int64_t index,
     useless_update(parent);
   }
   if (checkpoint >= 0) checkpoint_attach(block, checkpoint);
+  if (listener_) listener_({key, parent_key, block_tokens, block, checkpoint});
+}
+
+void PrefixCache::chain_keys(std::span<const int32_t> tokens, std::string_view salt,
+                             int64_t n_blocks, std::vector<uint64_t>& keys) const {
+  const int64_t bs = cfg_.block_size;
+  INVAR_CHECK(n_blocks >= 0 && n_blocks * bs <= static_cast<int64_t>(tokens.size()));
+  keys.resize(static_cast<size_t>(n_blocks) + 1);
+  keys[0] = key_mask(salt_key(salt));
+  for (int64_t i = 0; i < n_blocks; ++i)
+    keys[static_cast<size_t>(i) + 1] = key_mask(block_key(
+        keys[static_cast<size_t>(i)],
+        tokens.subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs))));
+}
+
+void PrefixCache::block_pin(int32_t b) {
+  INVAR_CHECK(b >= 0 && b < blocks_.made() && indexed(b), "block " + std::to_string(b));
+  if (meta_[static_cast<size_t>(b)].ref++ == 0) {
+    --unreferenced_indexed_;
+    ++referenced_;
+  }
+  useless_update(b);
 }
 
 int64_t PrefixCache::blocks_obtainable() const {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -77,6 +78,15 @@ struct CacheStats {
   CacheBudget budget;
 };
 
+// A block that has just become findable, or an indexed block that has just gained its
+// checkpoint: what the lower tiers (tier_bridge.h) copy out.
+struct BlockIndexed {
+  uint64_t key = 0, parent_key = 0;
+  std::span<const int32_t> tokens;  // [block_size]
+  int32_t block = -1;
+  int32_t checkpoint = -1;  // attached checkpoint, −1 if none
+};
+
 class PrefixCache {
  public:
   explicit PrefixCache(const CacheConfig& cfg);
@@ -121,6 +131,18 @@ class PrefixCache {
   // Consumes `checkpoint` (−1: none).
   void block_commit(std::span<const int32_t> table, int64_t index, std::span<const int32_t> tokens,
                     std::string_view salt, int32_t checkpoint);
+
+  // keys[0] = the salt key, keys[i + 1] = the chain key of full block i, for n_blocks blocks:
+  // the keys block_commit() gives them.
+  void chain_keys(std::span<const int32_t> tokens, std::string_view salt, int64_t n_blocks,
+                  std::vector<uint64_t>& keys) const;
+  // One more reference on an indexed block (dropped with block_release): it stays resident.
+  void block_pin(int32_t block);
+  // Called inside block_commit() for every BlockIndexed event; the listener must not call back
+  // into the cache. Empty: none.
+  void index_listen(std::function<void(const BlockIndexed&)> listener) {
+    listener_ = std::move(listener);
+  }
 
   // Blocks block_acquire() could hand out now, counting evictable ones (an estimate from above
   // only where an unreferenced block is pinned by a referenced child of a duplicate chain).
@@ -171,6 +193,7 @@ class PrefixCache {
   LruList attached_;
   int64_t unreferenced_indexed_ = 0;
   int64_t referenced_ = 0;  // blocks with ref > 0
+  std::function<void(const BlockIndexed&)> listener_;
   int64_t evicted_blocks_ = 0, evicted_checkpoints_ = 0;
   int64_t lookups_ = 0, hits_ = 0, hit_tokens_ = 0, collisions_ = 0;
 };

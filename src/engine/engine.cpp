@@ -7,7 +7,9 @@
 #include <thread>
 #include <unordered_map>
 
+#include "cache/lower_tiers.h"
 #include "cache/prefix_cache.h"
+#include "cache/tier_bridge.h"
 #include "engine/model_runner.h"
 #include "engine/postprocess.h"
 #include "engine/request_check.h"
@@ -41,6 +43,16 @@ SchedulerConfig scheduler_config(const Model& m, const EngineConfig& c) {
   return sc;
 }
 
+std::unique_ptr<LowerTiers> tiers_open(const Model& m, const EngineConfig& c) {
+  if (!c.prefix_cache || !c.tiers.enabled()) return nullptr;
+  TierShape shape;
+  shape.fingerprint = c.fingerprint;
+  shape.block_size = c.block_size;
+  shape.block_floats = m.kv_block_floats(c.block_size);
+  shape.state_floats = m.state_floats();
+  return std::make_unique<LowerTiers>(c.tiers, shape);
+}
+
 EngineConfig config_checked(EngineConfig c) {
   if (c.block_size < 1) throw Error("--block-size must be ≥ 1");
   if (c.checkpoint_every < 1) throw Error("--checkpoint-every must be ≥ 1");
@@ -67,6 +79,8 @@ struct Engine::Impl {
   const EngineConfig cfg;
   RequestLimits limits;
   PrefixCache cache;
+  std::unique_ptr<LowerTiers> tiers;  // null without lower tiers
+  std::unique_ptr<TierBridge> bridge;
   Scheduler sched;
   RequestQueue queue;
   ModelRunner runner;
@@ -88,6 +102,8 @@ struct Engine::Impl {
       : tokenizer(t),
         cfg(config_checked(c)),
         cache(cache_config(m, cfg)),
+        tiers(tiers_open(m, cfg)),
+        bridge(tiers ? std::make_unique<TierBridge>(cache, *tiers) : nullptr),
         sched(scheduler_config(m, cfg), cache),
         queue(cfg.max_queue),
         runner(m, cfg.max_batch_tokens, cfg.max_running, cfg.threads, cfg.block_size),
@@ -100,6 +116,7 @@ struct Engine::Impl {
     limits.block_capacity = cache.stats().blocks_capacity;
     limits.cache_bytes = cfg.cache_bytes;
     limits.has_tokenizer = t != nullptr;
+    sched.tiers_attach(bridge.get());
     thread = std::thread([this] { loop(); });
   }
 
@@ -276,7 +293,13 @@ void Engine::cancel(RequestId id) {
 }
 
 EngineMetrics Engine::metrics() const {
-  return impl_->queue.metrics();
+  EngineMetrics m = impl_->queue.metrics();
+  if (impl_->tiers) m.tiers = impl_->tiers->report();
+  return m;
+}
+
+std::string Engine::tiers_describe() const {
+  return impl_->tiers ? impl_->tiers->describe() : std::string();
 }
 
 const EngineConfig& Engine::config() const {

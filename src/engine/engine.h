@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cache/prefix_cache.h"
+#include "cache/tier_config.h"
 #include "core/error.h"
 #include "engine/drafter.h"
 #include "model/model.h"
@@ -32,6 +33,8 @@ struct EngineConfig {
   int64_t n_ctx = 0;                // context limit per request (0: the model's n_ctx_train)
   std::string spec = "none";        // --spec: drafter name (engine/drafter.h), "none": off
   DrafterConfig draft;              // --spec-tokens, --spec-ngram-min/max
+  TierConfig tiers;                 // --cache-dir, --cache-redis: lower cache tiers (off: none)
+  std::string fingerprint;          // system_fingerprint: addresses the lower tiers' records
 };
 
 // What went wrong with a request, for the caller to map onto its own protocol (the server: HTTP
@@ -130,6 +133,7 @@ struct EngineMetrics {
   // chunks run, and spec_accepted_hist[i] = verification chunks that kept i drafts (i ≤ k).
   uint64_t spec_drafted_total = 0, spec_accepted_total = 0, spec_verifications_total = 0;
   std::vector<uint64_t> spec_accepted_hist;
+  TiersReport tiers;  // lower cache tiers (empty without --cache-dir / --cache-redis)
 };
 
 class Engine {
@@ -156,6 +160,7 @@ class Engine {
   // Tests: the prefix cache, to read only while no request is in flight (after the last
   // request's finished event, before the next submit).
   const PrefixCache& prefix_cache() const;
+  std::string tiers_describe() const;       // the lower tiers for the start-up log ("" if none)
   // Stops admitting work; waits up to timeout_s for running requests, then cancels the rest.
   void drain(double timeout_s);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "cache/tier_bridge.h"
 #include "core/error.h"
 
 namespace invar {
@@ -36,6 +37,7 @@ void Scheduler::admit(ScheduledSeq* s) {
   PrefixHit hit;
   if (lookup) {
     const int64_t n = static_cast<int64_t>(s->tokens.size());
+    if (tiers_) tiers_->restore(s->tokens, s->cache_salt, n - 1);
     hit = cache_.lookup(s->tokens, s->cache_salt, n - 1);
   }
   s->state_slot = states_.acquire();

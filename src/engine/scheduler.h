@@ -22,6 +22,8 @@
 
 namespace invar {
 
+class TierBridge;  // cache/tier_bridge.h
+
 struct SchedulerConfig {
   int64_t block_size = 64;         // tokens per KV block
   int64_t checkpoint_every = 1;    // checkpoint every N block boundaries
@@ -59,6 +61,8 @@ class Scheduler {
  public:
   Scheduler(const SchedulerConfig& cfg, PrefixCache& cache);
 
+  // Lookups that memory serves only in part are first extended from the lower tiers (null: none).
+  void tiers_attach(TierBridge* tiers) { tiers_ = tiers; }
   void enqueue(ScheduledSeq* s);  // back of the waiting queue
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   // Fills plan (previous contents discarded). Sequences that can never fit are appended to
@@ -86,6 +90,7 @@ class Scheduler {
 
   SchedulerConfig cfg_;
   PrefixCache& cache_;
+  TierBridge* tiers_ = nullptr;
   SlotArena states_;                    // [max_running][state_floats]: live state per running seq
   std::vector<ScheduledSeq*> running_;  // admission order
   std::deque<ScheduledSeq*> waiting_;   // FIFO; preempted sequences return to the front

@@ -29,6 +29,7 @@ class EngineBackend : public VocabBackend {
                   " tokens but the model only " + std::to_string(model_->hparams().n_vocab));
     id_ = model_id_of(path);
     fingerprint_ = system_fingerprint_of(model_->sha256(), kNumericsVersion);
+    cfg.fingerprint = fingerprint_;  // lower-tier records are filed under it
     engine_ = std::make_unique<Engine>(*model_, tok_.get(), cfg);
     // What memory the engine may add to the model's: the cache budget, and the live recurrent
     // state of each running request, which the budget does not cover.
@@ -36,6 +37,8 @@ class EngineBackend : public VocabBackend {
     std::fprintf(stderr, "invar serve: %s; live state %lld B per running request (up to %lld)\n",
                  engine_->cache_budget().describe().c_str(), static_cast<long long>(live_bytes),
                  static_cast<long long>(engine_->config().max_running));
+    if (const std::string t = engine_->tiers_describe(); !t.empty())
+      std::fprintf(stderr, "invar serve: %s\n", t.c_str());
   }
   ~EngineBackend() override { engine_.reset(); }  // the engine goes before the model
 

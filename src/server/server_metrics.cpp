@@ -16,6 +16,46 @@ void metric(std::string& out, const char* name, const char* type, const char* he
          name + " " + num(v) + "\n";
 }
 
+// One family with a value per lower cache tier (label tier="disk" | "redis").
+void tier_metric(std::string& out, const char* name, const char* type, const char* help,
+                 const TiersReport& r, int64_t TierReport::*field) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  for (const TierReport& t : r.tiers)
+    out += std::string(name) + "{tier=\"" + t.tier + "\"} " + num(double(t.*field)) + "\n";
+}
+
+void tier_metrics(std::string& out, const TiersReport& r) {
+  if (r.tiers.empty()) return;
+  tier_metric(out, "invar_cache_tier_hits_total", "counter", "blocks read back from the tier", r,
+              &TierReport::hits);
+  tier_metric(out, "invar_cache_tier_misses_total", "counter", "block lookups the tier missed", r,
+              &TierReport::misses);
+  tier_metric(out, "invar_cache_tier_writes_total", "counter", "blocks stored in the tier", r,
+              &TierReport::writes);
+  tier_metric(out, "invar_cache_tier_write_drops_total", "counter",
+              "blocks not stored because the write queue was full", r, &TierReport::write_drops);
+  tier_metric(out, "invar_cache_tier_write_failures_total", "counter",
+              "blocks not stored because of an I/O or connection error", r,
+              &TierReport::write_failures);
+  tier_metric(out, "invar_cache_tier_corrupt_total", "counter",
+              "truncated, corrupt or foreign records skipped and removed", r,
+              &TierReport::corrupt);
+  tier_metric(out, "invar_cache_tier_errors_total", "counter",
+              "reads that failed (I/O, connection, timeout)", r, &TierReport::errors);
+  tier_metric(out, "invar_cache_tier_evictions_total", "counter",
+              "records removed to keep the byte budget", r, &TierReport::evictions);
+  tier_metric(out, "invar_cache_tier_bytes", "gauge",
+              "bytes stored as far as this process knows (-1: kept by the tier itself)", r,
+              &TierReport::bytes);
+  metric(out, "invar_cache_tier_read_timeouts_total", "counter",
+         "tier reads cut short by --cache-tier-timeout (the rest is recomputed)",
+         double(r.read_timeouts));
+  metric(out, "invar_cache_tier_mismatches_total", "counter",
+         "records under a requested key whose chain differed (not used)", double(r.mismatches));
+  metric(out, "invar_cache_tier_queue_bytes", "gauge", "records waiting to be written",
+         double(r.queue_bytes));
+}
+
 }  // namespace
 
 void LatencyHistogram::observe(double s) {
@@ -132,6 +172,7 @@ std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string&
     metric(out, "invar_engine_tokens_per_second", "gauge", "recent engine throughput",
            e->tokens_per_s);
     if (!e->spec_accepted_hist.empty()) out += spec_exposition(*e);
+    tier_metrics(out, e->tiers);
   }
   out += ttft.exposition("invar_time_to_first_token_seconds", "submit to first generated token");
   out += inter_token.exposition("invar_inter_token_latency_seconds",

@@ -1,0 +1,273 @@
+#include "cache/disk_tier.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "cache/tier_record.h"
+#include "core/error.h"
+
+namespace invar {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Fingerprints become directory names: anything but [A-Za-z0-9_-] turns into '_'.
+std::string path_safe(const std::string& s) {
+  std::string out = s.empty() ? "_" : s;
+  for (char& c : out)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '_';
+  return out;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "host";
+  return path_safe(buf);
+}
+
+bool write_all(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// The rename is durable only once the directory entry is on disk.
+void dir_sync(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+bool key_parse(const std::string& stem, uint64_t& key) {
+  if (stem.size() != 16) return false;
+  key = 0;
+  for (char c : stem) {
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) return false;
+    key = key << 4 | static_cast<uint64_t>(v);
+  }
+  return true;
+}
+
+// A temporary file is stale when its writer is gone: a dead process on this host, or (another
+// host on a shared filesystem, whose processes cannot be asked) an hour without change.
+bool temporary_stale(const std::string& name, const std::string& host, fs::file_time_type mtime) {
+  // <key>.<host>.<pid>.<serial>.tmp
+  const auto first = name.find('.');
+  const auto last = name.rfind(".tmp");
+  if (first != std::string::npos && last != std::string::npos && last > first) {
+    const std::string mid = name.substr(first + 1, last - first - 1);
+    const auto serial = mid.rfind('.');
+    const auto pid_dot =
+        serial == std::string::npos ? std::string::npos : mid.rfind('.', serial - 1);
+    if (pid_dot != std::string::npos && mid.substr(0, pid_dot) == host) {
+      const pid_t pid = static_cast<pid_t>(std::atol(mid.c_str() + pid_dot + 1));
+      if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    }
+  }
+  return fs::file_time_type::clock::now() - mtime > std::chrono::hours(1);
+}
+
+}  // namespace
+
+DiskTier::DiskTier(DiskTierConfig cfg) : cfg_(std::move(cfg)) {
+  if (cfg_.dir.empty()) throw Error("--cache-dir: empty path");
+  if (cfg_.budget_bytes < 0) throw Error("--cache-dir-bytes must be ≥ 0");
+  root_ = cfg_.dir + "/" + path_safe(cfg_.fingerprint);
+  std::error_code ec;
+  fs::create_directories(root_ + "/tmp", ec);
+  if (ec) throw Error("--cache-dir " + cfg_.dir + ": cannot create " + root_ + ": " + ec.message());
+  if (::access(root_.c_str(), R_OK | W_OK | X_OK) != 0)
+    throw Error("--cache-dir " + cfg_.dir + ": " + root_ + " is not writable");
+  tmp_prefix_ = host_name() + "." + std::to_string(::getpid());
+  scan();
+}
+
+std::string DiskTier::path_of(uint64_t key) const {
+  const std::string hex = tier_key_hex(key);
+  return root_ + "/" + hex.substr(0, 2) + "/" + hex + ".blk";
+}
+
+void DiskTier::scan() {
+  std::error_code ec;
+  const std::string host = host_name();
+  for (const auto& e : fs::directory_iterator(root_ + "/tmp", ec)) {
+    std::error_code ec2;
+    const auto mtime = e.last_write_time(ec2);
+    if (!ec2 && temporary_stale(e.path().filename().string(), host, mtime) &&
+        fs::remove(e.path(), ec2))
+      ++stale_removed_;
+  }
+  struct Found {
+    fs::file_time_type mtime;
+    uint64_t key;
+    int64_t bytes;
+  };
+  std::vector<Found> found;
+  for (const auto& sub : fs::directory_iterator(root_, ec)) {
+    if (!sub.is_directory() || sub.path().filename() == "tmp") continue;
+    std::error_code ec2;
+    for (const auto& e : fs::directory_iterator(sub.path(), ec2)) {
+      uint64_t key;
+      if (e.path().extension() != ".blk" || !key_parse(e.path().stem().string(), key)) continue;
+      std::error_code ec3;
+      const auto size = e.file_size(ec3);
+      const auto mtime = e.last_write_time(ec3);
+      if (!ec3) found.push_back({mtime, key, static_cast<int64_t>(size)});
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return a.mtime != b.mtime ? a.mtime < b.mtime : a.key < b.key;
+  });
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Found& f : found) known_add(f.key, f.bytes);
+  budget_keep();
+}
+
+void DiskTier::known_add(uint64_t key, int64_t bytes) {
+  if (auto it = known_.find(key); it != known_.end()) {
+    lru_.splice(lru_.end(), lru_, it->second.lru);
+    return;
+  }
+  lru_.push_back(key);
+  known_[key] = Known{bytes, std::prev(lru_.end())};
+  bytes_ += bytes;
+}
+
+void DiskTier::budget_keep() {
+  while (bytes_ > cfg_.budget_bytes && !lru_.empty()) {
+    const uint64_t key = lru_.front();
+    lru_.pop_front();
+    bytes_ -= known_[key].bytes;
+    known_.erase(key);
+    ::unlink(path_of(key).c_str());
+    ++counters.evictions;
+  }
+}
+
+TierGet DiskTier::get(uint64_t key, std::vector<char>& out) {
+  const std::string path = path_of(key);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) return TierGet::failed;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = known_.find(key); it != known_.end()) {  // removed by another process
+      bytes_ -= it->second.bytes;
+      lru_.erase(it->second.lru);
+      known_.erase(it);
+    }
+    return TierGet::missing;
+  }
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0;
+  if (ok) {
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < out.size()) {
+      const ssize_t r = ::read(fd, out.data() + got, out.size() - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    out.resize(got);  // a short read shows as a truncated record
+  }
+  ::close(fd);
+  if (!ok) return TierGet::failed;
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // recency survives a restart
+  std::lock_guard<std::mutex> lock(mu_);
+  known_add(key, static_cast<int64_t>(out.size()));
+  budget_keep();
+  return TierGet::found;
+}
+
+TierPut DiskTier::put(uint64_t key, std::span<const char> record) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = known_.find(key); it != known_.end()) {
+      lru_.splice(lru_.end(), lru_, it->second.lru);
+      return TierPut::present;
+    }
+  }
+  const std::string path = path_of(key);
+  if (::access(path.c_str(), F_OK) == 0) {  // written by another process
+    std::lock_guard<std::mutex> lock(mu_);
+    known_add(key, static_cast<int64_t>(record.size()));
+    budget_keep();
+    return TierPut::present;
+  }
+  // Unique among every writer: host and pid name the process, the serial the write in it.
+  static std::atomic<uint64_t> serial{0};
+  const std::string tmp = root_ + "/tmp/" + tier_key_hex(key) + "." + tmp_prefix_ + "." +
+                          std::to_string(serial++) + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return TierPut::failed;
+  const size_t half = record.size() / 2;
+  bool ok = write_all(fd, record.data(), half);
+  if (ok && cfg_.write_delay_ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.write_delay_ms));
+  ok = ok && write_all(fd, record.data() + half, record.size() - half) && ::fsync(fd) == 0;
+  ok = ::close(fd) == 0 && ok;
+  const std::string dir = path.substr(0, path.rfind('/'));
+  if (ok) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    ok = ::rename(tmp.c_str(), path.c_str()) == 0;
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return TierPut::failed;
+  }
+  dir_sync(dir);
+  std::lock_guard<std::mutex> lock(mu_);
+  known_add(key, static_cast<int64_t>(record.size()));
+  budget_keep();
+  return TierPut::written;
+}
+
+void DiskTier::remove(uint64_t key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ::unlink(path_of(key).c_str());
+  if (auto it = known_.find(key); it != known_.end()) {
+    bytes_ -= it->second.bytes;
+    lru_.erase(it->second.lru);
+    known_.erase(it);
+  }
+}
+
+int64_t DiskTier::bytes_stored() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+
+int64_t DiskTier::files_known() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(known_.size());
+}
+
+std::string DiskTier::describe() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return "disk " + root_ + " (" + std::to_string(known_.size()) + " records, " +
+         std::to_string(bytes_) + " of " + std::to_string(cfg_.budget_bytes) + " bytes; " +
+         std::to_string(stale_removed_) + " stale temporary files removed)";
+}
+
+}  // namespace invar

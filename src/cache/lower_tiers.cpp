@@ -1,0 +1,228 @@
+#include "cache/lower_tiers.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "cache/disk_tier.h"
+#include "cache/redis_tier.h"
+#include "core/error.h"
+
+namespace invar {
+
+namespace {
+
+constexpr size_t kSpareBuffers = 8;  // written records' buffers kept for the next ones
+
+}  // namespace
+
+LowerTiers::LowerTiers(const TierConfig& cfg, TierShape shape)
+    : cfg_(cfg), shape_(std::move(shape)) {
+  if (!(cfg_.read_timeout_s > 0)) throw Error("--cache-tier-timeout must be > 0");
+  if (cfg_.write_queue_bytes < 0) throw Error("--cache-tier-queue-bytes must be ≥ 0");
+  if (shape_.fingerprint.size() > 64) throw Error("fingerprint longer than 64 bytes");
+  if (!cfg_.cache_dir.empty()) {
+    DiskTierConfig d;
+    d.dir = cfg_.cache_dir;
+    d.budget_bytes = cfg_.cache_dir_bytes;
+    d.fingerprint = shape_.fingerprint;
+    d.write_delay_ms = cfg_.disk_write_delay_ms;
+    stores_.push_back(std::make_unique<DiskTier>(d));
+  }
+  if (!cfg_.redis_url.empty()) {
+    RedisTierConfig r;
+    r.url = cfg_.redis_url;
+    r.fingerprint = shape_.fingerprint;
+    r.timeout_s = cfg_.redis_timeout_s;
+    stores_.push_back(std::make_unique<RedisTier>(r));
+  }
+  writer_ = std::thread([this] { writer_loop(); });
+  reader_ = std::thread([this] { reader_loop(); });
+}
+
+LowerTiers::~LowerTiers() {
+  {
+    std::lock_guard<std::mutex> lock(fetch_mu_);
+    reader_stop_ = true;
+  }
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    stop_ = true;
+  }
+  write_cv_.notify_all();
+  fetch_cv_.notify_all();
+  reader_.join();
+  writer_.join();  // after it has written out the queue
+}
+
+bool LowerTiers::write_enqueue(uint64_t key, std::vector<char>&& record, size_t first, size_t end) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  if (queued_bytes_ + static_cast<int64_t>(record.size()) > cfg_.write_queue_bytes || stop_) {
+    for (size_t t = first; t < end; ++t) ++stores_[t]->counters.write_drops;
+    return false;
+  }
+  queued_bytes_ += static_cast<int64_t>(record.size());
+  writes_.push_back(WriteJob{key, std::move(record), first, end});
+  write_cv_.notify_one();
+  return true;
+}
+
+void LowerTiers::block_offer(const TierBlock& block) {
+  if (stores_.empty()) return;
+  const int64_t bytes = tier_record_bytes(shape_, block.checkpoint);
+  std::vector<char> buf;
+  {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    if (queued_bytes_ + bytes > cfg_.write_queue_bytes) {
+      for (auto& s : stores_) ++s->counters.write_drops;
+      return;
+    }
+    if (!spare_.empty()) {
+      buf = std::move(spare_.back());
+      spare_.pop_back();
+    }
+  }
+  tier_record_encode(shape_, block, buf);
+  write_enqueue(block.key, std::move(buf), 0, stores_.size());
+}
+
+void LowerTiers::writer_loop() {
+  std::unique_lock<std::mutex> lock(write_mu_);
+  for (;;) {
+    write_cv_.wait(lock, [&] { return stop_ || !writes_.empty(); });
+    if (writes_.empty()) return;  // stopping, and everything is written
+    WriteJob job = std::move(writes_.front());
+    writes_.pop_front();
+    writing_ = true;
+    lock.unlock();
+    for (size_t t = job.first_tier; t < job.end_tier; ++t) {
+      TierStore& s = *stores_[t];
+      const TierPut r = s.put(job.key, job.record);
+      if (r == TierPut::written) ++s.counters.writes;
+      if (r == TierPut::failed) ++s.counters.write_failures;
+    }
+    lock.lock();
+    queued_bytes_ -= static_cast<int64_t>(job.record.size());
+    if (spare_.size() < kSpareBuffers) spare_.push_back(std::move(job.record));
+    writing_ = false;
+    write_cv_.notify_all();
+  }
+}
+
+void LowerTiers::writes_wait() {
+  std::unique_lock<std::mutex> lock(write_mu_);
+  write_cv_.wait(lock, [&] { return writes_.empty() && !writing_; });
+}
+
+std::vector<FetchedBlock> LowerTiers::prefix_fetch(std::span<const uint64_t> keys,
+                                                   std::span<const uint64_t> parents,
+                                                   std::span<const int32_t> tokens) {
+  INVAR_CHECK(keys.size() == parents.size() &&
+              static_cast<int64_t>(tokens.size()) ==
+                  static_cast<int64_t>(keys.size()) * shape_.block_size);
+  if (stores_.empty() || keys.empty()) return {};
+  auto job = std::make_shared<FetchJob>();
+  job->keys.assign(keys.begin(), keys.end());
+  job->parents.assign(parents.begin(), parents.end());
+  job->tokens.assign(tokens.begin(), tokens.end());
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg_.read_timeout_s);
+  std::unique_lock<std::mutex> lock(fetch_mu_);
+  fetches_.push_back(job);
+  fetch_cv_.notify_all();
+  if (!fetch_cv_.wait_until(lock, deadline, [&] { return job->done; })) {
+    job->abandoned = true;
+    ++read_timeouts_;
+  }
+  return std::move(job->got);
+}
+
+void LowerTiers::reader_loop() {
+  std::unique_lock<std::mutex> lock(fetch_mu_);
+  for (;;) {
+    fetch_cv_.wait(lock, [&] { return reader_stop_ || !fetches_.empty(); });
+    if (reader_stop_) return;
+    std::shared_ptr<FetchJob> job = fetches_.front();
+    fetches_.pop_front();
+    lock.unlock();
+    fetch_run(*job);
+    lock.lock();
+    job->done = true;
+    fetch_cv_.notify_all();
+  }
+}
+
+void LowerTiers::fetch_run(FetchJob& job) {
+  const auto bs = static_cast<size_t>(shape_.block_size);
+  for (size_t i = 0; i < job.keys.size(); ++i) {
+    {
+      std::lock_guard<std::mutex> lock(fetch_mu_);
+      if (job.abandoned || reader_stop_) return;
+    }
+    const std::span<const int32_t> tokens(job.tokens.data() + i * bs, bs);
+    FetchedBlock got;
+    size_t found_in = stores_.size();
+    for (size_t t = 0; t < stores_.size() && found_in == stores_.size(); ++t) {
+      TierStore& s = *stores_[t];
+      const TierGet r = s.get(job.keys[i], got.record);
+      if (r == TierGet::failed) ++s.counters.errors;
+      if (r != TierGet::found) {
+        ++s.counters.misses;
+        continue;
+      }
+      switch (
+          tier_record_check(shape_, got.record, job.keys[i], job.parents[i], tokens, got.block)) {
+        case RecordCheck::ok:
+          ++s.counters.hits;
+          found_in = t;
+          break;
+        case RecordCheck::corrupt:
+          ++s.counters.corrupt;
+          s.remove(job.keys[i]);
+          break;
+        case RecordCheck::mismatch:
+          ++mismatches_;
+          ++s.counters.misses;
+          break;
+      }
+    }
+    if (found_in == stores_.size()) return;
+    if (found_in > 0) write_enqueue(job.keys[i], std::vector<char>(got.record), 0, found_in);
+    std::lock_guard<std::mutex> lock(fetch_mu_);
+    if (job.abandoned) return;
+    job.got.push_back(std::move(got));
+  }
+}
+
+TiersReport LowerTiers::report() const {
+  TiersReport r;
+  for (const auto& s : stores_) {
+    TierReport t;
+    t.tier = s->name();
+    t.hits = s->counters.hits;
+    t.misses = s->counters.misses;
+    t.writes = s->counters.writes;
+    t.write_drops = s->counters.write_drops;
+    t.write_failures = s->counters.write_failures;
+    t.corrupt = s->counters.corrupt;
+    t.errors = s->counters.errors;
+    t.evictions = s->counters.evictions;
+    t.bytes = s->bytes_stored();
+    r.tiers.push_back(t);
+  }
+  r.read_timeouts = read_timeouts_;
+  r.mismatches = mismatches_;
+  std::lock_guard<std::mutex> lock(write_mu_);
+  r.queue_bytes = queued_bytes_;
+  return r;
+}
+
+std::string LowerTiers::describe() const {
+  std::string out = "cache tiers:";
+  for (const auto& s : stores_) out += " " + s->describe() + ";";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " read timeout %.3f s, write queue %lld bytes",
+                cfg_.read_timeout_s, static_cast<long long>(cfg_.write_queue_bytes));
+  return out + buf;
+}
+
+}  // namespace invar

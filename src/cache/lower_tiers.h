@@ -1,0 +1,98 @@
+// The cache tiers below memory (disk, then Redis) behind one interface for the engine, with all
+// their I/O on two threads of their own: the engine thread never waits for a write and waits
+// for a read at most the read timeout.
+//
+// Writes: block_offer() encodes the record into a buffer of a bounded queue and returns; when
+// the queue is full the record is dropped (counted), never waited for. The writer thread files
+// each record in every tier. On destruction the queue is written out (SIGTERM keeps the work
+// done); a killed process loses only the queue and at most one temporary file per tier.
+// Reads: prefix_fetch() hands the reader thread the keys of consecutive blocks; for each block
+// the reader tries the tiers in order and checks the record (checksum, fingerprint, shape, key,
+// parent key, tokens). It stops at the first block no tier holds. A record found in a lower tier
+// only is copied into the tiers above it. Records that fail their checks are removed and counted,
+// never returned. At the timeout the engine takes what has arrived and the reader stops.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/tier_config.h"
+#include "cache/tier_record.h"
+#include "cache/tier_store.h"
+
+namespace invar {
+
+// A block read back from a tier: the record's bytes and views into them.
+struct FetchedBlock {
+  std::vector<char> record;
+  TierBlock block;
+};
+
+class LowerTiers {
+ public:
+  // Opens the tiers (throws Error for a bad directory or URL) and starts the threads.
+  LowerTiers(const TierConfig& cfg, TierShape shape);
+  ~LowerTiers();  // writes out the queue, stops the threads
+  LowerTiers(const LowerTiers&) = delete;
+  LowerTiers& operator=(const LowerTiers&) = delete;
+
+  const TierShape& shape() const { return shape_; }
+  // Engine thread: queue the block for every tier; drops it when the queue is full.
+  void block_offer(const TierBlock& block);
+  // Engine thread: records of consecutive blocks, keys[i] chained from parents[i], block i
+  // holding tokens[i·bs, (i+1)·bs); stops at the first block no tier holds and after the read
+  // timeout. The result is a prefix of the blocks asked for.
+  std::vector<FetchedBlock> prefix_fetch(std::span<const uint64_t> keys,
+                                         std::span<const uint64_t> parents,
+                                         std::span<const int32_t> tokens);
+  TiersReport report() const;
+  std::string describe() const;  // the start-up log line
+  void writes_wait();            // tests: until the queue is empty and no write is running
+
+ private:
+  struct WriteJob {
+    uint64_t key = 0;
+    std::vector<char> record;
+    size_t first_tier = 0, end_tier = 0;  // tiers [first, end) get it
+  };
+  struct FetchJob {
+    std::vector<uint64_t> keys, parents;
+    std::vector<int32_t> tokens;
+    std::vector<FetchedBlock> got;  // guarded by LowerTiers::fetch_mu_
+    bool done = false, abandoned = false;
+  };
+
+  bool write_enqueue(uint64_t key, std::vector<char>&& record, size_t first, size_t end);
+  void writer_loop();
+  void reader_loop();
+  void fetch_run(FetchJob& job);
+
+  TierConfig cfg_;
+  TierShape shape_;
+  std::vector<std::unique_ptr<TierStore>> stores_;  // read order: disk, then Redis
+
+  mutable std::mutex write_mu_;
+  std::condition_variable write_cv_;
+  std::deque<WriteJob> writes_;
+  std::vector<std::vector<char>> spare_;  // buffers of written records, reused
+  int64_t queued_bytes_ = 0;
+  bool writing_ = false, stop_ = false;
+
+  std::mutex fetch_mu_;
+  std::condition_variable fetch_cv_;
+  std::deque<std::shared_ptr<FetchJob>> fetches_;
+  bool reader_stop_ = false;
+
+  std::atomic<int64_t> read_timeouts_{0}, mismatches_{0};
+  std::thread writer_, reader_;
+};
+
+}  // namespace invar

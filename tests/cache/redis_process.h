@@ -1,0 +1,146 @@
+// A real redis-server on a free loopback port for tests: no persistence, a byte budget with LRU
+// eviction, stopped (SIGKILL) when the object goes. Tests skip when redis-server is absent.
+#pragma once
+
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace invar::testing {
+
+inline std::string redis_server_binary() {
+  for (const char* p : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"})
+    if (::access(p, X_OK) == 0) return p;
+  return "";
+}
+
+class RedisProcess {
+ public:
+  explicit RedisProcess(const std::string& maxmemory = "64mb") {
+    const std::string bin = redis_server_binary();
+    if (bin.empty()) return;
+    for (int attempt = 0; attempt < 5 && port_ == 0; ++attempt) {
+      const int port = free_port();
+      std::vector<std::string> args = {bin,
+                                       "--port",
+                                       std::to_string(port),
+                                       "--bind",
+                                       "127.0.0.1",
+                                       "--save",
+                                       "",
+                                       "--appendonly",
+                                       "no",
+                                       "--maxmemory",
+                                       maxmemory,
+                                       "--maxmemory-policy",
+                                       "allkeys-lru",
+                                       "--loglevel",
+                                       "warning"};
+      pid_ = fork();
+      if (pid_ == 0) {
+        const int null = ::open("/dev/null", O_WRONLY);  // its start-up chatter
+        dup2(null, 1);
+        dup2(null, 2);
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (std::chrono::steady_clock::now() < deadline && waitpid(pid_, nullptr, WNOHANG) == 0) {
+        if (ping(port)) {
+          port_ = port;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (port_ == 0) stop();
+    }
+  }
+  ~RedisProcess() { stop(); }
+  RedisProcess(const RedisProcess&) = delete;
+  RedisProcess& operator=(const RedisProcess&) = delete;
+
+  int port() const { return port_; }  // 0: not running
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+
+  // One command's reply as a string ("" for nil or error); integer replies in decimal.
+  std::string command(const std::vector<std::string>& argv) const {
+    redisContext* c = redisConnect("127.0.0.1", port_);
+    std::string out;
+    if (c && !c->err) {
+      std::vector<const char*> a;
+      std::vector<size_t> len;
+      for (auto& s : argv) {
+        a.push_back(s.data());
+        len.push_back(s.size());
+      }
+      auto* r = static_cast<redisReply*>(
+          redisCommandArgv(c, static_cast<int>(a.size()), a.data(), len.data()));
+      if (r && r->type == REDIS_REPLY_STRING) out.assign(r->str, r->len);
+      if (r && r->type == REDIS_REPLY_INTEGER) out = std::to_string(r->integer);
+      if (r && r->type == REDIS_REPLY_STATUS) out.assign(r->str, r->len);
+      if (r && r->type == REDIS_REPLY_ARRAY)
+        for (size_t i = 0; i < r->elements; ++i)
+          if (r->element[i]->type == REDIS_REPLY_STRING)
+            out += std::string(r->element[i]->str, r->element[i]->len) + "\n";
+      if (r) freeReplyObject(r);
+    }
+    if (c) redisFree(c);
+    return out;
+  }
+  // A field of INFO (e.g. "used_memory"), −1 if absent.
+  long long info_field(const std::string& section, const std::string& field) const {
+    const std::string info = command({"INFO", section});
+    const auto p = info.find(field + ":");
+    return p == std::string::npos ? -1 : std::atoll(info.c_str() + p + field.size() + 1);
+  }
+
+ private:
+  static int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    ::close(fd);
+    return ntohs(a.sin_port);
+  }
+  static bool ping(int port) {
+    timeval tv{0, 200000};
+    redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    bool ok = false;
+    if (c && !c->err) {
+      auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
+      ok = r && r->type == REDIS_REPLY_STATUS;
+      if (r) freeReplyObject(r);
+    }
+    if (c) redisFree(c);
+    return ok;
+  }
+  void stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    pid_ = -1;
+  }
+
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+}  // namespace invar::testing

@@ -1,0 +1,494 @@
+// The lower cache tiers without a model: the record format's checks, the disk tier's files,
+// budget and restart, and the memory cache restored from disk and from a real redis-server
+// (bits compared, salts kept apart, corrupt records skipped, counted and removed), plus a small
+// budget soak. The soak test runs 10,000 prefixes when INVAR_TIER_SOAK_N says so (label soak).
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/disk_tier.h"
+#include "cache/lower_tiers.h"
+#include "cache/prefix_cache.h"
+#include "cache/redis_process.h"
+#include "cache/redis_tier.h"
+#include "cache/tier_bridge.h"
+#include "cache/tier_record.h"
+
+namespace invar {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kBs = 4;
+constexpr int64_t kBlockFloats = 24;
+constexpr int64_t kStateFloats = 40;
+
+TierShape shape_make(int64_t block_floats = kBlockFloats) {
+  return TierShape{"fp_test0123456789", kBs, block_floats, kStateFloats};
+}
+
+std::string temp_dir(const std::string& name) {
+  const std::string d =
+      fs::temp_directory_path().string() + "/invar-tier-" + name + "-" + std::to_string(::getpid());
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::vector<std::string> files_under(const std::string& dir, const std::string& ext) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto& e : fs::recursive_directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ext) out.push_back(e.path().string());
+  return out;
+}
+
+int64_t open_fds() {
+  int64_t n = 0;
+  for ([[maybe_unused]] auto& e : fs::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+int64_t resident_bytes() {
+  std::ifstream f("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// The "computation": KV and state are functions of the prefix (as the contract makes them).
+float kv_value(uint64_t key, int64_t j) {
+  return static_cast<float>((key >> 8) % 100003 + j);
+}
+float state_value(uint64_t key, int64_t j) {
+  return static_cast<float>(key % 99991) - j;
+}
+
+// Drives a cache as the scheduler does: restore (when a bridge is given), lookup, hit, fill and
+// commit every remaining full block with a checkpoint. Returns the tokens served from cache.
+int64_t seq_run(PrefixCache& cache, TierBridge* bridge, const std::vector<int32_t>& tokens,
+                const std::string& salt, std::vector<float>* restored_state = nullptr) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  if (bridge) bridge->restore(tokens, salt, n - 1);
+  const PrefixHit hit = cache.lookup(tokens, salt, n - 1);
+  std::vector<float> state(kStateFloats);
+  cache.hit_apply(hit, state.data());
+  if (restored_state) *restored_state = state;
+  std::vector<int32_t> table = hit.blocks;
+  std::vector<uint64_t> keys;
+  cache.chain_keys(tokens, salt, n / kBs, keys);
+  for (int64_t i = static_cast<int64_t>(hit.blocks.size()); i < n / kBs; ++i) {
+    const int32_t b = cache.block_acquire();
+    EXPECT_GE(b, 0);
+    if (b < 0) break;
+    for (int64_t j = 0; j < kBlockFloats; ++j)
+      cache.block_data(b)[j] = kv_value(keys[static_cast<size_t>(i) + 1], j);
+    const int32_t c = cache.checkpoint_acquire();
+    if (c >= 0)
+      for (int64_t j = 0; j < kStateFloats; ++j)
+        cache.checkpoint_data(c)[j] = state_value(keys[static_cast<size_t>(i) + 1], j);
+    table.push_back(b);
+    cache.block_commit(table, i, tokens, salt, c);
+  }
+  for (int32_t b : table) cache.block_release(b);
+  cache.check_invariants();
+  return hit.n_tokens;
+}
+
+// After a hit of n_tokens: every hit block's KV and the restored state are what computing them
+// gives, bit for bit.
+void expect_hit_bits(const PrefixCache& cache, const std::vector<int32_t>& tokens,
+                     const std::string& salt, const std::vector<float>& state) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  const PrefixHit hit = cache.lookup(tokens, salt, n - 1);
+  ASSERT_GT(hit.n_tokens, 0);
+  std::vector<uint64_t> keys;
+  cache.chain_keys(tokens, salt, n / kBs, keys);
+  for (size_t i = 0; i < hit.blocks.size(); ++i)
+    for (int64_t j = 0; j < kBlockFloats; ++j)
+      ASSERT_EQ(cache.block_data(hit.blocks[i])[j], kv_value(keys[i + 1], j)) << "block " << i;
+  const uint64_t last = keys[hit.blocks.size()];
+  for (int64_t j = 0; j < kStateFloats; ++j)
+    ASSERT_EQ(state[static_cast<size_t>(j)], state_value(last, j));
+}
+
+CacheConfig cache_config(int64_t budget = 1 << 20) {
+  CacheConfig c;
+  c.block_size = kBs;
+  c.block_floats = kBlockFloats;
+  c.state_floats = kStateFloats;
+  c.cache_bytes = budget;
+  return c;
+}
+
+std::vector<int32_t> tokens_make(int seed, int64_t n) {
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = static_cast<int32_t>(rng() % 1000);
+  return t;
+}
+
+// A memory cache with lower tiers, as the engine builds it.
+struct Tiered {
+  PrefixCache cache;
+  LowerTiers tiers;
+  TierBridge bridge;
+  Tiered(const TierConfig& tc, int64_t budget = 1 << 20)
+      : cache(cache_config(budget)), tiers(tc, shape_make()), bridge(cache, tiers) {}
+  const TierReport& tier(size_t i) {
+    report = tiers.report();
+    return report.tiers.at(i);
+  }
+  TiersReport report;
+};
+
+TEST(TierRecord, ChecksCatchEveryDamage) {
+  const TierShape shape = shape_make();
+  std::vector<int32_t> tokens = {1, 2, 3, 4};
+  std::vector<float> kv(kBlockFloats, 1.5f), state(kStateFloats, -2.0f);
+  TierBlock b{42, 7, tokens, kv, state, true};
+  std::vector<char> rec;
+  tier_record_encode(shape, b, rec);
+  ASSERT_EQ(static_cast<int64_t>(rec.size()), tier_record_bytes(shape, true));
+  TierBlock got;
+  ASSERT_EQ(tier_record_check(shape, rec, 42, 7, tokens, got), RecordCheck::ok);
+  EXPECT_TRUE(got.checkpoint);
+  EXPECT_EQ(std::memcmp(got.kv.data(), kv.data(), kv.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(got.state.data(), state.data(), state.size() * 4), 0);
+  for (size_t at = 0; at < rec.size(); at += 13) {  // any flipped byte
+    auto bad = rec;
+    bad[at] ^= 0x10;
+    EXPECT_EQ(tier_record_check(shape, bad, 42, 7, tokens, got), RecordCheck::corrupt) << at;
+  }
+  for (size_t len : {size_t{0}, size_t{100}, rec.size() - 1})  // truncated
+    EXPECT_EQ(tier_record_check(shape, std::span(rec.data(), len), 42, 7, tokens, got),
+              RecordCheck::corrupt);
+  TierShape other = shape;
+  other.fingerprint = "fp_othermodel0000";  // a whole record of another model
+  EXPECT_EQ(tier_record_check(other, rec, 42, 7, tokens, got), RecordCheck::corrupt);
+  EXPECT_EQ(tier_record_check(shape, rec, 43, 7, tokens, got), RecordCheck::corrupt);
+  EXPECT_EQ(tier_record_check(shape, rec, 42, 8, tokens, got), RecordCheck::mismatch);
+  std::vector<int32_t> other_tokens = {1, 2, 3, 5};
+  EXPECT_EQ(tier_record_check(shape, rec, 42, 7, other_tokens, got), RecordCheck::mismatch);
+  TierBlock no_state{42, 7, tokens, kv, {}, false};
+  tier_record_encode(shape, no_state, rec);
+  ASSERT_EQ(tier_record_check(shape, rec, 42, 7, tokens, got), RecordCheck::ok);
+  EXPECT_FALSE(got.checkpoint);
+}
+
+TEST(TierRedisUrl, ParsesAndRefuses) {
+  const RedisUrl u = redis_url_parse("redis://10.0.0.2:6380/3");
+  EXPECT_EQ(u.host, "10.0.0.2");
+  EXPECT_EQ(u.port, 6380);
+  EXPECT_EQ(u.db, 3);
+  EXPECT_EQ(redis_url_parse("redis://cache").port, 6379);
+  for (const char* bad :
+       {"http://x", "redis://", "redis://h:0", "redis://h:x", "redis://h/-1", "redis://u@h"})
+    EXPECT_THROW(redis_url_parse(bad), Error) << bad;
+}
+
+TEST(TierDisk, BudgetLruRestartAndStaleTemporaries) {
+  const std::string dir = temp_dir("disk");
+  const TierShape shape = shape_make();
+  const int64_t rec_bytes = tier_record_bytes(shape, true);
+  std::vector<int32_t> tokens = {1, 2, 3, 4};
+  std::vector<float> kv(kBlockFloats, 3.0f), state(kStateFloats, 4.0f);
+  std::vector<char> rec, back;
+  {
+    DiskTier d({dir, 5 * rec_bytes, shape.fingerprint, 0});
+    for (uint64_t k = 1; k <= 10; ++k) {
+      tier_record_encode(shape, TierBlock{k, 0, tokens, kv, state, true}, rec);
+      EXPECT_EQ(d.put(k, rec), TierPut::written);
+      if (k == 9) {
+        EXPECT_EQ(d.get(5, back), TierGet::found);  // 5, the oldest, becomes the newest
+      }
+    }
+    EXPECT_EQ(d.put(10, rec), TierPut::present);
+    EXPECT_LE(d.bytes_stored(), 5 * rec_bytes);
+    EXPECT_EQ(d.counters.evictions.load(), 5);
+    EXPECT_EQ(d.get(6, back), TierGet::missing) << "least recently used goes first";
+    EXPECT_EQ(d.get(5, back), TierGet::found) << "a read refreshes recency";
+    EXPECT_EQ(d.get(10, back), TierGet::found);
+    EXPECT_EQ(static_cast<int64_t>(files_under(dir, ".blk").size()), 5);
+  }
+  // A writer that died mid-write left a temporary file; the next start removes it.
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::string tmp = dir + "/" + shape.fingerprint + "/tmp/0000000000000001." + host + "." +
+                          std::to_string(dead) + ".0.tmp";
+  std::ofstream(tmp) << "half a record";
+  DiskTier again({dir, 5 * rec_bytes, shape.fingerprint, 0});
+  EXPECT_EQ(again.files_known(), 5);
+  EXPECT_EQ(again.bytes_stored(), 5 * rec_bytes);
+  EXPECT_EQ(again.stale_temporaries_removed(), 1);
+  EXPECT_FALSE(fs::exists(tmp));
+  EXPECT_EQ(again.get(5, back), TierGet::found);
+  TierBlock view;
+  EXPECT_EQ(tier_record_check(shape, back, 5, 0, tokens, view), RecordCheck::ok);
+  // A smaller budget at restart is kept at once.
+  DiskTier smaller({dir, 2 * rec_bytes, shape.fingerprint, 0});
+  EXPECT_EQ(smaller.files_known(), 2);
+  EXPECT_EQ(static_cast<int64_t>(files_under(dir, ".blk").size()), 2);
+  EXPECT_THROW(DiskTier({"/proc/invar-no-such-dir", 1, "fp", 0}), Error);
+  fs::remove_all(dir);
+}
+
+TEST(TierBridge, DiskRestoresAfterRestartSaltsApartCorruptSkipped) {
+  const std::string dir = temp_dir("bridge");
+  TierConfig tc;
+  tc.cache_dir = dir;
+  const auto tokens = tokens_make(1, 10 * kBs + 3);
+  {
+    Tiered a(tc);
+    EXPECT_EQ(seq_run(a.cache, &a.bridge, tokens, "s1"), 0);
+    a.tiers.writes_wait();
+    EXPECT_EQ(a.tier(0).writes, 10);
+    EXPECT_EQ(seq_run(a.cache, &a.bridge, tokens, "s1"), 10 * kBs) << "memory serves it";
+    EXPECT_EQ(a.tier(0).hits, 0) << "memory hits never read the disk";
+  }
+  {
+    Tiered b(tc);  // a restart: empty memory, the same directory
+    std::vector<float> state;
+    EXPECT_EQ(seq_run(b.cache, &b.bridge, tokens, "s1", &state), 10 * kBs);
+    expect_hit_bits(b.cache, tokens, "s1", state);
+    EXPECT_EQ(b.tier(0).hits, 10);
+    EXPECT_EQ(b.bridge.restored_tokens(), 10 * kBs);
+    b.tiers.writes_wait();
+    EXPECT_EQ(b.tier(0).writes, 0) << "restored blocks are not written back";
+    EXPECT_EQ(seq_run(b.cache, &b.bridge, tokens, "s2"), 0) << "another salt shares nothing";
+    EXPECT_EQ(b.tier(0).hits, 10);
+  }
+  // Damage block 6's file: the restore stops before it, counts it and removes the file.
+  std::vector<uint64_t> keys;
+  PrefixCache(cache_config()).chain_keys(tokens, "s1", 10, keys);
+  const std::string hex = tier_key_hex(keys[7]);
+  const std::string victim = dir + "/fp_test0123456789/" + hex.substr(0, 2) + "/" + hex + ".blk";
+  ASSERT_TRUE(fs::exists(victim));
+  {
+    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    f.put('\x7f');
+  }
+  {
+    Tiered c(tc);
+    EXPECT_EQ(seq_run(c.cache, &c.bridge, tokens, "s1"), 6 * kBs);
+    EXPECT_EQ(c.tier(0).corrupt, 1);
+    EXPECT_FALSE(fs::exists(victim));
+    c.tiers.writes_wait();
+    EXPECT_EQ(c.tier(0).writes, 1) << "the removed record is written again, the others stay";
+  }
+  {
+    Tiered d(tc);
+    std::vector<float> state;
+    EXPECT_EQ(seq_run(d.cache, &d.bridge, tokens, "s1", &state), 10 * kBs);
+    expect_hit_bits(d.cache, tokens, "s1", state);
+    EXPECT_EQ(d.tier(0).corrupt, 0);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(TierBridge, RedisSharesBetweenCachesAndFillsTheDisk) {
+  testing::RedisProcess redis;
+  if (redis.port() == 0) GTEST_SKIP() << "redis-server not installed";
+  TierConfig tc;
+  tc.redis_url = redis.url();
+  tc.read_timeout_s = 5;
+  const auto tokens = tokens_make(2, 8 * kBs + 1);
+  Tiered a(tc);
+  EXPECT_EQ(seq_run(a.cache, &a.bridge, tokens, "t"), 0);
+  a.tiers.writes_wait();
+  EXPECT_EQ(a.tier(0).writes, 8);
+  EXPECT_EQ(redis.command({"DBSIZE"}), "8");
+  const std::string keys = redis.command({"KEYS", "*"});
+  EXPECT_NE(keys.find("invar:fp_test0123456789:"), std::string::npos) << keys;
+
+  Tiered b(tc);  // another replica
+  std::vector<float> state;
+  EXPECT_EQ(seq_run(b.cache, &b.bridge, tokens, "t", &state), 8 * kBs);
+  expect_hit_bits(b.cache, tokens, "t", state);
+  EXPECT_EQ(b.tier(0).hits, 8);
+  EXPECT_EQ(seq_run(b.cache, &b.bridge, tokens, "u"), 0) << "salt isolation through Redis";
+
+  // A replica with a disk tier too: Redis fills it, and the next restart reads the disk.
+  const std::string dir = temp_dir("redis-disk");
+  TierConfig both = tc;
+  both.cache_dir = dir;
+  {
+    Tiered c(both);
+    EXPECT_EQ(seq_run(c.cache, &c.bridge, tokens, "t"), 8 * kBs);
+    c.tiers.writes_wait();
+    EXPECT_EQ(c.tier(0).writes, 8) << "disk filled from Redis";
+    EXPECT_EQ(c.tier(1).hits, 8);
+  }
+  {
+    Tiered d(both);
+    EXPECT_EQ(seq_run(d.cache, &d.bridge, tokens, "t"), 8 * kBs);
+    EXPECT_EQ(d.tier(0).hits, 8);
+    EXPECT_EQ(d.tier(1).hits, 0);
+  }
+
+  // A damaged value in Redis is skipped, counted and deleted.
+  std::vector<uint64_t> ck;
+  PrefixCache(cache_config()).chain_keys(tokens, "t", 8, ck);
+  const std::string key = "invar:fp_test0123456789:" + tier_key_hex(ck[4]);
+  const std::string whole = redis.command({"GET", key});
+  ASSERT_FALSE(whole.empty());
+  std::string damaged = whole;
+  damaged[damaged.size() / 2] ^= 1;
+  redis.command({"SET", key, damaged});
+  Tiered e(tc);
+  EXPECT_EQ(seq_run(e.cache, &e.bridge, tokens, "t"), 3 * kBs);
+  EXPECT_EQ(e.tier(0).corrupt, 1);
+  e.tiers.writes_wait();
+  EXPECT_EQ(redis.command({"GET", key}), whole) << "removed, then written again whole";
+  fs::remove_all(dir);
+}
+
+TEST(TierBridge, UnreachableRedisFallsBackToRecomputation) {
+  TierConfig tc;
+  tc.redis_url = "redis://127.0.0.1:1";  // nothing listens on port 1
+  tc.redis_timeout_s = 0.2;
+  Tiered a(tc);
+  const auto tokens = tokens_make(3, 6 * kBs);
+  EXPECT_EQ(seq_run(a.cache, &a.bridge, tokens, ""), 0);
+  a.tiers.writes_wait();
+  EXPECT_EQ(a.tier(0).writes, 0);
+  EXPECT_GT(a.tier(0).write_failures, 0);
+  EXPECT_EQ(seq_run(a.cache, &a.bridge, tokens, ""), 5 * kBs) << "memory still serves";
+}
+
+// A Redis that accepts connections and never answers: the lookup gives up at the read timeout,
+// long before the Redis timeout, and the request is computed.
+TEST(TierBridge, SilentTierCostsAtMostTheReadTimeout) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);  // the kernel completes connections; nobody reads them
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  TierConfig tc;
+  tc.redis_url = "redis://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  tc.redis_timeout_s = 1.5;
+  tc.read_timeout_s = 0.1;
+  Tiered t(tc);  // its first command timed out: reconnects are allowed a second later
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  const auto tokens = tokens_make(4, 6 * kBs);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(seq_run(t.cache, &t.bridge, tokens, ""), 0);
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Generous (0.1 s asked), yet below the 1.5 s a Redis command may take.
+  EXPECT_LT(waited, 1.2) << "the engine waited for the silent tier";
+  EXPECT_EQ(t.tiers.report().read_timeouts, 1);
+  EXPECT_EQ(seq_run(t.cache, &t.bridge, tokens, ""), 5 * kBs) << "memory serves it";
+  ::close(fd);
+}
+
+// Two processes' worth of writers filing the same keys in one directory while a reader reads
+// them: every record a reader sees is whole, and the directory ends with one file per key.
+TEST(TierDisk, SharedDirectoryWritersAndReaders) {
+  const std::string dir = temp_dir("shared");
+  const TierShape shape = shape_make();
+  DiskTier w1({dir, 1 << 30, shape.fingerprint, 0}), w2({dir, 1 << 30, shape.fingerprint, 0});
+  DiskTier r({dir, 1 << 30, shape.fingerprint, 0});
+  constexpr uint64_t kKeys = 40;
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> seen{0}, bad{0};
+  auto writer = [&](DiskTier& d) {
+    std::vector<char> rec;
+    for (uint64_t k = 1; k <= kKeys; ++k) {
+      std::vector<int32_t> tokens(kBs, static_cast<int32_t>(k));
+      std::vector<float> kv(kBlockFloats, static_cast<float>(k)), st(kStateFloats, 1.0f);
+      tier_record_encode(shape, TierBlock{k, 0, tokens, kv, st, true}, rec);
+      EXPECT_NE(d.put(k, rec), TierPut::failed);
+    }
+  };
+  std::thread reader([&] {
+    std::vector<char> back;
+    TierBlock view;
+    while (!done) {
+      for (uint64_t k = 1; k <= kKeys; ++k) {
+        if (r.get(k, back) != TierGet::found) continue;
+        ++seen;
+        std::vector<int32_t> tokens(kBs, static_cast<int32_t>(k));
+        bad += tier_record_check(shape, back, k, 0, tokens, view) != RecordCheck::ok;
+      }
+    }
+  });
+  std::thread a(writer, std::ref(w1)), b(writer, std::ref(w2));
+  a.join();
+  b.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(bad.load(), 0) << "a reader saw a partial record";
+  EXPECT_GT(seen.load(), 0);
+  EXPECT_EQ(files_under(dir, ".blk").size(), kKeys);
+  EXPECT_TRUE(files_under(dir, ".tmp").empty());
+  EXPECT_EQ(w1.counters.corrupt.load() + r.counters.corrupt.load(), 0);
+  fs::remove_all(dir);
+}
+
+// Random prefixes under small disk and Redis budgets: both hold, descriptors do not grow.
+TEST(TierSoak, BudgetsHoldWithoutDescriptorGrowth) {
+  testing::RedisProcess redis("3mb");
+  const char* env = std::getenv("INVAR_TIER_SOAK_N");
+  const int n = env ? std::atoi(env) : 40;
+  const std::string dir = temp_dir("soak");
+  TierConfig tc;
+  tc.cache_dir = dir;
+  tc.cache_dir_bytes = 40 * tier_record_bytes(shape_make(), true);
+  if (redis.port() != 0) tc.redis_url = redis.url();
+  tc.read_timeout_s = 5;
+  tc.write_queue_bytes = 64 << 10;  // a writer that falls behind drops records (fsync is slow)
+  Tiered t(tc, 30 * PrefixCache::budget_plan(cache_config()).block_bytes());
+  std::mt19937 rng(9);
+  int64_t fds_early = 0, rss_early = 0, hits = 0;
+  for (int i = 0; i < n; ++i) {
+    // Prefixes share a stem of 64 choices, so some come back from the tiers.
+    auto tokens = tokens_make(static_cast<int>(rng() % 64), 6 * kBs);
+    const auto tail = tokens_make(i + 1000, static_cast<int64_t>(rng() % 12) + 1);
+    tokens.insert(tokens.end(), tail.begin(), tail.end());
+    hits += seq_run(t.cache, &t.bridge, tokens, "soak") > 0;
+    ASSERT_LE(t.tier(0).bytes, tc.cache_dir_bytes);
+    if (i == n / 10) {
+      fds_early = open_fds();
+      rss_early = resident_bytes();
+    }
+  }
+  t.tiers.writes_wait();
+  EXPECT_GT(hits, 0);
+  EXPECT_GT(t.tier(0).evictions, 0) << "the soak must overflow the disk budget";
+  int64_t on_disk = 0;
+  for (auto& f : files_under(dir, ".blk")) on_disk += static_cast<int64_t>(fs::file_size(f));
+  EXPECT_LE(on_disk, tc.cache_dir_bytes);
+  EXPECT_LE(open_fds(), fds_early + 2);
+  EXPECT_LE(resident_bytes(), rss_early + (8 << 20)) << "memory grew during the soak";
+  if (redis.port() != 0) {
+    EXPECT_GT(t.tier(1).writes, 0);
+    // Redis evicts before each command, so it may pass maxmemory by about one record.
+    EXPECT_LE(redis.info_field("memory", "used_memory"), (3ll << 20) + (64 << 10));
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace invar
