@@ -54,14 +54,15 @@ LowerTiers::~LowerTiers() {
   writer_.join();  // after it has written out the queue
 }
 
-bool LowerTiers::write_enqueue(uint64_t key, std::vector<char>&& record, size_t first, size_t end) {
+bool LowerTiers::write_enqueue(uint64_t key, std::vector<char>&& record, size_t first, size_t end,
+                               bool sealed) {
   std::lock_guard<std::mutex> lock(write_mu_);
   if (queued_bytes_ + static_cast<int64_t>(record.size()) > cfg_.write_queue_bytes || stop_) {
     for (size_t t = first; t < end; ++t) ++stores_[t]->counters.write_drops;
     return false;
   }
   queued_bytes_ += static_cast<int64_t>(record.size());
-  writes_.push_back(WriteJob{key, std::move(record), first, end});
+  writes_.push_back(WriteJob{key, std::move(record), first, end, sealed});
   write_cv_.notify_one();
   return true;
 }
@@ -81,8 +82,8 @@ void LowerTiers::block_offer(const TierBlock& block) {
       spare_.pop_back();
     }
   }
-  tier_record_encode(shape_, block, buf);
-  write_enqueue(block.key, std::move(buf), 0, stores_.size());
+  tier_record_encode(shape_, block, buf, /*seal=*/false);
+  write_enqueue(block.key, std::move(buf), 0, stores_.size(), /*sealed=*/false);
 }
 
 void LowerTiers::writer_loop() {
@@ -94,6 +95,7 @@ void LowerTiers::writer_loop() {
     writes_.pop_front();
     writing_ = true;
     lock.unlock();
+    if (!job.sealed) tier_record_seal(job.record);
     for (size_t t = job.first_tier; t < job.end_tier; ++t) {
       TierStore& s = *stores_[t];
       const TierPut r = s.put(job.key, job.record);
@@ -186,7 +188,7 @@ void LowerTiers::fetch_run(FetchJob& job) {
       }
     }
     if (found_in == stores_.size()) return;
-    if (found_in > 0) write_enqueue(job.keys[i], std::vector<char>(got.record), 0, found_in);
+    if (found_in > 0) write_enqueue(job.keys[i], std::vector<char>(got.record), 0, found_in, true);
     std::lock_guard<std::mutex> lock(fetch_mu_);
     if (job.abandoned) return;
     job.got.push_back(std::move(got));

@@ -2,7 +2,8 @@
 // their I/O on two threads of their own: the engine thread never waits for a write and waits
 // for a read at most the read timeout.
 //
-// Writes: block_offer() encodes the record into a buffer of a bounded queue and returns; when
+// Writes: block_offer() copies the block into a buffer of a bounded queue and returns (the
+// writer thread computes the checksum); when
 // the queue is full the record is dropped (counted), never waited for. The writer thread files
 // each record in every tier. On destruction the queue is written out (SIGTERM keeps the work
 // done); a killed process loses only the queue and at most one temporary file per tier.
@@ -62,6 +63,7 @@ class LowerTiers {
     uint64_t key = 0;
     std::vector<char> record;
     size_t first_tier = 0, end_tier = 0;  // tiers [first, end) get it
+    bool sealed = true;                   // false: the writer computes the checksum
   };
   struct FetchJob {
     std::vector<uint64_t> keys, parents;
@@ -70,7 +72,8 @@ class LowerTiers {
     bool done = false, abandoned = false;
   };
 
-  bool write_enqueue(uint64_t key, std::vector<char>&& record, size_t first, size_t end);
+  bool write_enqueue(uint64_t key, std::vector<char>&& record, size_t first, size_t end,
+                     bool sealed);
   void writer_loop();
   void reader_loop();
   void fetch_run(FetchJob& job);

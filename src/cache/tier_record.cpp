@@ -47,7 +47,8 @@ int64_t tier_record_bytes(const TierShape& shape, bool with_state) {
              static_cast<int64_t>(sizeof(float));
 }
 
-void tier_record_encode(const TierShape& shape, const TierBlock& block, std::vector<char>& out) {
+void tier_record_encode(const TierShape& shape, const TierBlock& block, std::vector<char>& out,
+                        bool seal) {
   INVAR_CHECK(shape.fingerprint.size() <= kFingerprintBytes &&
               static_cast<int64_t>(block.tokens.size()) == shape.block_size &&
               static_cast<int64_t>(block.kv.size()) == shape.block_floats &&
@@ -76,8 +77,13 @@ void tier_record_encode(const TierShape& shape, const TierBlock& block, std::vec
   std::memcpy(p, block.kv.data(), block.kv.size_bytes());
   p += block.kv.size_bytes();
   if (with_state) std::memcpy(p, block.state.data(), block.state.size_bytes());
-  const uint64_t sum = XXH3_64bits(out.data(), total - kChecksumBytes);
-  std::memcpy(out.data() + total - kChecksumBytes, &sum, kChecksumBytes);
+  if (seal) tier_record_seal(out);
+}
+
+void tier_record_seal(std::vector<char>& record) {
+  INVAR_CHECK(record.size() >= sizeof(RecordHeader) + kChecksumBytes);
+  const uint64_t sum = XXH3_64bits(record.data(), record.size() - kChecksumBytes);
+  std::memcpy(record.data() + record.size() - kChecksumBytes, &sum, kChecksumBytes);
 }
 
 RecordCheck tier_record_check(const TierShape& shape, std::span<const char> bytes, uint64_t key,

@@ -45,8 +45,11 @@ enum class RecordCheck {
 std::string tier_key_hex(uint64_t key);
 // Bytes of a record of this shape, with or without state.
 int64_t tier_record_bytes(const TierShape& shape, bool with_state);
-// Writes the record of `block` into out (resized; capacity kept between calls).
-void tier_record_encode(const TierShape& shape, const TierBlock& block, std::vector<char>& out);
+// Writes the record of `block` into out (resized; capacity kept between calls). seal = false
+// leaves the checksum to tier_record_seal(), so that a caller can hash on another thread.
+void tier_record_encode(const TierShape& shape, const TierBlock& block, std::vector<char>& out,
+                        bool seal = true);
+void tier_record_seal(std::vector<char>& record);
 // Checks `bytes` as the record for (key, parent_key, tokens); on ok, `block` views into bytes.
 RecordCheck tier_record_check(const TierShape& shape, std::span<const char> bytes, uint64_t key,
                               uint64_t parent_key, std::span<const int32_t> tokens,

@@ -26,27 +26,34 @@ void tier_metric(std::string& out, const char* name, const char* type, const cha
 
 void tier_metrics(std::string& out, const TiersReport& r) {
   if (r.tiers.empty()) return;
-  tier_metric(out, "invar_cache_tier_hits_total", "counter", "blocks read back from the tier", r,
-              &TierReport::hits);
-  tier_metric(out, "invar_cache_tier_misses_total", "counter", "block lookups the tier missed", r,
-              &TierReport::misses);
-  tier_metric(out, "invar_cache_tier_writes_total", "counter", "blocks stored in the tier", r,
-              &TierReport::writes);
-  tier_metric(out, "invar_cache_tier_write_drops_total", "counter",
-              "blocks not stored because the write queue was full", r, &TierReport::write_drops);
-  tier_metric(out, "invar_cache_tier_write_failures_total", "counter",
-              "blocks not stored because of an I/O or connection error", r,
-              &TierReport::write_failures);
-  tier_metric(out, "invar_cache_tier_corrupt_total", "counter",
-              "truncated, corrupt or foreign records skipped and removed", r,
-              &TierReport::corrupt);
-  tier_metric(out, "invar_cache_tier_errors_total", "counter",
-              "reads that failed (I/O, connection, timeout)", r, &TierReport::errors);
-  tier_metric(out, "invar_cache_tier_evictions_total", "counter",
-              "records removed to keep the byte budget", r, &TierReport::evictions);
-  tier_metric(out, "invar_cache_tier_bytes", "gauge",
-              "bytes stored as far as this process knows (-1: kept by the tier itself)", r,
-              &TierReport::bytes);
+  struct Family {
+    const char* name;
+    const char* type;
+    const char* help;
+    int64_t TierReport::*field;
+  };
+  static const Family families[] = {
+      {"invar_cache_tier_hits_total", "counter", "blocks read back from the tier",
+       &TierReport::hits},
+      {"invar_cache_tier_misses_total", "counter", "block lookups the tier missed",
+       &TierReport::misses},
+      {"invar_cache_tier_writes_total", "counter", "blocks stored in the tier",
+       &TierReport::writes},
+      {"invar_cache_tier_write_drops_total", "counter",
+       "blocks not stored because the write queue was full", &TierReport::write_drops},
+      {"invar_cache_tier_write_failures_total", "counter",
+       "blocks not stored because of an I/O or connection error", &TierReport::write_failures},
+      {"invar_cache_tier_corrupt_total", "counter",
+       "truncated, corrupt or foreign records skipped and removed", &TierReport::corrupt},
+      {"invar_cache_tier_errors_total", "counter", "reads that failed (I/O, connection, timeout)",
+       &TierReport::errors},
+      {"invar_cache_tier_evictions_total", "counter", "records removed to keep the byte budget",
+       &TierReport::evictions},
+      {"invar_cache_tier_bytes", "gauge",
+       "bytes stored as far as this process knows (-1: kept by the tier itself)",
+       &TierReport::bytes},
+  };
+  for (const Family& f : families) tier_metric(out, f.name, f.type, f.help, r, f.field);
   metric(out, "invar_cache_tier_read_timeouts_total", "counter",
          "tier reads cut short by --cache-tier-timeout (the rest is recomputed)",
          double(r.read_timeouts));

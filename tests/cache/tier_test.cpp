@@ -127,12 +127,10 @@ void expect_hit_bits(const PrefixCache& cache, const std::vector<int32_t>& token
 }
 
 CacheConfig cache_config(int64_t budget = 1 << 20) {
-  CacheConfig c;
-  c.block_size = kBs;
-  c.block_floats = kBlockFloats;
-  c.state_floats = kStateFloats;
-  c.cache_bytes = budget;
-  return c;
+  return CacheConfig{.block_size = kBs,
+                     .block_floats = kBlockFloats,
+                     .state_floats = kStateFloats,
+                     .cache_bytes = budget};
 }
 
 std::vector<int32_t> tokens_make(int seed, int64_t n) {
