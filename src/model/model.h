@@ -10,8 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 
@@ -50,13 +50,16 @@ struct SeqChunk {
 
 class Model {
  public:
-  // Loads, validates (hparams_from_gguf) and prepares weights. Throws invar::Error.
+  // Maps the file (every page now), validates (hparams_from_gguf) and binds the weights in
+  // place. Starts hashing the file on a thread of its own (sha256()). Throws invar::Error.
   static std::unique_ptr<Model> load(const std::string& path);
   ~Model();
 
   const Hparams& hparams() const { return hp_; }
   const GgufFile& gguf() const { return *file_; }
-  const std::string& sha256() const;  // hex SHA-256 of the file, computed lazily once
+  // Hex SHA-256 of the file; waits for the hash load() started (one pass over the file).
+  const std::string& sha256() const;
+  double load_seconds() const { return load_seconds_; }  // map, validate, bind
 
   int64_t state_floats() const;                       // recurrent state per sequence
   int64_t kv_block_floats(int64_t block_size) const;  // one KV block
@@ -76,8 +79,9 @@ class Model {
   std::unique_ptr<GgufFile> file_;
   Hparams hp_;
   std::unique_ptr<ModelWeights> w_;
-  mutable std::once_flag sha256_once_;
-  mutable std::string sha256_;
+  double load_seconds_ = 0;
+  // Last member: destroyed first, waiting for the hash before the mapping goes.
+  std::shared_future<std::string> sha256_;
 };
 
 }  // namespace invar
