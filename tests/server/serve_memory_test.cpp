@@ -2,8 +2,8 @@
 // KV block empty, so the budget admits hundreds of thousands of blocks) served by the real
 // `invar serve` at a 64 MiB budget. After enough distinct prompts to fill and evict the cache,
 // the process's resident memory stays under model file + budget + the stated overhead.
-// Weights in place: a generated ~1 GB model (F32, and Q8_0) served and answering keeps about
-// one file's worth of weights resident, not a second copy.
+// Weights in place: a generated model (F32 ~1 GB, Q8_0 ~0.5 GB) served and answering keeps one
+// file's worth of weights resident, not a second copy.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -113,10 +113,10 @@ std::string generated_model(const std::string& flags, const std::string& name) {
 // Serves `model`, answers one completion (every layer's weights read), and checks the process's
 // resident memory: at least the file (the weights really are resident: MAP_POPULATE) and below
 // file × (1 + slack) + the cache budget.
-void expect_resident_near_file(const std::string& model, double slack) {
+void expect_resident_near_file(const std::string& model, int64_t min_mib, double slack) {
   ASSERT_FALSE(model.empty()) << "make-model failed";
   const int64_t file_bytes = int64_t(std::filesystem::file_size(model));
-  ASSERT_GT(file_bytes, int64_t{900} << 20) << "the model should be about 1 GB";
+  ASSERT_GT(file_bytes, min_mib << 20) << "the model is smaller than this test means it to be";
   ServeProcess srv({"--model", model, "--threads", "2", "--cache-bytes", std::to_string(kBudget)},
                    "serve_memory_inplace");
   ASSERT_NE(srv.port(), 0) << "server did not start:\n" << srv.log();
@@ -137,23 +137,24 @@ void expect_resident_near_file(const std::string& model, double slack) {
               file_bytes / 1048576.0, (rss - file_bytes) / 1048576.0, bound / 1048576.0);
 }
 
-// Shapes of about 1 GB: 8 layers of 8 experts, E = 1024 (F32), E = 2048 (Q8_0).
+// 8 layers of 8 experts, E = 1024: about 1 GB in F32, 0.5 GB in Q8_0 (quantising is the slow
+// part of generating it).
 TEST(ServeMemory, F32WeightsResidentOnce) {
   expect_resident_near_file(
       generated_model("--type f32 --embd 1024 --layers 8 --experts 8 --ff-exp 1024 "
                       "--ff-shexp 1024 --heads 8 --head-dim 128 --rot 64 --state 128 --groups 4 "
                       "--v-heads 8",
                       "inplace_f32"),
-      0.10);
+      900, 0.10);
 }
 
 TEST(ServeMemory, Q8WeightsResidentOnce) {
   expect_resident_near_file(
-      generated_model("--type q8_0 --embd 2048 --layers 8 --experts 8 --ff-exp 2048 "
-                      "--ff-shexp 2048 --heads 16 --head-dim 128 --rot 64 --state 128 "
-                      "--groups 8 --v-heads 16",
+      generated_model("--type q8_0 --embd 1024 --layers 8 --experts 8 --ff-exp 2048 "
+                      "--ff-shexp 2048 --heads 8 --head-dim 128 --rot 64 --state 128 --groups 4 "
+                      "--v-heads 8",
                       "inplace_q8_0"),
-      0.05);
+      450, 0.05);
 }
 
 }  // namespace
