@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 
@@ -51,13 +52,15 @@ struct SeqChunk {
 class Model {
  public:
   // Maps the file (every page now), validates (hparams_from_gguf) and binds the weights in
-  // place. Starts hashing the file on a thread of its own (sha256()). Throws invar::Error.
+  // place. Throws invar::Error.
   static std::unique_ptr<Model> load(const std::string& path);
   ~Model();
 
   const Hparams& hparams() const { return hp_; }
   const GgufFile& gguf() const { return *file_; }
-  // Hex SHA-256 of the file; waits for the hash load() started (one pass over the file).
+  // Hex SHA-256 of the file (one pass over it), computed once, on a thread of its own started
+  // by sha256_start() (so that a caller can do other work meanwhile) or by the first sha256().
+  void sha256_start() const;
   const std::string& sha256() const;
   double load_seconds() const { return load_seconds_; }  // map, validate, bind
 
@@ -80,8 +83,9 @@ class Model {
   Hparams hp_;
   std::unique_ptr<ModelWeights> w_;
   double load_seconds_ = 0;
+  mutable std::once_flag sha256_once_;
   // Last member: destroyed first, waiting for the hash before the mapping goes.
-  std::shared_future<std::string> sha256_;
+  mutable std::shared_future<std::string> sha256_;
 };
 
 }  // namespace invar
