@@ -243,17 +243,14 @@ int run_bench(const Options& opt) {
       const auto type = dtype_parse(tname);
       if (!type) throw Error("unknown --dtypes entry '" + tname + "'");
       const std::vector<uint8_t> raw = random_weights(*type, s.k, s.n, rng);
-      const int64_t packed_bytes = int64_t(raw.size());
+      const int64_t weight_bytes = int64_t(raw.size());
       // Decode reads weights from DRAM: rotate over enough copies to defeat the caches.
       const int64_t copies =
-          s.m == 1 ? std::max<int64_t>(1, (opt.cold_mib << 20) / packed_bytes) : 1;
-      // Quantised matrices are read in place: each needs bytes of its own to stay out of cache.
-      std::vector<std::vector<uint8_t>> raws(dtype_is_quantized(*type) ? size_t(copies) : 1, raw);
+          s.m == 1 ? std::max<int64_t>(1, (opt.cold_mib << 20) / weight_bytes) : 1;
+      // Matrices are read in place: each needs bytes of its own to stay out of cache.
+      std::vector<std::vector<uint8_t>> raws(size_t(copies), raw);
       std::vector<Matrix> ws;
-      for (int64_t c = 0; c < copies; ++c) {
-        ws.emplace_back(*type, s.k, s.n, raws[size_t(c) % raws.size()].data());
-        matrix_prepare(ws.back());
-      }
+      for (int64_t c = 0; c < copies; ++c) ws.emplace_back(*type, s.k, s.n, raws[size_t(c)].data());
       // OpenBLAS multiplies the same weights, dequantised to F32 (compared on F32 rows only).
       std::vector<std::vector<float>> wf;
       if (*type == DType::F32 && blas.ok()) {
@@ -313,7 +310,7 @@ int run_bench(const Options& opt) {
         if (ob > 0) std::snprintf(ratio, sizeof ratio, "%.2f", best / ob);
         if (s.m == 1) {
           // Weight bytes streamed per second: bytes per product × products per second.
-          const double invar_gbs = double(packed_bytes) * best / flops;
+          const double invar_gbs = double(weight_bytes) * best / flops;
           const double ob_gbs = double(s.n * s.k * 4) * ob / flops;
           if (ob > 0) {
             std::snprintf(gbs, sizeof gbs, "invar %.1f, OpenBLAS %.1f (DRAM %.1f)", invar_gbs,

@@ -29,7 +29,7 @@ constexpr IsaKernels isa_kernels_over() {
       .attention_units = &attention_units<V>,
       .swiglu = &swiglu<V>,
       .sigmoid_mul_inplace = &sigmoid_mul_inplace<V>,
-      .matmul_panels = &matmul_tiles::panels_run<V>,
+      .matmul_rows = &matmul_tiles::panels_run<V>,
       .qmatmul_rows = &qmatmul_tiles::qmatmul_rows<V>,
   };
 }

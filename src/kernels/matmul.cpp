@@ -1,5 +1,5 @@
 // Matrix product: the scalar reference of the canonical order, embedding rows, and the dispatch
-// to the SIMD paths over the packed panels (matmul_packed.h).
+// to the SIMD paths, which read every type in place (matmul_rows.h, qmatmul.h).
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include "core/dequant.h"
 #include "core/error.h"
 #include "kernels/kernels_isa.h"
-#include "kernels/matmul_packed.h"
+#include "kernels/matmul_rows.h"
 #include "kernels/qmatmul.h"
 
 namespace invar {
@@ -122,22 +122,20 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
         16);
     return;
   }
-  const auto* packed = static_cast<const MatmulPacked*>(w.packed.get());
-  if (isa == nullptr || packed == nullptr) {
-    // Without matrix_prepare() the scalar chain runs: the same bits, only slower.
+  if (isa == nullptr) {
     pool.parallel_for(
         w.n(), [&](int64_t b, int64_t e, int) { matmul_scalar_range(w, x, m, y, b, e); }, kPanel);
     return;
   }
-  INVAR_CHECK(packed->k == w.k() && packed->n == w.n() && packed->type == w.type(),
-              "packed layout does not match its matrix");
   check_scratch(scratch, pool.size());
   const int64_t per_thread = matmul_scratch_floats(1);
+  const DenseView v{w.type(), static_cast<const uint8_t*>(w.data()), w.k(), w.n(),
+                    dtype_row_bytes(w.type(), w.k())};
   // Threads take whole groups of 4 panels (64 outputs): a multiple of every tile width.
   pool.parallel_for(
-      packed->n_panels,
+      v.n_panels(),
       [&](int64_t b, int64_t e, int ti) {
-        isa->matmul_panels(*packed, x, m, y, b, e, scratch.data() + ti * per_thread);
+        isa->matmul_rows(v, x, m, y, b, e, scratch.data() + ti * per_thread);
       },
       4);
 }

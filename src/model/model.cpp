@@ -1,6 +1,8 @@
 // Model loading and the per-sequence state sizes (layouts in model.h).
 #include "model/model.h"
 
+#include <chrono>
+
 #include "core/sha256.h"
 #include "model/forward.h"
 #include "model/weights.h"
@@ -11,20 +13,28 @@ Model::Model() = default;
 Model::~Model() = default;
 
 std::unique_ptr<Model> Model::load(const std::string& path) {
+  const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Model> m(new Model());
   m->file_ = GgufFile::open(path);
   m->hp_ = hparams_from_gguf(*m->file_);
   m->w_ = std::make_unique<ModelWeights>(weights_bind(*m->file_, m->hp_));
+  m->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return m;
 }
 
-const std::string& Model::sha256() const {
-  // Engines sharing the model may ask at once: hash the file exactly once.
+void Model::sha256_start() const {
   std::call_once(sha256_once_, [this] {
-    sha256_ = sha256_hex(std::string_view(reinterpret_cast<const char*>(file_->bytes()),
-                                          size_t(file_->file_size())));
+    const GgufFile* f = file_.get();
+    sha256_ = std::async(std::launch::async, [f] {
+                return sha256_hex(std::string_view(reinterpret_cast<const char*>(f->bytes()),
+                                                   size_t(f->file_size())));
+              }).share();
   });
-  return sha256_;
+}
+
+const std::string& Model::sha256() const {
+  sha256_start();
+  return sha256_.get();
 }
 
 int64_t Model::state_floats() const {

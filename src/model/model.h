@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -50,13 +51,18 @@ struct SeqChunk {
 
 class Model {
  public:
-  // Loads, validates (hparams_from_gguf) and prepares weights. Throws invar::Error.
+  // Maps the file (every page now), validates (hparams_from_gguf) and binds the weights in
+  // place. Throws invar::Error.
   static std::unique_ptr<Model> load(const std::string& path);
   ~Model();
 
   const Hparams& hparams() const { return hp_; }
   const GgufFile& gguf() const { return *file_; }
-  const std::string& sha256() const;  // hex SHA-256 of the file, computed lazily once
+  // Hex SHA-256 of the file (one pass over it), computed once, on a thread of its own started
+  // by sha256_start() (so that a caller can do other work meanwhile) or by the first sha256().
+  void sha256_start() const;
+  const std::string& sha256() const;
+  double load_seconds() const { return load_seconds_; }  // map, validate, bind
 
   int64_t state_floats() const;                       // recurrent state per sequence
   int64_t kv_block_floats(int64_t block_size) const;  // one KV block
@@ -76,8 +82,10 @@ class Model {
   std::unique_ptr<GgufFile> file_;
   Hparams hp_;
   std::unique_ptr<ModelWeights> w_;
+  double load_seconds_ = 0;
   mutable std::once_flag sha256_once_;
-  mutable std::string sha256_;
+  // Last member: destroyed first, waiting for the hash before the mapping goes.
+  mutable std::shared_future<std::string> sha256_;
 };
 
 }  // namespace invar

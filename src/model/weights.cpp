@@ -35,13 +35,11 @@ class Binder {
                       shape_str(want));
   }
 
-  // {K, N} matrix over the mapping, prepared for the fast path.
+  // {K, N} matrix over the mapping, used in place.
   Matrix matrix(const std::string& name, int64_t k, int64_t n) const {
     const GgufTensorInfo& t = tensor(name);
     check_shape(t, {k, n});
-    Matrix m(t.type, k, n, t.data);
-    matrix_prepare(m);
-    return m;
+    return Matrix(t.type, k, n, t.data);
   }
 
   // A small vector of n values as F32, whatever the stored type.
@@ -75,9 +73,7 @@ class Binder {
                              int64_t n) {
     int64_t row_bytes = dtype_row_bytes(t.type, k);
     const uint8_t* base = t.data + (e * t.ne[1] + row0) * row_bytes;
-    Matrix m(t.type, k, n, base);
-    matrix_prepare(m);
-    return m;
+    return Matrix(t.type, k, n, base);
   }
 
  private:

@@ -1,5 +1,5 @@
 // Every tensor the forward pass reads, bound to the mmap'd GGUF. Matrices point into the
-// mapping (matrix_prepare may add a packed copy); the small 1-D vectors (norms, biases, ssm_a)
+// mapping and are used there, never copied; the small 1-D vectors (norms, biases, ssm_a)
 // are converted to F32 copies, since they are a few KiB and may be stored in any type.
 // Shapes are GGUF `ne` order {K, N}: N rows of K. Letters as in qwen3next-math.md.
 #pragma once

@@ -2,10 +2,13 @@
 // KV block empty, so the budget admits hundreds of thousands of blocks) served by the real
 // `invar serve` at a 64 MiB budget. After enough distinct prompts to fill and evict the cache,
 // the process's resident memory stays under model file + budget + the stated overhead.
+// Weights in place: a generated model (F32 ~1 GB, Q8_0 ~0.5 GB) served and answering keeps one
+// file's worth of weights resident, not a second copy.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
@@ -88,6 +91,70 @@ TEST(ServeMemory, AttentionFreeModelStaysWithinBudget) {
       "live states %.1f MiB)\n",
       rss / 1048576.0, bound / 1048576.0, model_bytes / 1048576.0,
       kMaxRunning * live_state / 1048576.0);
+}
+
+// A generated model kept at a fixed path of the build tree, so that later runs reuse it (the
+// name holds every generator flag; a changed flag writes a new file).
+std::string generated_model(const std::string& flags, const std::string& name) {
+  const std::string path = std::string(INVAR_BINARY_DIR) + "/tests/server/" + name + ".gguf";
+  const std::string flags_path = path + ".flags";
+  std::ifstream old_flags(flags_path);
+  std::string old;
+  std::getline(old_flags, old);
+  if (old == flags && std::filesystem::exists(path)) return path;
+  const std::string make = kInvarBin + " make-model " + flags + " --vocab " + kTinyModel +
+                           " --out " + path + ".tmp > /dev/null";
+  if (std::system(make.c_str()) != 0) return "";
+  std::filesystem::rename(path + ".tmp", path);
+  std::ofstream(flags_path) << flags << "\n";
+  return path;
+}
+
+// Serves `model`, answers one completion (every layer's weights read), and checks the process's
+// resident memory: at least the file (the weights really are resident: MAP_POPULATE) and below
+// file × (1 + slack) + the cache budget.
+void expect_resident_near_file(const std::string& model, int64_t min_mib, double slack) {
+  ASSERT_FALSE(model.empty()) << "make-model failed";
+  const int64_t file_bytes = int64_t(std::filesystem::file_size(model));
+  ASSERT_GT(file_bytes, min_mib << 20) << "the model is smaller than this test means it to be";
+  ServeProcess srv({"--model", model, "--threads", "2", "--cache-bytes", std::to_string(kBudget)},
+                   "serve_memory_inplace");
+  ASSERT_NE(srv.port(), 0) << "server did not start:\n" << srv.log();
+  EXPECT_NE(srv.log().find("mapped and bound in place in"), std::string::npos) << srv.log();
+  httplib::Client c("127.0.0.1", srv.port());
+  c.set_read_timeout(60, 0);
+  const json body = {{"prompt", json::array({1, 2, 3, 4, 5, 6, 7, 8})}, {"max_tokens", 2}};
+  auto res = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+
+  if (invar::test::kSanitizerBuild) GTEST_SKIP() << invar::test::kResidentSkip;
+  const int64_t rss = status_kib(srv.pid(), "VmRSS") * 1024;
+  const int64_t bound = int64_t(double(file_bytes) * (1.0 + slack)) + kBudget;
+  EXPECT_GE(rss, file_bytes) << "the weights are not resident: the bound below proves nothing";
+  EXPECT_LT(rss, bound) << "resident " << rss << " B, file " << file_bytes << " B";
+  std::printf("resident %.1f MiB: file %.1f MiB + %.1f MiB; bound %.1f MiB\n", rss / 1048576.0,
+              file_bytes / 1048576.0, (rss - file_bytes) / 1048576.0, bound / 1048576.0);
+}
+
+// 8 layers of 8 experts, E = 1024: about 1 GB in F32, 0.5 GB in Q8_0 (quantising is the slow
+// part of generating it).
+TEST(ServeMemory, F32WeightsResidentOnce) {
+  expect_resident_near_file(
+      generated_model("--type f32 --embd 1024 --layers 8 --experts 8 --ff-exp 1024 "
+                      "--ff-shexp 1024 --heads 8 --head-dim 128 --rot 64 --state 128 --groups 4 "
+                      "--v-heads 8",
+                      "inplace_f32"),
+      900, 0.10);
+}
+
+TEST(ServeMemory, Q8WeightsResidentOnce) {
+  expect_resident_near_file(
+      generated_model("--type q8_0 --embd 1024 --layers 8 --experts 8 --ff-exp 2048 "
+                      "--ff-shexp 2048 --heads 8 --head-dim 128 --rot 64 --state 128 --groups 4 "
+                      "--v-heads 8",
+                      "inplace_q8_0"),
+      450, 0.05);
 }
 
 }  // namespace
