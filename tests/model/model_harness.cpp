@@ -65,9 +65,9 @@ std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b, 
          " floats differ; first:" + msg;
 }
 
-void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from) {
+MakeModelConfig tiny_model_config(Arch arch, MtpKind mtp) {
   MakeModelConfig c;
-  c.arch = Arch::qwen35moe;
+  c.arch = arch;
   c.n_embd = 64;
   c.n_layer = 4;
   c.interval = 2;  // layers 1 and 3 attention
@@ -77,6 +77,7 @@ void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from
   c.n_rot = 8;
   c.rope_base = 10000;
   c.rope_sections = {2, 1, 1, 0};
+  if (arch == Arch::qwen35) c.n_ff = 96;  // the MoE archs keep the default (written, unused)
   c.n_expert = 4;
   c.n_expert_used = 2;
   c.n_ff_exp = 32;
@@ -84,8 +85,12 @@ void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from
   c.ssm_state = 16;
   c.ssm_groups = 2;
   c.ssm_v_heads = 4;
-  c.fused_gate_up = true;
+  c.mtp = mtp;
   c.seed = 20261129;
+  return c;
+}
+
+void write_model(const MakeModelConfig& c, const std::string& path, const std::string& vocab_from) {
   GgufWriter vocab_keys;
   const int64_t n_vocab = make_model_copy_vocab(*GgufFile::open(vocab_from), vocab_keys);
   make_model_validate(c, n_vocab);
@@ -93,6 +98,12 @@ void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from
   make_model(c, n_vocab, w);
   make_model_copy_vocab(*GgufFile::open(vocab_from), w);
   w.write(path);
+}
+
+void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from) {
+  MakeModelConfig c = tiny_model_config(Arch::qwen35moe);
+  c.fused_gate_up = true;
+  write_model(c, path, vocab_from);
 }
 
 std::string test_model_path(const std::string& name) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "model/make_model.h"
 #include "model/model.h"
 
 namespace invar::test {
@@ -31,6 +32,13 @@ std::vector<float> run_chunked(const Model& m, SeqState& st, const std::vector<i
 // differing floats and the first few (index, row, column, both values as %.9g and hex).
 std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b,
                       int64_t row_len = 0);
+
+// A tiny model of `arch` (E = 64, 4 layers of which 2 are attention, H = 4, Hkv = 2, D = 16,
+// MoE 4 experts choose 2), with an MTP block of kind `mtp`.
+MakeModelConfig tiny_model_config(Arch arch, MtpKind mtp = MtpKind::none);
+
+// Writes c with make_model and the vocabulary of `vocab_from` to `path`.
+void write_model(const MakeModelConfig& c, const std::string& path, const std::string& vocab_from);
 
 // Writes a random-weight qwen35moe GGUF with make_model (fused ffn_gate_up_exps, 4 layers of
 // which 2 are attention, Hv/Hk = 2, vocabulary copied from `vocab_from`) to `path`.
