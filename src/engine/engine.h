@@ -13,6 +13,7 @@
 
 #include "cache/prefix_cache.h"
 #include "core/error.h"
+#include "engine/drafter.h"
 #include "model/model.h"
 
 namespace invar {
@@ -29,6 +30,8 @@ struct EngineConfig {
   int64_t max_queue = 1024;         // waiting requests before submit() refuses (overloaded)
   int threads = 0;                  // --threads (0: hardware concurrency)
   int64_t n_ctx = 0;                // context limit per request (0: the model's n_ctx_train)
+  std::string spec = "none";        // --spec: drafter name (engine/drafter.h), "none": off
+  DrafterConfig draft;              // --spec-tokens, --spec-ngram-min/max
 };
 
 // What went wrong with a request, for the caller to map onto its own protocol (the server: HTTP
