@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "engine/drafter_mtp.h"
 #include "engine/ngram_drafter.h"
 #include "model/model.h"
 
@@ -10,7 +11,6 @@ namespace invar {
 
 std::unique_ptr<Drafter> drafter_make(std::string_view name, const Model& model,
                                       const DrafterConfig& cfg) {
-  (void)model;
   if (cfg.max_k < 1 || cfg.max_k > 64)
     throw Error("--spec-tokens must be in 1..64, got " + std::to_string(cfg.max_k));
   if (cfg.ngram_min < 1 || cfg.ngram_max < cfg.ngram_min)
@@ -18,8 +18,7 @@ std::unique_ptr<Drafter> drafter_make(std::string_view name, const Model& model,
                 std::to_string(cfg.ngram_min) + ", " + std::to_string(cfg.ngram_max) + ")");
   if (name == "none") return nullptr;
   if (name == "ngram") return std::make_unique<NgramDrafter>(cfg);
-  if (name == "mtp")
-    throw Error("--spec mtp: this build has no MTP drafter yet (use --spec ngram or none)");
+  if (name == "mtp") return std::make_unique<MtpDrafter>(model);
   throw Error("--spec must be none, mtp or ngram, got '" + std::string(name) + "'");
 }
 
