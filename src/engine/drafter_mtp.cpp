@@ -47,7 +47,9 @@ void MtpDrafter::hidden_observe(DraftSeq& seq, int64_t pos0, int64_t n, const fl
   auto& s = static_cast<MtpSeq&>(seq);
   const int64_t E = model_.hparams().n_embd;
   const int64_t hid_end = s.hid_pos0 + int64_t(s.hid.size()) / E;
-  s.n_kv = std::min(s.n_kv, pos0);  // recomputed positions (after a preemption) run again
+  // The hidden row of q feeds the MTP row of q + 1: rows after pos0 must run again if they ran
+  // before (a recomputation after a preemption); in the usual step pos0 + 1 == n_kv.
+  s.n_kv = std::min(s.n_kv, pos0 + 1);
   if (pos0 < s.hid_pos0 || pos0 > hid_end) {
     s.hid.clear();
     s.hid_pos0 = pos0;
