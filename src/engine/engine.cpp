@@ -13,6 +13,7 @@
 #include "engine/request_check.h"
 #include "engine/request_queue.h"
 #include "engine/scheduler.h"
+#include "engine/spec_decode.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar {
@@ -70,24 +71,29 @@ struct Engine::Impl {
   RequestQueue queue;
   ModelRunner runner;
   Postprocessor post;
+  SpecDecoder spec;
 
   // Engine thread only.
   std::unordered_map<RequestId, Live> live;
   Intake intake;
   StepPlan plan;
   std::vector<ScheduledSeq*> refused;
+  std::vector<std::vector<RequestEvent>> events;  // per chunk of the step, until it is committed
+  std::vector<FinishReason> finishes;
   uint64_t requests_total = 0, prompt_tokens_total = 0, computed_tokens = 0;
   double busy_s = 0;
   std::thread thread;
 
-  Impl(const Model& m, const Tokenizer* t, EngineConfig c)
+  Impl(const Model& m, const Tokenizer* t, EngineConfig c, std::unique_ptr<Drafter> drafter)
       : tokenizer(t),
         cfg(config_checked(c)),
         cache(cache_config(m, cfg)),
         sched(scheduler_config(m, cfg), cache),
         queue(cfg.max_queue),
         runner(m, cfg.max_batch_tokens, cfg.max_running, cfg.threads, cfg.block_size),
-        post(t, m.hparams().n_vocab, context_limit(m.hparams(), cfg.n_ctx)) {
+        post(t, m.hparams().n_vocab, context_limit(m.hparams(), cfg.n_ctx)),
+        spec(std::move(drafter), cfg.draft, m.hparams().n_vocab,
+             context_limit(m.hparams(), cfg.n_ctx)) {
     limits.n_vocab = m.hparams().n_vocab;
     limits.n_ctx = context_limit(m.hparams(), cfg.n_ctx);
     limits.block_size = cfg.block_size;
@@ -113,10 +119,11 @@ struct Engine::Impl {
     publish();
   }
 
-  // schedule → run → postprocess.
+  // (draft →) schedule → run → postprocess → commit → report.
   void step() {
     const auto t0 = std::chrono::steady_clock::now();
     refused.clear();
+    spec.propose(sched.running(), runner.pool());
     sched.schedule(plan, refused);
     for (ScheduledSeq* q : refused)
       fail(&sequence_of(q), ErrorKind::context_overflow,
@@ -124,16 +131,33 @@ struct Engine::Impl {
                " bytes) can hold");
     if (plan.n_chunks == 0) return;
     runner.run(plan, sched);
+    // What each chunk produced decides what is committed: positions holding rejected drafts,
+    // or computed after the request ended, never reach the cache.
+    const auto n = static_cast<size_t>(plan.n_chunks);
+    if (events.size() < n) events.resize(n);
+    finishes.resize(n);
+    for (size_t k = 0; k < n; ++k) {
+      ChunkPlan& c = plan.chunks[k];
+      Sequence& s = sequence_of(c.seq);
+      events[k].clear();
+      const ChunkOutcome o = post.process(c, runner.logits(static_cast<int64_t>(k)),
+                                          live.at(s.id).text.get(), events[k]);
+      c.n_kept = o.n_kept;
+      finishes[k] = o.finish;
+      if (o.n_kept < c.n_tokens)
+        runner.state_rollback(static_cast<int64_t>(k), o.n_kept, sched.state(s));
+      spec.chunk_done(s, c, o, runner.hidden(static_cast<int64_t>(k)));
+      computed_tokens += static_cast<uint64_t>(o.n_kept);
+    }
     sched.commit(plan);
-    computed_tokens += static_cast<uint64_t>(plan.n_tokens);
     // Metrics first: a client that reads them after this step's token sees the step's state.
     publish();
     // Sequences may finish (and be freed) while the plan is walked: each chunk is its own.
-    for (int64_t k = 0; k < plan.n_chunks; ++k) {
-      Sequence* s = &sequence_of(plan.chunks[static_cast<size_t>(k)].seq);
-      const FinishReason f = post.process(plan.chunks[static_cast<size_t>(k)], runner.logits(k),
-                                          live.at(s->id).text.get());
-      if (f != FinishReason::none) finish(s, f);
+    for (size_t k = 0; k < n; ++k) {
+      Sequence* s = &sequence_of(plan.chunks[k].seq);
+      for (RequestEvent& ev : events[k])
+        if (s->sink) s->sink(std::move(ev));
+      if (finishes[k] != FinishReason::none) finish(s, finishes[k]);
     }
     busy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -159,6 +183,7 @@ struct Engine::Impl {
     prompt_tokens_total += static_cast<uint64_t>(p->n_prompt);
     Live& l = live[p->id];
     if (tokenizer) l.text = std::make_unique<TextAssembler>(p->req.stop_strings);
+    spec.seq_begin(*p);
     l.seq = std::move(s);
     sched.enqueue(p);
   }
@@ -177,6 +202,8 @@ struct Engine::Impl {
     ev.prompt_tokens = s->n_prompt;
     ev.cached_tokens = std::max<int64_t>(s->cached_tokens, 0);
     ev.completion_tokens = s->n_generated;
+    ev.draft_tokens = s->n_drafted;
+    ev.accepted_draft_tokens = s->n_accepted;
     auto it = live.find(s->id);
     if (TextAssembler* t = it->second.text.get(); t && !t->stopped()) ev.text = t->finish();
     sched.remove(s);
@@ -212,13 +239,18 @@ struct Engine::Impl {
     m.referenced_blocks = static_cast<uint64_t>(cs.blocks_referenced);
     m.evictions = static_cast<uint64_t>(cs.evicted_blocks + cs.evicted_checkpoints);
     m.preemptions = static_cast<uint64_t>(sched.counters().preemptions);
+    spec.metrics_fill(m);
     m.tokens_per_s = busy_s > 0 ? static_cast<double>(computed_tokens) / busy_s : 0.0;
     queue.publish(m, static_cast<int64_t>(live.size()));
   }
 };
 
 Engine::Engine(const Model& model, const Tokenizer* tokenizer, EngineConfig cfg)
-    : impl_(std::make_unique<Impl>(model, tokenizer, cfg)) {}
+    : Engine(model, tokenizer, cfg, drafter_make(cfg.spec, model, cfg.draft)) {}
+
+Engine::Engine(const Model& model, const Tokenizer* tokenizer, EngineConfig cfg,
+               std::unique_ptr<Drafter> drafter)
+    : impl_(std::make_unique<Impl>(model, tokenizer, cfg, std::move(drafter))) {}
 
 Engine::~Engine() {
   impl_->queue.stop();
@@ -252,6 +284,10 @@ const EngineConfig& Engine::config() const {
 
 const CacheBudget& Engine::cache_budget() const {
   return impl_->cache.budget();
+}
+
+const PrefixCache& Engine::prefix_cache() const {
+  return impl_->cache;
 }
 
 int64_t Engine::n_ctx() const {

@@ -109,6 +109,8 @@ struct RequestEvent {
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;
   int64_t completion_tokens = 0;
+  int64_t draft_tokens = 0;           // speculative decoding: drafts verified by the trunk
+  int64_t accepted_draft_tokens = 0;  // of them, those that became part of the completion
 };
 
 // Called on the engine thread, in order, for one request; must not block for long.
@@ -123,6 +125,10 @@ struct EngineMetrics {
   uint64_t referenced_blocks = 0;  // blocks held by running requests (0 when idle)
   uint64_t evictions = 0, preemptions = 0;
   double tokens_per_s = 0;
+  // Speculative decoding (all 0 with --spec none): drafts verified, drafts kept, verification
+  // chunks run, and spec_accepted_hist[i] = verification chunks that kept i drafts (i ≤ k).
+  uint64_t spec_drafted_total = 0, spec_accepted_total = 0, spec_verifications_total = 0;
+  std::vector<uint64_t> spec_accepted_hist;
 };
 
 class Engine {
@@ -130,6 +136,10 @@ class Engine {
   // Starts the engine thread. The model must outlive the engine. tokenizer may be null (then
   // stop_strings are refused at submit).
   Engine(const Model& model, const Tokenizer* tokenizer, EngineConfig cfg);
+  // With the caller's drafter (tests, benchmarks) in place of the one cfg.spec names; null:
+  // speculation off.
+  Engine(const Model& model, const Tokenizer* tokenizer, EngineConfig cfg,
+         std::unique_ptr<Drafter> drafter);
   ~Engine();  // cancels everything and joins
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -142,6 +152,9 @@ class Engine {
   const EngineConfig& config() const;
   int64_t n_ctx() const;                    // the context limit every request is checked against
   const CacheBudget& cache_budget() const;  // fixed at construction
+  // Tests: the prefix cache, to read only while no request is in flight (after the last
+  // request's finished event, before the next submit).
+  const PrefixCache& prefix_cache() const;
   // Stops admitting work; waits up to timeout_s for running requests, then cancels the rest.
   void drain(double timeout_s);
 

@@ -1,6 +1,11 @@
 // Runs one step's plan through the model. Owns what a forward pass needs besides the model:
 // the thread pool, the activation scratch (sized once from max_batch_tokens and max_running)
 // and the logits rows, so any number of engines can share one loaded, read-only Model.
+//
+// A chunk with drafts (speculative decoding) runs its last token and drafts as one chunk with
+// every logits row, and copies out the recurrent state after each of its positions but the last
+// (the rollback points): when drafts are rejected the sequence resumes from the state after the
+// last kept position, exactly as if it had decoded one token at a time (rules N4, N5).
 #pragma once
 
 #include <cstdint>
@@ -20,20 +25,41 @@ class ModelRunner {
   // Forward pass over every chunk of the plan (states and KV blocks from the scheduler).
   // Throws what the model throws; the chunks' states are then undefined.
   void run(const StepPlan& plan, const Scheduler& sched);
-  // Logits of chunk k of the last run: [n_tokens][V] when its sequence wants every row, else
-  // the last position's [V].
+  // Logits of chunk k of the last run: [n_tokens][V] when all_rows(), else the last
+  // position's [V].
   const float* logits(int64_t k) const {
     return logits_.data() + logits_offset_[static_cast<size_t>(k)];
   }
+  static bool all_rows(const ChunkPlan& c);
+  // The trunk's hidden rows of chunk k ([n_tokens][n_embd]) for a drafter that reads them;
+  // null while the model gives none.
+  const float* hidden(int64_t k) const {
+    (void)k;
+    return nullptr;
+  }
+  // Chunk k of the last run had drafts and keeps only its first n_kept positions: puts the
+  // state after its last kept position into the sequence's live state.
+  void state_rollback(int64_t k, int64_t n_kept, float* state) const;
+  ThreadPool& pool() { return pool_; }
 
  private:
+  void checkpoints_with_rollback(size_t k, const ChunkPlan& c, SeqChunk& sc);
+
   const Model& model_;
-  const int64_t n_vocab_, block_size_;
+  const int64_t n_vocab_, block_size_, state_floats_;
   ThreadPool pool_;
   ForwardScratchPtr scratch_;
   std::vector<SeqChunk> batch_;
   std::vector<float> logits_;
   std::vector<int64_t> logits_offset_;
+  // Chunks with drafts: their tokens (last token + drafts), every checkpoint position and
+  // buffer (the scheduler's block boundaries plus one rollback point per draft), and the
+  // rollback states [Σ n_draft][state_floats].
+  std::vector<int32_t> spec_tokens_;
+  std::vector<std::vector<int64_t>> spec_ck_pos_;
+  std::vector<std::vector<float*>> spec_ck_dst_;
+  std::vector<float> rollback_;
+  std::vector<int64_t> rollback_offset_;  // per chunk: its first rollback state (floats)
 };
 
 }  // namespace invar

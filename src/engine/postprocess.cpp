@@ -27,10 +27,10 @@ std::string_view Postprocessor::token_text_bytes(const GenerationRequest& r, int
 Postprocessor::Postprocessor(const Tokenizer* tokenizer, int64_t n_vocab, int64_t n_ctx)
     : tokenizer_(tokenizer), n_vocab_(n_vocab), n_ctx_(n_ctx) {}
 
-void Postprocessor::logits_capture(Sequence& s, const ChunkPlan& c, const float* rows) {
+void Postprocessor::logits_capture(Sequence& s, int64_t pos0, int64_t n, const float* rows) {
   const auto V = static_cast<size_t>(n_vocab_);
-  for (int64_t j = 0; j < c.n_tokens; ++j) {
-    const int64_t p = c.pos0 + j;
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t p = pos0 + j;
     if (p < s.logits_reported) continue;  // recomputed after a preemption
     const float* r = rows + static_cast<size_t>(j) * V;
     s.logits_pending.emplace_back(p, std::vector<float>(r, r + V));
@@ -38,7 +38,8 @@ void Postprocessor::logits_capture(Sequence& s, const ChunkPlan& c, const float*
   }
 }
 
-void Postprocessor::prompt_logprobs_emit(Sequence& s, const ChunkPlan& c, const float* rows) {
+void Postprocessor::prompt_logprobs_emit(Sequence& s, const ChunkPlan& c, const float* rows,
+                                         std::vector<RequestEvent>& out) {
   for (int64_t j = 0; j < c.n_tokens; ++j) {
     const int64_t target = c.pos0 + j + 1;  // row j predicts the token after it
     if (target >= s.n_prompt || target < s.prompt_lp_reported) continue;
@@ -49,24 +50,18 @@ void Postprocessor::prompt_logprobs_emit(Sequence& s, const ChunkPlan& c, const 
     logprobs_top(rows + static_cast<size_t>(j * n_vocab_), n_vocab_, ev.token,
                  s.req.prompt_logprobs, scratch_, &ev.logprob, &ev.top);
     s.prompt_lp_reported = target + 1;
-    if (s.sink) s.sink(std::move(ev));
+    out.push_back(std::move(ev));
   }
 }
 
-FinishReason Postprocessor::process(const ChunkPlan& c, const float* rows, TextAssembler* text) {
-  Sequence& s = sequence_of(c.seq);
-  if (s.req.capture_logits) logits_capture(s, c, rows);
-  if (s.req.prompt_logprobs >= 0) prompt_logprobs_emit(s, c, rows);
-  if (s.remaining() > 0) return FinishReason::none;  // prompt not finished yet
-  if (s.n_generated >= s.req.max_tokens) return FinishReason::length;
-  const float* last =
-      s.wants_all_logits() ? rows + static_cast<size_t>((c.n_tokens - 1) * n_vocab_) : rows;
+FinishReason Postprocessor::token_emit(Sequence& s, const float* row, TextAssembler* text,
+                                       std::vector<RequestEvent>& out) {
   const int64_t position = static_cast<int64_t>(s.tokens.size());
   RequestEvent ev;
   ev.kind = EventKind::token;
   ev.position = position;
-  ev.token = sample_token(last, n_vocab_, s.req.sampling, position, scratch_);
-  logprobs_top(last, n_vocab_, ev.token, s.req.top_logprobs, scratch_, &ev.logprob, &ev.top);
+  ev.token = sample_token(row, n_vocab_, s.req.sampling, position, scratch_);
+  logprobs_top(row, n_vocab_, ev.token, s.req.top_logprobs, scratch_, &ev.logprob, &ev.top);
   ev.logits = std::move(s.logits_pending);
   s.logits_pending.clear();
   s.tokens.push_back(ev.token);
@@ -76,10 +71,48 @@ FinishReason Postprocessor::process(const ChunkPlan& c, const float* rows, TextA
   ev.stop_token = std::find(stops.begin(), stops.end(), ev.token) != stops.end();
   if (text && !ev.stop_token) ev.text = text->push(token_text_bytes(s.req, ev.token));
   const bool stop = ev.stop_token || (text && text->stopped());
-  if (s.sink) s.sink(std::move(ev));
+  out.push_back(std::move(ev));
   if (stop) return FinishReason::stop;
   if (s.n_generated >= s.req.max_tokens || position + 1 >= n_ctx_) return FinishReason::length;
   return FinishReason::none;
+}
+
+// Row j holds the logits a decode step of position pos0 + j would compute (chunk invariance),
+// valid while every token before it is verified: the last token is, and draft j − 1 is when it
+// equals the token row j − 1 gave.
+ChunkOutcome Postprocessor::drafts_verify(Sequence& s, const ChunkPlan& c, const float* rows,
+                                          TextAssembler* text, std::vector<RequestEvent>& out) {
+  ChunkOutcome o;
+  for (int64_t j = 0; j <= c.n_draft; ++j) {
+    const float* row = rows + static_cast<size_t>(j * n_vocab_);
+    if (s.req.capture_logits) logits_capture(s, c.pos0 + j, 1, row);
+    o.n_kept = j + 1;
+    o.finish = token_emit(s, row, text, out);
+    const bool accepted = j < c.n_draft && s.tokens.back() == s.drafts[static_cast<size_t>(j)];
+    o.n_accepted += accepted;
+    if (o.finish != FinishReason::none || !accepted) break;
+  }
+  return o;
+}
+
+ChunkOutcome Postprocessor::process(const ChunkPlan& c, const float* rows, TextAssembler* text,
+                                    std::vector<RequestEvent>& out) {
+  Sequence& s = sequence_of(c.seq);
+  if (c.n_draft > 0) return drafts_verify(s, c, rows, text, out);
+  ChunkOutcome o;
+  o.n_kept = c.n_tokens;
+  if (s.req.capture_logits) logits_capture(s, c.pos0, c.n_tokens, rows);
+  if (s.req.prompt_logprobs >= 0) prompt_logprobs_emit(s, c, rows, out);
+  // Prompt not finished yet: the chunk ends before the last token.
+  if (c.pos0 + c.n_tokens < static_cast<int64_t>(s.tokens.size())) return o;
+  if (s.n_generated >= s.req.max_tokens) {
+    o.finish = FinishReason::length;
+    return o;
+  }
+  const float* last =
+      s.wants_all_logits() ? rows + static_cast<size_t>((c.n_tokens - 1) * n_vocab_) : rows;
+  o.finish = token_emit(s, last, text, out);
+  return o;
 }
 
 }  // namespace invar

@@ -25,6 +25,9 @@ struct ScheduledSeq {
   int32_t state_slot = -1;         // live recurrent state slot while running
 
   int64_t cached_tokens = -1;  // tokens served from cache at first admission (survives preemption)
+  // Speculative decoding: guesses for the tokens after the last one, proposed for the next
+  // decode step (the scheduler may run fewer; none of them is ever part of `tokens`).
+  std::vector<int32_t> drafts;
 
   int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - n_done; }
 };

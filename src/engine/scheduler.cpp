@@ -100,6 +100,8 @@ void Scheduler::chunk_add(StepPlan& plan, ScheduledSeq* s, int64_t n) {
   c.seq = s;
   c.pos0 = s->n_done;
   c.n_tokens = n;
+  c.n_draft = 0;
+  c.n_kept = n;
   c.checkpoint_pos.clear();
   c.checkpoint_ids.clear();
   c.checkpoint_dst.clear();
@@ -126,9 +128,12 @@ void Scheduler::schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused) {
     int64_t budget = cfg_.max_batch_tokens;
     // 1. Decode: one token per running sequence with one token left, oldest first. Blocks
     //    come from the newest sequences if they must (preempt-and-recompute).
+    int64_t decoders = 0;
+    for (ScheduledSeq* s : running_) decoders += s->remaining() == 1;
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
       ScheduledSeq* s = running_[i];
       if (s->remaining() != 1) continue;
+      --decoders;
       bool ok = blocks_ensure(s, s->n_done + 1);
       while (!ok && running_.size() > i + 1) {
         preempt(running_.back());
@@ -138,8 +143,15 @@ void Scheduler::schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused) {
         preempt(s);  // the newest itself: the older ones keep their progress
         break;
       }
-      chunk_add(plan, s, 1);
-      budget -= 1;
+      // Drafts stay inside the blocks plain decoding holds now (a rejected draft must not make
+      // the cache acquire, or evict for, a block plain decoding would not) and leave one token
+      // of budget to every later decoder.
+      const int64_t room = static_cast<int64_t>(s->blocks.size()) * cfg_.block_size - s->n_done;
+      const int64_t n = std::max<int64_t>(
+          1, std::min({1 + static_cast<int64_t>(s->drafts.size()), room, budget - decoders}));
+      chunk_add(plan, s, n);
+      plan.chunks[static_cast<size_t>(plan.n_chunks - 1)].n_draft = n - 1;
+      budget -= n;
     }
     // 2. Prefill chunks of running sequences, as far as budget and blocks allow.
     for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
@@ -179,7 +191,10 @@ void Scheduler::commit(const StepPlan& plan) {
     const ChunkPlan& c = plan.chunks[static_cast<size_t>(k)];
     ScheduledSeq* s = c.seq;
     INVAR_CHECK(s->n_done == c.pos0);
-    s->n_done += c.n_tokens;
+    INVAR_CHECK(
+        c.n_kept >= 1 && c.n_kept <= c.n_tokens && (c.n_draft > 0 || c.n_kept == c.n_tokens),
+        "kept positions outside the chunk");
+    s->n_done += c.n_kept;
     size_t ci = 0;
     // Blocks below pos0 were committed by earlier steps (or came from the hit).
     for (int64_t i = c.pos0 / bs; (i + 1) * bs <= s->n_done; ++i) {
@@ -190,7 +205,11 @@ void Scheduler::commit(const StepPlan& plan) {
       if (cfg_.prefix_cache)
         cache_.block_commit(s->blocks, i, s->tokens, s->cache_salt, checkpoint);
     }
-    INVAR_CHECK(ci == c.checkpoint_pos.size(), "a checkpoint did not land on a committed block");
+    for (; ci < c.checkpoint_pos.size(); ++ci) {
+      INVAR_CHECK(c.checkpoint_pos[ci] > s->n_done,
+                  "a checkpoint did not land on a committed block");
+      cache_.checkpoint_release(c.checkpoint_ids[ci]);  // it holds a state after a rejected draft
+    }
   }
 }
 

@@ -7,6 +7,8 @@
 // blocks of its whole prompt; when blocks run out mid-flight the newest running request is
 // preempted (blocks released, recomputed later — mostly from the cache it just filled).
 // Chunks may end anywhere: every block boundary a chunk crosses gets a checkpoint slot (N5).
+// A decode chunk may carry drafts (speculative decoding): the last token and up to the drafts
+// that fit, all verified at once; only the positions the engine keeps are committed.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,11 @@ struct SchedulerConfig {
 struct ChunkPlan {
   ScheduledSeq* seq = nullptr;
   int64_t pos0 = 0, n_tokens = 0;
+  // Decode with drafts: tokens are seq->tokens[pos0] then seq->drafts[0 .. n_draft).
+  int64_t n_draft = 0;
+  // Set by the engine before commit(): positions whose tokens turned out verified, a head of
+  // the chunk (n_tokens unless drafts were rejected or the request ended inside the chunk).
+  int64_t n_kept = 0;
   std::vector<int64_t> checkpoint_pos;  // block boundaries in (pos0, pos0 + n]
   std::vector<int32_t> checkpoint_ids;  // cache checkpoint per boundary
   std::vector<float*> checkpoint_dst;   // their buffers
@@ -57,7 +64,8 @@ class Scheduler {
   // Fills plan (previous contents discarded). Sequences that can never fit are appended to
   // `refused` (removed from the queue; the caller reports them).
   void schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused);
-  // After the model ran the plan: advance progress, commit full blocks and their checkpoints.
+  // After the model ran the plan: advance progress by each chunk's n_kept, commit the full
+  // blocks and their checkpoints; checkpoints past n_kept (rejected drafts) go back unused.
   void commit(const StepPlan& plan);
   // Finished or cancelled: releases everything the sequence holds and forgets it.
   void remove(ScheduledSeq* s);

@@ -22,6 +22,9 @@ struct Sequence : ScheduledSeq {
   int64_t logits_reported = 0;     // capture_logits: rows for positions < this were sent
   int64_t prompt_lp_reported = 1;  // prompt_logprobs: positions < this were sent
   std::vector<std::pair<int64_t, std::vector<float>>> logits_pending;
+  // Speculative decoding: the drafter's state for this request, and drafts run / kept.
+  std::unique_ptr<DraftSeq> draft_state;
+  int64_t n_drafted = 0, n_accepted = 0;
 
   bool wants_all_logits() const { return req.capture_logits || req.prompt_logprobs >= 0; }
 };
