@@ -39,7 +39,7 @@ Trace greedy(const Model& m, const std::vector<int32_t>& prompt, int64_t n_gen, 
   Trace t;
   t.tokens = prompt;
   SeqState st(m, int64_t(prompt.size()) + n_gen);
-  std::vector<float> logits(size_t(V));
+  std::vector<float> logits(static_cast<size_t>(V));
   auto scratch = m.scratch_make(int64_t(prompt.size()), 1);
   int64_t pos = 0;
   while (int64_t(t.tokens.size()) < int64_t(prompt.size()) + n_gen) {
@@ -104,7 +104,7 @@ std::string model_path(Arch arch, MtpKind kind) {
   return path;
 }
 
-const std::vector<int32_t> kPrompt = {11, 250, 37, 4, 98, 611, 23, 7, 140, 5, 77, 300, 2, 19};
+const std::vector<int32_t> kPrompt = {11, 250, 37, 4, 98, 311, 23, 7, 140, 5, 77, 300, 2, 19};
 
 class MtpDrafterArch : public ::testing::TestWithParam<Arch> {};
 

@@ -9,6 +9,7 @@
 // LM head); the trunk's small context-dependent part makes the rest of the drafts wrong.
 #include <filesystem>
 
+#include "engine/drafter_mtp.h"
 #include "invariance_harness.h"
 #include "model/model_harness.h"
 
@@ -126,6 +127,69 @@ TEST_P(SpecMtp, BatchedWithOthers) {
 INSTANTIATE_TEST_SUITE_P(Archs, SpecMtp,
                          ::testing::Values(Arch::qwen3next, Arch::qwen35, Arch::qwen35moe),
                          [](const auto& info) { return std::string(arch_name(info.param)); });
+
+// The MTP drafter, recording the hidden rows the engine hands it.
+class RecordingDrafter : public Drafter {
+ public:
+  explicit RecordingDrafter(const Model& m) : inner_(m), n_embd_(m.hparams().n_embd) {}
+  std::string_view name() const override { return "mtp (recording)"; }
+  bool wants_hidden() const override { return true; }
+  std::unique_ptr<DraftSeq> seq_make(std::span<const int32_t> prompt) override {
+    return inner_.seq_make(prompt);
+  }
+  void propose(std::span<DraftJob> jobs, ThreadPool& pool) override { inner_.propose(jobs, pool); }
+  void hidden_observe(DraftSeq& seq, int64_t pos0, int64_t n, const float* hidden) override {
+    for (int64_t i = 0; i < n; ++i)
+      rows[pos0 + i].assign(hidden + i * n_embd_, hidden + (i + 1) * n_embd_);
+    inner_.hidden_observe(seq, pos0, n, hidden);
+  }
+  std::map<int64_t, std::vector<float>> rows;  // position → the last row observed there
+
+ private:
+  MtpDrafter inner_;
+  int64_t n_embd_;
+};
+
+// The drafter sees the trunk's hidden row of every position the request computed, once each
+// verification settles, with the bits Model::forward gives for the whole sequence at once.
+TEST_P(SpecMtp, DrafterSeesTheTrunksHiddenRows) {
+  const Model& m = mtp_model(GetParam());
+  const int64_t E = m.hparams().n_embd, V = m.hparams().n_vocab;
+  std::mt19937 rng(8);
+  const GenerationRequest req = request_of(tokens_random(rng, 13, V), false, 0);
+  auto drafter = std::make_unique<RecordingDrafter>(m);
+  RecordingDrafter* rec = drafter.get();
+  EngineConfig cfg = config_of("mtp", 3, 2);
+  cfg.max_batch_tokens = 5;  // the prompt in three chunks
+  Engine engine(m, nullptr, cfg, std::move(drafter));
+  Collector col;
+  engine.submit(req, col.sink(0));
+  col.wait(1);
+  const Outcome got = col.take(0);
+  EXPECT_GT(engine.metrics().spec_accepted_total, 0u);
+
+  const std::vector<int32_t> all = concat(req.prompt, got.generated);
+  const int64_t n = int64_t(all.size()) - 1;  // the last token never runs
+  ASSERT_EQ(int64_t(rec->rows.size()), n);
+  std::vector<float> kv(size_t(m.kv_block_floats(n))), state(size_t(m.state_floats()), 0.0f);
+  std::vector<float> logits(static_cast<size_t>(V)), hidden(static_cast<size_t>(n * E));
+  float* block = kv.data();
+  SeqChunk c;
+  c.tokens = all.data();
+  c.n_tokens = n;
+  c.state = state.data();
+  c.kv_blocks = &block;
+  c.block_size = n;
+  c.logits = logits.data();
+  c.hidden = hidden.data();
+  ThreadPool pool(1);
+  m.forward({&c, 1}, *m.scratch_make(n, 1), pool);
+  for (int64_t p = 0; p < n; ++p) {
+    ASSERT_TRUE(rec->rows.count(p)) << "position " << p << " never observed";
+    EXPECT_EQ(0, std::memcmp(rec->rows[p].data(), hidden.data() + p * E, size_t(E) * 4))
+        << "hidden row of position " << p << " differs";
+  }
+}
 
 TEST(SpecMtpRefused, ModelWithoutTheBlock) {
   const Model& m = model_get("qwen3next-tiny");
