@@ -23,6 +23,20 @@ struct MtpSeq : DraftSeq {
   std::vector<float> chain_in;               // [E] hidden row fed to the next chained draft
 };
 
+// The MTP chunk of n rows at pos0 over s's working rows and KV.
+MtpChunk chunk_of(MtpSeq& s, int64_t n, int64_t pos0) {
+  MtpChunk c;
+  c.tokens = s.tokens.data();
+  c.hidden_in = s.hidden_in.data();
+  c.n_tokens = n;
+  c.pos0 = pos0;
+  c.kv_blocks = s.table.data();
+  c.block_size = kBlock;
+  c.logits = s.logits.data();
+  c.hidden_out = s.hidden_out.data();
+  return c;
+}
+
 int32_t argmax(const std::vector<float>& v) {
   return int32_t(std::max_element(v.begin(), v.end()) - v.begin());  // first of equal maxima
 }
@@ -87,16 +101,7 @@ void MtpDrafter::propose(std::span<DraftJob> jobs, ThreadPool& pool) {
     }
     s.hidden_out.resize(size_t(n * E));
     s.logits.resize(size_t(V));
-    MtpChunk c;
-    c.tokens = s.tokens.data();
-    c.hidden_in = s.hidden_in.data();
-    c.n_tokens = n;
-    c.pos0 = s.n_kv;
-    c.kv_blocks = s.table.data();
-    c.block_size = kBlock;
-    c.logits = s.logits.data();
-    c.hidden_out = s.hidden_out.data();
-    chunks_.push_back(c);
+    chunks_.push_back(chunk_of(s, n, s.n_kv));
   }
   if (chunks_.empty()) return;
   model_.mtp_forward(chunks_, *scratch_, pool);
@@ -124,16 +129,7 @@ void MtpDrafter::propose(std::span<DraftJob> jobs, ThreadPool& pool) {
       s.tokens.assign(1, j.out->back());
       s.hidden_in = s.chain_in;
       s.hidden_out.resize(size_t(E));
-      MtpChunk c;
-      c.tokens = s.tokens.data();
-      c.hidden_in = s.hidden_in.data();
-      c.n_tokens = 1;
-      c.pos0 = int64_t(j.tokens.size()) + step - 1;
-      c.kv_blocks = s.table.data();
-      c.block_size = kBlock;
-      c.logits = s.logits.data();
-      c.hidden_out = s.hidden_out.data();
-      chunks_.push_back(c);
+      chunks_.push_back(chunk_of(s, 1, int64_t(j.tokens.size()) + step - 1));
     }
     if (chunks_.empty()) return;
     model_.mtp_forward(chunks_, *scratch_, pool);

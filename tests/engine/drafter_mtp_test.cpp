@@ -27,13 +27,6 @@ struct Trace {
   std::vector<float> hidden;    // [tokens − 1][E]: every position the trunk ran
 };
 
-int32_t argmax(const float* v, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; ++i)
-    if (v[i] > v[best]) best = i;
-  return int32_t(best);
-}
-
 Trace greedy(const Model& m, const std::vector<int32_t>& prompt, int64_t n_gen, ThreadPool& pool) {
   const int64_t E = m.hparams().n_embd, V = m.hparams().n_vocab;
   Trace t;
@@ -56,7 +49,7 @@ Trace greedy(const Model& m, const std::vector<int32_t>& prompt, int64_t n_gen, 
     c.hidden = t.hidden.data() + pos * E;
     m.forward({&c, 1}, *scratch, pool);
     pos += n;
-    t.tokens.push_back(argmax(logits.data(), V));
+    t.tokens.push_back(argmax_of(logits.data(), V));
   }
   return t;
 }

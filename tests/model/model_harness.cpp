@@ -65,6 +65,13 @@ std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b, 
          " floats differ; first:" + msg;
 }
 
+int32_t argmax_of(const float* v, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (v[i] > v[best]) best = i;
+  return int32_t(best);
+}
+
 MakeModelConfig tiny_model_config(Arch arch, MtpKind mtp) {
   MakeModelConfig c;
   c.arch = arch;

@@ -70,13 +70,6 @@ void mtp_rows(const Model& m, MtpKv& kv, MtpRun& run, int64_t r0, int64_t r1, Th
   m.mtp_forward({&c, 1}, *m.scratch_make(c.n_tokens, 1), pool);
 }
 
-int32_t argmax(const float* v, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; ++i)
-    if (v[i] > v[best]) best = i;
-  return int32_t(best);
-}
-
 // The prompt through the trunk (hidden rows kept), then the MTP head over every prompt position
 // (catch-up, in two calls) and `k` chained drafts, each one row, as a drafter runs them.
 MtpRun run_drafts(const Model& m, const std::vector<int32_t>& prompt, int k, ThreadPool& pool) {
@@ -106,7 +99,7 @@ MtpRun run_drafts(const Model& m, const std::vector<int32_t>& prompt, int k, Thr
   mtp_rows(m, kv, run, 0, n / 2, pool);
   mtp_rows(m, kv, run, n / 2, n, pool);
   for (int64_t r = n; r < total; ++r) {
-    run.tokens[size_t(r)] = argmax(run.logits.data() + (r - 1) * V, V);
+    run.tokens[size_t(r)] = argmax_of(run.logits.data() + (r - 1) * V, V);
     std::copy_n(run.hidden_out.begin() + (r - 1) * E, E, run.hidden_in.begin() + r * E);
     mtp_rows(m, kv, run, r, r + 1, pool);
   }
