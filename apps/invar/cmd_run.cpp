@@ -4,6 +4,7 @@
 // equality is never evidence, the digest is). Same model file + same build + same tokens →
 // same digest, whatever --threads, --simd or --chunk say, and the same digest the probe
 // computes from `invar serve`'s answer to the same chat request.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "model/model.h"
 #include "probe/digest.h"
 #include "server/backend.h"
+#include "spec_flags.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::app {
@@ -42,6 +44,7 @@ struct RunOptions {
   bool json = false;
   int64_t chunk = 0;
   bool ignore_eos = false;
+  EngineConfig engine;  // --spec flags
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -140,6 +143,7 @@ int run(const RunOptions& o) {
   if (o.threads < 1) throw Error("--threads must be >= 1");
   if (o.n_predict < 0) throw Error("-n must be >= 0");
   if (o.chunk < 0) throw Error("--chunk must be >= 0");
+  drafter_config_check(o.engine.spec, o.engine.draft);
   if (!o.simd.empty()) {
     auto lvl = simd_parse(o.simd);
     if (!lvl) throw Error("--simd: '" + o.simd + "' is not one of off, avx2, avx512");
@@ -158,9 +162,11 @@ int run(const RunOptions& o) {
   if (prompt.empty()) throw Error("the prompt has no tokens");
   const int64_t n_prompt = int64_t(prompt.size());
 
-  EngineConfig cfg;
+  EngineConfig cfg = o.engine;
   cfg.threads = o.threads;
   cfg.max_batch_tokens = o.chunk > 0 ? o.chunk : n_prompt;  // prefill chunk (0: whole prompt)
+  if (cfg.spec != "none")  // room for a verification chunk
+    cfg.max_batch_tokens = std::max(cfg.max_batch_tokens, cfg.draft.max_k + 1);
   cfg.max_running = 1;
   cfg.prefix_cache = false;
   Engine engine(*model, &tok, cfg);
@@ -238,6 +244,10 @@ int run(const RunOptions& o) {
                (long long)n_prompt, pre_s, double(n_prompt) / pre_s, n_gen, dec_s,
                n_gen > 1 ? double(n_gen - 1) / dec_s : 0.0, o.threads,
                std::string(simd_name(simd_active())).c_str());
+  if (got.finished.speculative)
+    std::fprintf(stderr, "spec %s: %lld drafted, %lld accepted\n", o.engine.spec.c_str(),
+                 static_cast<long long>(got.finished.draft_tokens),
+                 static_cast<long long>(got.finished.accepted_draft_tokens));
   return 0;
 }
 
@@ -263,6 +273,7 @@ Command run_command("run", [](CLI::App& root) -> Command::Run {
   c->add_flag("--json", o->json, "print one JSON object (logprobs as %.9g)");
   c->add_option("--chunk", o->chunk, "prefill chunk size in tokens (0: whole prompt)");
   c->add_flag("--ignore-eos", o->ignore_eos, "do not stop at end-of-sequence tokens");
+  spec_flags_add(c, o->engine);
   return [o]() { return run(*o); };
 });
 

@@ -23,6 +23,7 @@
 #include "model/make_model.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
+#include "spec_flags.h"
 #include "version.h"
 
 namespace invar::app {
@@ -86,6 +87,7 @@ int run_serve(ServeOptions& o) {
       !std::filesystem::exists(o.backend.chat_template_file))
     throw Error("no chat template file at " + o.backend.chat_template_file);
   o.engine.prefix_cache = !o.no_prefix_cache;
+  drafter_config_check(o.engine.spec, o.engine.draft);
   o.engine.max_queue = o.server.queue_limit;
   if (o.server.queue_limit < 1) throw Error("--queue-limit must be at least 1");
   bool default_model = o.model.empty();
@@ -236,6 +238,7 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
   s->add_option("--max-batch-tokens", e.max_batch_tokens, "tokens per engine step")
       ->capture_default_str();
   s->add_option("--threads", e.threads, "compute threads (0: all cores)")->capture_default_str();
+  spec_flags_add(s, e);
   s->add_option("--ctx", e.n_ctx, "context limit per request (0: the model's)")
       ->capture_default_str();
   s->add_option("--simd", o->simd, "off | avx2 | avx512 (default: the best the CPU has)");

@@ -205,6 +205,7 @@ struct Engine::Impl {
     ev.completion_tokens = s->n_generated;
     ev.draft_tokens = s->n_drafted;
     ev.accepted_draft_tokens = s->n_accepted;
+    ev.speculative = spec.on();
     auto it = live.find(s->id);
     if (TextAssembler* t = it->second.text.get(); t && !t->stopped()) ev.text = t->finish();
     sched.remove(s);

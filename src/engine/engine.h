@@ -111,6 +111,7 @@ struct RequestEvent {
   int64_t completion_tokens = 0;
   int64_t draft_tokens = 0;           // speculative decoding: drafts verified by the trunk
   int64_t accepted_draft_tokens = 0;  // of them, those that became part of the completion
+  bool speculative = false;           // the engine runs a drafter (--spec other than none)
 };
 
 // Called on the engine thread, in order, for one request; must not block for long.

@@ -60,10 +60,27 @@ json stream_chunk(const ResponseContext& c, json choices, json usage) {
 }  // namespace
 
 json usage_json(const UsageOut& u) {
-  return json{{"prompt_tokens", u.prompt_tokens},
-              {"completion_tokens", u.completion_tokens},
-              {"total_tokens", u.prompt_tokens + u.completion_tokens},
-              {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+  json j{{"prompt_tokens", u.prompt_tokens},
+         {"completion_tokens", u.completion_tokens},
+         {"total_tokens", u.prompt_tokens + u.completion_tokens},
+         {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+  if (u.speculative)
+    j["completion_tokens_details"] = {{"draft_tokens", u.draft_tokens},
+                                      {"accepted_draft_tokens", u.accepted_draft_tokens}};
+  return j;
+}
+
+UsageOut usage_from_json(const json& usage) {
+  UsageOut u;
+  u.prompt_tokens = usage["prompt_tokens"].get<int64_t>();
+  u.completion_tokens = usage["completion_tokens"].get<int64_t>();
+  u.cached_tokens = usage["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+  if (const auto d = usage.find("completion_tokens_details"); d != usage.end()) {
+    u.speculative = true;
+    u.draft_tokens = (*d)["draft_tokens"].get<int64_t>();
+    u.accepted_draft_tokens = (*d)["accepted_draft_tokens"].get<int64_t>();
+  }
+  return u;
 }
 
 json logprobs_chat_json(const ResponseContext& c, const std::vector<TokenOut>& tokens) {

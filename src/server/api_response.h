@@ -27,6 +27,10 @@ struct TokenOut {
 
 struct UsageOut {
   int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  // Speculative decoding (docs/api.md): drafts verified and drafts kept, reported as
+  // completion_tokens_details when the server runs a drafter.
+  bool speculative = false;
+  int64_t draft_tokens = 0, accepted_draft_tokens = 0;
 };
 
 struct ResponseContext {
@@ -42,6 +46,7 @@ struct ResponseContext {
 };
 
 json usage_json(const UsageOut& u);
+UsageOut usage_from_json(const json& usage);  // the inverse of usage_json
 
 // Logprobs for `tokens`. Legacy shape: text_offset counts bytes of the choice's text, starting
 // at `offset0`; it returns the offset after the last token through *offset_end.

@@ -61,9 +61,12 @@ std::string CompletionChoices::id() const {
 JobStats CompletionChoices::stats() const {
   JobStats total = jobs_[0]->stats();
   total.completion_tokens = 0;
+  total.draft_tokens = total.accepted_draft_tokens = 0;
   for (auto& j : jobs_) {
     JobStats s = j->stats();
     total.completion_tokens += s.completion_tokens;
+    total.draft_tokens += s.draft_tokens;
+    total.accepted_draft_tokens += s.accepted_draft_tokens;
     if (s.ttft_s >= 0 && (total.ttft_s < 0 || s.ttft_s < total.ttft_s)) total.ttft_s = s.ttft_s;
     total.duration_s = std::max(total.duration_s, s.duration_s);
   }
@@ -92,21 +95,21 @@ std::optional<std::pair<int, std::string>> CompletionChoices::poll_whole() {
     if (!w) return std::nullopt;
   if (jobs_.size() == 1) return whole_[0];
   json out = json::parse(whole_[0]->second);
-  int64_t completion_tokens = 0;
+  UsageOut u = usage_from_json(out["usage"]);
+  u.completion_tokens = u.draft_tokens = u.accepted_draft_tokens = 0;
   json choices = json::array();
   for (size_t i = 0; i < whole_.size(); ++i) {
     json one = json::parse(whole_[i]->second);
-    completion_tokens += one["usage"]["completion_tokens"].get<int64_t>();
+    const UsageOut ui = usage_from_json(one["usage"]);
+    u.completion_tokens += ui.completion_tokens;
+    u.draft_tokens += ui.draft_tokens;
+    u.accepted_draft_tokens += ui.accepted_draft_tokens;
     for (auto& c : one["choices"]) {
       c["index"] = int64_t(i);
       choices.push_back(std::move(c));
     }
   }
   out["choices"] = std::move(choices);
-  UsageOut u;
-  u.prompt_tokens = out["usage"]["prompt_tokens"].get<int64_t>();
-  u.cached_tokens = out["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
-  u.completion_tokens = completion_tokens;
   out["usage"] = usage_json(u);
   return std::make_pair(200, json_text(out));
 }
@@ -137,6 +140,9 @@ std::string CompletionChoices::usage_chunk() {
   u.prompt_tokens = s.prompt_tokens;
   u.cached_tokens = s.cached_tokens;
   u.completion_tokens = s.completion_tokens;
+  u.speculative = s.speculative;
+  u.draft_tokens = s.draft_tokens;
+  u.accepted_draft_tokens = s.accepted_draft_tokens;
   json c = envelope_;
   c["choices"] = json::array();
   c["usage"] = usage_json(u);

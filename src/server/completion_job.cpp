@@ -210,6 +210,9 @@ UsageOut CompletionJob::usage() const {
   u.prompt_tokens = finished_.prompt_tokens ? finished_.prompt_tokens : int64_t(prompt_.size());
   u.completion_tokens = std::max<int64_t>(finished_.completion_tokens, int64_t(tokens_.size()));
   u.cached_tokens = finished_.cached_tokens;
+  u.speculative = finished_.speculative;
+  u.draft_tokens = finished_.draft_tokens;
+  u.accepted_draft_tokens = finished_.accepted_draft_tokens;
   return u;
 }
 
@@ -334,6 +337,9 @@ JobStats CompletionJob::stats() const {
   st.prompt_tokens = u.prompt_tokens;
   st.cached_tokens = u.cached_tokens;
   st.completion_tokens = u.completion_tokens;
+  st.speculative = u.speculative;
+  st.draft_tokens = u.draft_tokens;
+  st.accepted_draft_tokens = u.accepted_draft_tokens;
   if (!queue_) return st;
   auto end = engine_finished_ ? end_time_ : Clock::now();
   st.duration_s = std::chrono::duration<double>(end - start_time_).count();

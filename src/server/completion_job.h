@@ -38,6 +38,8 @@ struct EventQueue {
 // What the request log reports of one engine request.
 struct JobStats {
   int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+  bool speculative = false;
+  int64_t draft_tokens = 0, accepted_draft_tokens = 0;
   double ttft_s = -1;  // submit → first token; -1: no token
   double duration_s = 0;
 };

@@ -50,6 +50,33 @@ void ServerMetrics::count_response(const std::string& endpoint, int status) {
   responses_[{endpoint, status}]++;
 }
 
+namespace {
+
+// Speculative decoding: counters, and the drafts kept per verification as a histogram with
+// one bucket per count (le = 0 .. k).
+std::string spec_exposition(const EngineMetrics& e) {
+  std::string out;
+  metric(out, "invar_spec_draft_tokens_total", "counter", "draft tokens verified by the model",
+         double(e.spec_drafted_total));
+  metric(out, "invar_spec_accepted_tokens_total", "counter",
+         "draft tokens that became part of a completion", double(e.spec_accepted_total));
+  out +=
+      "# HELP invar_spec_acceptance_length draft tokens kept per verification step\n"
+      "# TYPE invar_spec_acceptance_length histogram\n";
+  uint64_t cum = 0;
+  for (size_t i = 0; i < e.spec_accepted_hist.size(); ++i) {
+    cum += e.spec_accepted_hist[i];
+    out += "invar_spec_acceptance_length_bucket{le=\"" + std::to_string(i) + "\"} " +
+           std::to_string(cum) + "\n";
+  }
+  out += "invar_spec_acceptance_length_bucket{le=\"+Inf\"} " + std::to_string(cum) + "\n";
+  out += "invar_spec_acceptance_length_sum " + std::to_string(e.spec_accepted_total) + "\n";
+  out += "invar_spec_acceptance_length_count " + std::to_string(e.spec_verifications_total) + "\n";
+  return out;
+}
+
+}  // namespace
+
 std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string& state) const {
   std::string out;
   out +=
@@ -104,6 +131,7 @@ std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string&
     metric(out, "invar_preemptions_total", "counter", "requests preempted", double(e->preemptions));
     metric(out, "invar_engine_tokens_per_second", "gauge", "recent engine throughput",
            e->tokens_per_s);
+    if (!e->spec_accepted_hist.empty()) out += spec_exposition(*e);
   }
   out += ttft.exposition("invar_time_to_first_token_seconds", "submit to first generated token");
   out += inter_token.exposition("invar_inter_token_latency_seconds",
