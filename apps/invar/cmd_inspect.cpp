@@ -122,6 +122,8 @@ int run_inspect(const InspectOptions& o) {
     uint64_t bytes = 0;
   };
   std::map<uint32_t, TypeTotal> by_type;  // ggml type id → totals
+  TypeTotal mtp;                          // tensors of the MTP blocks after the trunk
+  const std::string mtp_prefix = hp ? "blk." + std::to_string(hp->n_layer) + "." : "";
   if (!o.no_tensors)
     std::printf("\ntensors:\n  %-40s %-6s %-22s %12s\n", "name", "type", "shape", "bytes");
   for (const auto& t : f->tensors()) {
@@ -135,6 +137,11 @@ int run_inspect(const InspectOptions& o) {
     bt.tensors += 1;
     bt.elements += t.n_elements();
     bt.bytes += t.n_bytes;
+    if (hp && hp->n_layer_nextn > 0 && t.name.rfind(mtp_prefix, 0) == 0) {
+      mtp.tensors += 1;
+      mtp.elements += t.n_elements();
+      mtp.bytes += t.n_bytes;
+    }
   }
   std::printf("\ntotals: %zu tensors, %" PRId64 " parameters, %" PRIu64
               " bytes of tensor data (%.2f MB)\n",
@@ -143,6 +150,10 @@ int run_inspect(const InspectOptions& o) {
     std::printf("  %-7s %5" PRId64 " tensors %14" PRIu64 " bytes %8.4f bits per weight\n",
                 ggml_type_label(id).c_str(), v.tensors, v.bytes,
                 double(v.bytes) * 8.0 / double(v.elements));
+  if (hp && hp->n_layer_nextn > 0)
+    std::printf("  MTP block %s* %5" PRId64 " tensors %14" PRIu64 " bytes (%s)\n",
+                mtp_prefix.c_str(), mtp.tensors, mtp.bytes,
+                hp->mtp ? "draft head of --spec mtp" : ("unusable: " + hp->mtp_unusable).c_str());
   if (hp) {
     // What a running model needs besides the mapped file: F32 KV per token of context in each
     // attention layer, and the F32 recurrent state (conv window + delta-rule matrix) of every
@@ -158,6 +169,9 @@ int run_inspect(const InspectOptions& o) {
     std::printf("  recurrent state per sequence   %14" PRId64 " bytes (%" PRId64
                 " Gated DeltaNet layers; the same again per prefix-cache checkpoint)\n",
                 state_bytes, hp->n_recurrent_layers());
+    if (hp->mtp)
+      std::printf("  MTP KV per token (--spec mtp)  %14" PRId64 " bytes (1 attention layer)\n",
+                  4 * 2 * hp->n_head_kv * hp->head_dim);
     std::printf("  e.g. one sequence of %" PRId64 " tokens: %.2f GiB\n", hp->n_ctx_train,
                 (double(f->file_size()) + double(kv_bytes) * double(hp->n_ctx_train) +
                  double(state_bytes)) /

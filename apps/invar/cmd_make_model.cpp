@@ -32,6 +32,8 @@ struct MakeModelOptions {
   std::string out;
   std::vector<int32_t> sections;
   std::string preset;
+  bool mtp = false;
+  bool mtp_bigram = false;
   // Shape flags and how each copies its field from a preset; a flag given on the command line
   // keeps its value (so --layers/--experts cut a slice of a preset).
   std::vector<std::pair<CLI::Option*, void (*)(MakeModelConfig&, const MakeModelConfig&)>> shape;
@@ -71,6 +73,7 @@ int run_make_model(MakeModelOptions& o) {
     throw Error("--type must be a llama-quantize preset (" + quant_preset_names() +
                 ") or a weight type (" + dtype_supported_list() + "), not '" + o.type + "'");
   c.quant = o.type;
+  c.mtp = o.mtp_bigram ? MtpKind::bigram : o.mtp ? MtpKind::random : MtpKind::none;
   if (!o.sections.empty()) {
     if (o.sections.size() > 4) throw Error("--sections takes at most 4 numbers");
     c.rope_sections = {0, 0, 0, 0};
@@ -102,9 +105,10 @@ int run_make_model(MakeModelOptions& o) {
   // Read the file back through the loader's validation: what we write must be what we accept.
   auto f = GgufFile::open(o.out);
   const Hparams hp = hparams_from_gguf(*f);
-  std::printf("wrote %s: %s, %lld layers, E=%lld, vocab %lld, %s weights, seed %llu, %.1f MB\n",
+  std::printf("wrote %s: %s, %lld layers%s, E=%lld, vocab %lld, %s weights, seed %llu, %.1f MB\n",
               o.out.c_str(), std::string(arch_name(hp.arch)).c_str(),
-              static_cast<long long>(hp.n_layer), static_cast<long long>(hp.n_embd),
+              static_cast<long long>(hp.n_layer), hp.mtp ? " + MTP block" : "",
+              static_cast<long long>(hp.n_embd),
               static_cast<long long>(hp.n_vocab), o.type.c_str(),
               static_cast<unsigned long long>(c.seed), double(f->file_size()) / 1e6);
   return 0;
@@ -200,6 +204,16 @@ Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
   s->add_flag("--tied", c.tied, "no output.weight: logits use token_embd");
   s->add_flag("--fused-gate-up", c.fused_gate_up,
               "ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps");
+  s->add_flag("--mtp", o->mtp,
+              "add an MTP block after the trunk (nextn_predict_layers = 1, blk.<layers>.nextn.*), "
+              "the draft head of --spec mtp");
+  s->add_flag("--mtp-bigram", o->mtp_bigram,
+              "an MTP block whose drafts are often right, for testing speculation: the trunk's "
+              "residual projections are scaled down (it mostly predicts from the current token) "
+              "and the MTP block passes the token embedding to the same LM head");
+  s->add_flag("--mtp-own-head", c.mtp_own_head,
+              "the MTP block also gets nextn.embed_tokens and nextn.shared_head_head (otherwise "
+              "it uses token_embd and output)");
   return [o]() { return run_make_model(*o); };
 });
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "engine/drafter_mtp.h"
 #include "engine/ngram_drafter.h"
 #include "model/model.h"
 
@@ -20,11 +21,10 @@ void drafter_config_check(std::string_view name, const DrafterConfig& cfg) {
 
 std::unique_ptr<Drafter> drafter_make(std::string_view name, const Model& model,
                                       const DrafterConfig& cfg) {
-  (void)model;
   drafter_config_check(name, cfg);
   if (name == "none") return nullptr;
   if (name == "ngram") return std::make_unique<NgramDrafter>(cfg);
-  throw Error("--spec mtp: this build has no MTP drafter yet (use --spec ngram or none)");
+  return std::make_unique<MtpDrafter>(model);  // name == "mtp"
 }
 
 }  // namespace invar

@@ -64,7 +64,8 @@ class Drafter {
   // during this call).
   virtual void propose(std::span<DraftJob> jobs, ThreadPool& pool) = 0;
   // The trunk computed verified positions [pos0, pos0 + n) of the sequence; hidden is
-  // [n][n_embd], row i for position pos0 + i (the trunk's output before the final norm).
+  // [n][n_embd], row i for position pos0 + i (the trunk's final hidden row after output_norm,
+  // the LM head's input: SeqChunk::hidden).
   virtual void hidden_observe(DraftSeq& seq, int64_t pos0, int64_t n, const float* hidden) {
     (void)seq, (void)pos0, (void)n, (void)hidden;
   }

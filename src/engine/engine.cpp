@@ -110,6 +110,7 @@ struct Engine::Impl {
         post(t, m.hparams().n_vocab, context_limit(m.hparams(), cfg.n_ctx)),
         spec(std::move(drafter), cfg.draft, m.hparams().n_vocab,
              context_limit(m.hparams(), cfg.n_ctx)) {
+    runner.hidden_want(spec.on() && spec.drafter()->wants_hidden());
     limits.n_vocab = m.hparams().n_vocab;
     limits.n_ctx = context_limit(m.hparams(), cfg.n_ctx);
     limits.block_size = cfg.block_size;

@@ -12,6 +12,7 @@ ModelRunner::ModelRunner(const Model& model, int64_t max_batch_tokens, int64_t m
                          int threads, int64_t block_size)
     : model_(model),
       n_vocab_(model.hparams().n_vocab),
+      n_embd_(model.hparams().n_embd),
       block_size_(block_size),
       state_floats_(model.state_floats()),
       pool_(threads),
@@ -51,9 +52,12 @@ void ModelRunner::run(const StepPlan& plan, const Scheduler& sched) {
     spec_ck_pos_.resize(n);
     spec_ck_dst_.resize(n);
   }
-  int64_t rows = 0, drafts = 0;
+  int64_t rows = 0, drafts = 0, hidden_rows = 0;
+  hidden_offset_.resize(n);
   for (size_t k = 0; k < n; ++k) {
     const ChunkPlan& c = plan.chunks[k];
+    hidden_offset_[k] = hidden_rows * n_embd_;
+    hidden_rows += c.n_tokens;
     logits_offset_[k] = rows * n_vocab_;
     rows += all_rows(c) ? c.n_tokens : 1;
     rollback_offset_[k] = drafts * state_floats_;
@@ -61,6 +65,8 @@ void ModelRunner::run(const StepPlan& plan, const Scheduler& sched) {
   }
   if (static_cast<int64_t>(logits_.size()) < rows * n_vocab_)
     logits_.resize(static_cast<size_t>(rows * n_vocab_));
+  if (hidden_on_ && static_cast<int64_t>(hidden_.size()) < hidden_rows * n_embd_)
+    hidden_.resize(static_cast<size_t>(hidden_rows * n_embd_));
   if (static_cast<int64_t>(rollback_.size()) < drafts * state_floats_)
     rollback_.resize(static_cast<size_t>(drafts * state_floats_));
   spec_tokens_.resize(static_cast<size_t>(drafts + plan.n_chunks));  // no reallocation below
@@ -89,6 +95,7 @@ void ModelRunner::run(const StepPlan& plan, const Scheduler& sched) {
       sc.tokens = t;
       checkpoints_with_rollback(k, c, sc);
     }
+    if (hidden_on_) sc.hidden = hidden_.data() + hidden_offset_[k];
     sc.all_logits = all_rows(c);
     sc.logits = logits_.data() + logits_offset_[k];
   }

@@ -31,11 +31,12 @@ class ModelRunner {
     return logits_.data() + logits_offset_[static_cast<size_t>(k)];
   }
   static bool all_rows(const ChunkPlan& c);
-  // The trunk's hidden rows of chunk k ([n_tokens][n_embd]) for a drafter that reads them;
-  // null while the model gives none.
+  // Asks the model for the trunk's hidden rows (SeqChunk::hidden) of every chunk from now on.
+  void hidden_want(bool on) { hidden_on_ = on; }
+  // The trunk's hidden rows of chunk k of the last run ([n_tokens][n_embd]) for a drafter that
+  // reads them; null unless hidden_want(true).
   const float* hidden(int64_t k) const {
-    (void)k;
-    return nullptr;
+    return hidden_on_ ? hidden_.data() + hidden_offset_[static_cast<size_t>(k)] : nullptr;
   }
   // Chunk k of the last run had drafts and keeps only its first n_kept positions: puts the
   // state after its last kept position into the sequence's live state.
@@ -46,7 +47,7 @@ class ModelRunner {
   void checkpoints_with_rollback(size_t k, const ChunkPlan& c, SeqChunk& sc);
 
   const Model& model_;
-  const int64_t n_vocab_, block_size_, state_floats_;
+  const int64_t n_vocab_, n_embd_, block_size_, state_floats_;
   ThreadPool pool_;
   ForwardScratchPtr scratch_;
   std::vector<SeqChunk> batch_;
@@ -60,6 +61,9 @@ class ModelRunner {
   std::vector<std::vector<float*>> spec_ck_dst_;
   std::vector<float> rollback_;
   std::vector<int64_t> rollback_offset_;  // per chunk: its first rollback state (floats)
+  bool hidden_on_ = false;
+  std::vector<float> hidden_;           // [Σ n_tokens][n_embd] when hidden_on_
+  std::vector<int64_t> hidden_offset_;  // per chunk: its first hidden row (floats)
 };
 
 }  // namespace invar

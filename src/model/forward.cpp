@@ -38,6 +38,7 @@ void ForwardScratch::reserve_rows(const Hparams& hp, int64_t m) {
   grow(conv_out, m * CONV);
   grow(z, m * VAL);
   if (hp.legacy_ssm_in) grow(legacy_in, m * (2 * KEY + 2 * VAL));
+  if (hp.mtp) grow(mtp_cat, m * 2 * E);
   grow(gq, m * KEY);
   grow(gk, m * KEY);
   grow(gv, m * VAL);
@@ -88,6 +89,23 @@ void ForwardScratch::reserve_kernel(const Hparams& hp, int64_t context, int n_th
   kernel_context = ctx;
 }
 
+void layer_run(const Hparams& hp, const ModelWeights& w, const LayerWeights& lw,
+               const BatchRows& rows, ForwardScratch& s, ThreadPool& pool) {
+  const int64_t m = rows.m, E = hp.n_embd;
+  float* h = s.h.data();
+  float* x = s.x.data();
+  float* out = s.out.data();
+  rmsnorm_rows(h, lw.attn_norm.data(), m, E, hp.rms_eps, x);
+  if (lw.recurrent)
+    gdn_layer(hp, lw, rows, s, pool, x, out);
+  else
+    attention_layer(hp, w, lw, rows, s, pool, x, out);
+  add_inplace(h, out, m * E);
+  rmsnorm_rows(h, lw.post_norm.data(), m, E, hp.rms_eps, x);
+  ffn_layer(hp, lw, m, s, pool, x, out);
+  add_inplace(h, out, m * E);
+}
+
 void Model::forward(std::span<const SeqChunk> batch, ForwardScratch& s, ThreadPool& pool) const {
   const Hparams& hp = hp_;
   const ModelWeights& w = *w_;
@@ -121,43 +139,16 @@ void Model::forward(std::span<const SeqChunk> batch, ForwardScratch& s, ThreadPo
     }
   }
 
-  float* h = s.h.data();
-  float* x = s.x.data();
-  float* out = s.out.data();
-  for (const LayerWeights& lw : w.layers) {
-    rmsnorm_rows(h, lw.attn_norm.data(), m, E, hp.rms_eps, x);
-    if (lw.recurrent)
-      gdn_layer(hp, lw, rows, s, pool, x, out);
-    else
-      attention_layer(hp, w, lw, rows, s, pool, x, out);
-    add_inplace(h, out, m * E);
-    rmsnorm_rows(h, lw.post_norm.data(), m, E, hp.rms_eps, x);
-    ffn_layer(hp, lw, m, s, pool, x, out);
-    add_inplace(h, out, m * E);
-  }
+  for (const LayerWeights& lw : w.layers) layer_run(hp, w, lw, rows, s, pool);
 
-  // Logits: all rows of all_logits sequences go straight into their buffers; the last rows of
-  // the others are gathered and share one product.
-  rmsnorm_rows(h, w.output_norm.data(), m, E, hp.rms_eps, x);
-  int64_t n_last = 0;
+  // The final hidden rows (the MTP head's input where asked for), then the logits.
+  float* x = s.x.data();
+  rmsnorm_rows(s.h.data(), w.output_norm.data(), m, E, hp.rms_eps, x);
   for (int64_t i = 0; i < n_seqs; ++i) {
     const SeqChunk& c = batch[size_t(i)];
-    const float* xr = x + s.row0[size_t(i)] * E;
-    if (c.all_logits) {
-      matmul(w.output, xr, c.n_tokens, c.logits, pool, s.kernel);
-    } else {
-      std::memcpy(s.last_x.data() + n_last * E, xr + (c.n_tokens - 1) * E, size_t(E) * 4);
-      ++n_last;
-    }
+    if (c.hidden) std::memcpy(c.hidden, x + s.row0[size_t(i)] * E, size_t(c.n_tokens * E) * 4);
   }
-  if (n_last == 0) return;
-  matmul(w.output, s.last_x.data(), n_last, s.last_logits.data(), pool, s.kernel);
-  int64_t j = 0;
-  for (const SeqChunk& c : batch) {
-    if (c.all_logits) continue;
-    std::memcpy(c.logits, s.last_logits.data() + j * V, size_t(V) * 4);
-    ++j;
-  }
+  logits_write(w.output, x, batch, s.row0.data(), s, pool);
 }
 
 }  // namespace invar

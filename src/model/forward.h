@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct ForwardScratch {
   std::vector<int64_t> row0;       // [n_seqs]
   std::vector<float> last_x;       // [n_seqs][E] last rows of last-only sequences
   std::vector<float> last_logits;  // [n_seqs][V]
+  // MTP head
+  std::vector<float> mtp_cat;       // [M][2E] [enorm(embd) | hnorm(hidden)], eh_proj's input
+  std::vector<SeqChunk> mtp_seqs;   // [n_seqs] the MTP chunks as the attention layer reads them
   // Working memory of the matmul and attention kernels, one slice per pool thread
   int64_t kernel_context = 0;  // longest context `kernel` is sized for
   std::vector<float> kernel;
@@ -64,6 +68,11 @@ struct ForwardScratch {
   // the context in powers of two, so a growing sequence reallocates O(log context) times.
   void reserve_kernel(const Hparams& hp, int64_t context, int n_threads);
 };
+
+// One layer on the residual s.h[M][E]: h += mixer(rmsnorm(h, attn_norm)), then
+// h += ffn(rmsnorm(h, post_norm)); s.x and s.out are its working rows.
+void layer_run(const Hparams& hp, const ModelWeights& w, const LayerWeights& lw,
+               const BatchRows& rows, ForwardScratch& s, ThreadPool& pool);
 
 // Each writes the layer's contribution to the residual into out[M][E], reading x[M][E].
 void gdn_layer(const Hparams& hp, const LayerWeights& lw, const BatchRows& b, ForwardScratch& s,
@@ -76,5 +85,32 @@ void ffn_layer(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScra
 
 // Floats of one GDN layer's state: conv [Kc−1][CONV] then ssm [Hv][Dv][Dk].
 int64_t gdn_state_floats(const Hparams& hp);
+
+// logits = head · x for the rows of `batch` (x[M][E], sequence i from row0[i]): every row of an
+// all_logits chunk into its buffer, the last row of the others gathered into one product.
+template <class Chunk>
+void logits_write(const Matrix& head, const float* x, std::span<const Chunk> batch,
+                  const int64_t* row0, ForwardScratch& s, ThreadPool& pool) {
+  const int64_t E = head.k(), V = head.n();
+  int64_t n_last = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Chunk& c = batch[i];
+    const float* xr = x + row0[i] * E;
+    if (c.all_logits) {
+      matmul(head, xr, c.n_tokens, c.logits, pool, s.kernel);
+    } else {
+      std::memcpy(s.last_x.data() + n_last * E, xr + (c.n_tokens - 1) * E, size_t(E) * 4);
+      ++n_last;
+    }
+  }
+  if (n_last == 0) return;
+  matmul(head, s.last_x.data(), n_last, s.last_logits.data(), pool, s.kernel);
+  int64_t j = 0;
+  for (const Chunk& c : batch) {
+    if (c.all_logits) continue;
+    std::memcpy(c.logits, s.last_logits.data() + j * V, size_t(V) * 4);
+    ++j;
+  }
+}
 
 }  // namespace invar

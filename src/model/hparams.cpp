@@ -112,7 +112,7 @@ Arch parse_arch(const std::string& s) {
        "' is not supported (invar runs qwen3next, qwen35, qwen35moe)");
 }
 
-// blk.N.… with N ≥ n_layer: an MTP block, present in the file but never run.
+// blk.N.… with N ≥ n_layer: an MTP block (checked by check_mtp when it is the one invar runs).
 bool is_mtp_tensor(const std::string& name, int64_t n_layer) {
   if (name.rfind("blk.", 0) != 0) return false;
   const size_t dot = name.find('.', 4);
@@ -236,6 +236,83 @@ void read_keys(const GgufFile& f, Hparams& hp) {
   }
 }
 
+void check_attention_tensors(TensorChecker& tc, const std::string& b, const Hparams& hp) {
+  const int64_t E = hp.n_embd, H = hp.n_head, Hkv = hp.n_head_kv, D = hp.head_dim;
+  tc.required(b + "attn_q.weight", {E, 2 * D * H});
+  tc.required(b + "attn_k.weight", {E, D * Hkv});
+  tc.required(b + "attn_v.weight", {E, D * Hkv});
+  tc.required(b + "attn_output.weight", {D * H, E});
+  tc.required(b + "attn_q_norm.weight", {D}, true);
+  tc.required(b + "attn_k_norm.weight", {D}, true);
+}
+
+// The FFN of one layer (MoE or dense by arch); returns whether its experts' gate_up is fused.
+bool check_ffn_tensors(TensorChecker& tc, const std::string& b, const Hparams& hp) {
+  const int64_t E = hp.n_embd, NE = hp.n_expert, Fe = hp.n_ff_exp, Fs = hp.n_ff_shexp;
+  const int64_t F = hp.n_ff;
+  bool fused = false;
+  if (hp.is_moe()) {
+    tc.required(b + "ffn_gate_inp.weight", {E, NE});
+    if (tc.optional(b + "ffn_gate_up_exps.weight", {E, 2 * Fe, NE})) {
+      fused = true;
+    } else {
+      tc.required(b + "ffn_gate_exps.weight", {E, Fe, NE});
+      tc.required(b + "ffn_up_exps.weight", {E, Fe, NE});
+    }
+    tc.required(b + "ffn_down_exps.weight", {Fe, E, NE});
+    tc.required(b + "ffn_gate_inp_shexp.weight", {E});
+    tc.required(b + "ffn_gate_shexp.weight", {E, Fs});
+    tc.required(b + "ffn_up_shexp.weight", {E, Fs});
+    tc.required(b + "ffn_down_shexp.weight", {Fs, E});
+  } else {
+    tc.required(b + "ffn_gate.weight", {E, F});
+    tc.required(b + "ffn_up.weight", {E, F});
+    tc.required(b + "ffn_down.weight", {F, E});
+  }
+  return fused;
+}
+
+// The MTP block as llama.cpp's qwen3next / qwen35 / qwen35moe load_block_mtp creates it: the
+// norms and attention of a full-attention layer, the trunk's FFN kind, nextn.eh_proj {2E, E},
+// nextn.enorm / hnorm, and optionally its own embedding, LM head and head norm.
+void check_mtp_tensors(TensorChecker& tc, const Hparams& hp) {
+  const int64_t E = hp.n_embd;
+  const std::string b = "blk." + std::to_string(hp.n_layer) + ".";
+  tc.required(b + "attn_norm.weight", {E}, true);
+  tc.required(b + "post_attention_norm.weight", {E}, true);
+  check_attention_tensors(tc, b, hp);
+  check_ffn_tensors(tc, b, hp);
+  tc.required(b + "nextn.eh_proj.weight", {2 * E, E});
+  tc.required(b + "nextn.enorm.weight", {E}, true);
+  tc.required(b + "nextn.hnorm.weight", {E}, true);
+}
+
+// Sets hp.mtp when the file carries one usable MTP block. A file without the block's tensors,
+// or with more blocks than the one llama.cpp's MTP graph runs, keeps its trunk and says why.
+void check_mtp(const GgufFile& f, TensorChecker& tc, Hparams& hp) {
+  if (hp.n_layer_nextn == 0) return;
+  if (hp.n_layer_nextn > 1) {
+    hp.mtp_unusable = std::to_string(hp.n_layer_nextn) +
+                      " MTP blocks; the MTP draft runs exactly one (as llama.cpp's does)";
+    return;
+  }
+  const std::string b = "blk." + std::to_string(hp.n_layer) + ".";
+  if (!f.find_tensor(b + "nextn.eh_proj.weight") && !f.find_tensor(b + "attn_norm.weight")) {
+    hp.mtp_unusable = "nextn_predict_layers is 1 but the file has no MTP tensors";
+    return;
+  }
+  try {
+    check_mtp_tensors(tc, hp);
+    const int64_t E = hp.n_embd, V = hp.n_vocab;
+    hp.mtp_own_embd = tc.optional(b + "nextn.embed_tokens.weight", {E, V}) != nullptr;
+    hp.mtp_own_head = tc.optional(b + "nextn.shared_head_head.weight", {E, V}) != nullptr;
+    hp.mtp_own_head_norm = tc.optional(b + "nextn.shared_head_norm.weight", {E}, true) != nullptr;
+    hp.mtp = true;
+  } catch (const GgufError& e) {
+    hp.mtp_unusable = e.what();
+  }
+}
+
 void check_tensors(const GgufFile& f, Hparams& hp) {
   TensorChecker tc(f);
   const int64_t E = hp.n_embd;
@@ -255,10 +332,8 @@ void check_tensors(const GgufFile& f, Hparams& hp) {
   tc.required("output_norm.weight", {E}, true);
   hp.tied_embeddings = tc.optional("output.weight", {E, V}) == nullptr;
 
-  const int64_t H = hp.n_head, Hkv = hp.n_head_kv, D = hp.head_dim;
   const int64_t KEY = hp.gdn_key_dim(), VAL = hp.gdn_value_dim(), CONV = hp.gdn_conv_channels();
   const int64_t Hv = hp.ssm_dt_rank, Dv = hp.ssm_d_state;
-  const int64_t NE = hp.n_expert, Fe = hp.n_ff_exp, Fs = hp.n_ff_shexp, F = hp.n_ff;
   int64_t n_fused = 0;
   int64_t n_legacy = 0;
   for (int64_t i = 0; i < hp.n_layer; ++i) {
@@ -286,31 +361,9 @@ void check_tensors(const GgufFile& f, Hparams& hp) {
       tc.required(b + "ssm_norm.weight", {Dv}, true);
       tc.required(b + "ssm_out.weight", {VAL, E});
     } else {
-      tc.required(b + "attn_q.weight", {E, 2 * D * H});
-      tc.required(b + "attn_k.weight", {E, D * Hkv});
-      tc.required(b + "attn_v.weight", {E, D * Hkv});
-      tc.required(b + "attn_output.weight", {D * H, E});
-      tc.required(b + "attn_q_norm.weight", {D}, true);
-      tc.required(b + "attn_k_norm.weight", {D}, true);
+      check_attention_tensors(tc, b, hp);
     }
-    if (hp.is_moe()) {
-      tc.required(b + "ffn_gate_inp.weight", {E, NE});
-      if (tc.optional(b + "ffn_gate_up_exps.weight", {E, 2 * Fe, NE})) {
-        ++n_fused;
-      } else {
-        tc.required(b + "ffn_gate_exps.weight", {E, Fe, NE});
-        tc.required(b + "ffn_up_exps.weight", {E, Fe, NE});
-      }
-      tc.required(b + "ffn_down_exps.weight", {Fe, E, NE});
-      tc.required(b + "ffn_gate_inp_shexp.weight", {E});
-      tc.required(b + "ffn_gate_shexp.weight", {E, Fs});
-      tc.required(b + "ffn_up_shexp.weight", {E, Fs});
-      tc.required(b + "ffn_down_shexp.weight", {Fs, E});
-    } else {
-      tc.required(b + "ffn_gate.weight", {E, F});
-      tc.required(b + "ffn_up.weight", {E, F});
-      tc.required(b + "ffn_down.weight", {F, E});
-    }
+    if (check_ffn_tensors(tc, b, hp)) ++n_fused;
   }
   if (n_fused != 0 && n_fused != hp.n_layer)
     fail("ffn_gate_up_exps is fused in " + std::to_string(n_fused) + " of " +
@@ -320,6 +373,7 @@ void check_tensors(const GgufFile& f, Hparams& hp) {
     fail("ssm_in is used in " + std::to_string(n_legacy) + " of " +
          std::to_string(hp.n_recurrent_layers()) + " recurrent layers; invar needs all or none");
   hp.legacy_ssm_in = n_legacy != 0;
+  check_mtp(f, tc, hp);
 
   // llama.cpp refuses files with tensors its graph does not create; so does invar.
   for (const auto& t : f.tensors()) {
@@ -367,7 +421,19 @@ std::string hparams_describe(const Hparams& hp) {
   line("n_ctx_train", hp.n_ctx_train, "context_length");
   line("n_embd", hp.n_embd, "E, residual width");
   line("n_layer", hp.n_layer, "L, trunk layers");
-  if (hp.n_layer_nextn) line("n_layer_nextn", hp.n_layer_nextn, "MTP blocks (not run)");
+  if (hp.n_layer_nextn) {
+    line("n_layer_nextn", hp.n_layer_nextn, "MTP blocks after the trunk");
+    if (hp.mtp) {
+      std::string own;
+      if (hp.mtp_own_embd) own += " embed_tokens";
+      if (hp.mtp_own_head) own += " shared_head_head";
+      if (hp.mtp_own_head_norm) own += " shared_head_norm";
+      line("mtp", "blk." + std::to_string(hp.n_layer) + (own.empty() ? "" : " (own" + own + ")"),
+           "MTP draft block: attention + FFN + nextn.eh_proj/enorm/hnorm");
+    } else {
+      line("mtp", "unusable: " + hp.mtp_unusable, "speculative --spec mtp refused");
+    }
+  }
   line("n_vocab", hp.n_vocab, "V");
   line("n_head", hp.n_head, "H, query heads");
   line("n_head_kv", hp.n_head_kv, "Hkv, key/value heads");

@@ -20,7 +20,7 @@ struct Hparams {
   int64_t n_ctx_train = 0;          // context_length: positions the model was trained for
   int64_t n_embd = 0;               // [E] residual width
   int64_t n_layer = 0;              // [L] trunk layers (block_count − nextn_predict_layers)
-  int64_t n_layer_nextn = 0;        // MTP blocks after the trunk; present in the file, never run
+  int64_t n_layer_nextn = 0;        // nextn_predict_layers: MTP blocks after the trunk
   int64_t n_vocab = 0;              // [V] rows of token_embd == tokenizer.ggml.tokens length
   int64_t n_head = 0;               // [H] query heads of attention layers
   int64_t n_head_kv = 0;            // [Hkv] key/value heads (GQA groups), defaults to n_head
@@ -48,6 +48,13 @@ struct Hparams {
   bool tied_embeddings = false;     // no output.weight: logits use token_embd
   bool fused_gate_up_exps = false;  // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
   bool legacy_ssm_in = false;       // qwen3next: ssm_in instead of attn_qkv + attn_gate
+  // The MTP (next-token prediction) block blk.<n_layer>: a full-attention layer with the trunk's
+  // FFN kind plus nextn.{eh_proj, enorm, hnorm}; it only proposes speculative drafts.
+  bool mtp = false;                // the block is present and every tensor of it checked
+  std::string mtp_unusable;        // why a file that declares MTP blocks cannot run them, or ""
+  bool mtp_own_embd = false;       // nextn.embed_tokens (else token_embd)
+  bool mtp_own_head = false;       // nextn.shared_head_head (else output)
+  bool mtp_own_head_norm = false;  // nextn.shared_head_norm (else output_norm)
 
   bool is_moe() const { return arch != Arch::qwen35; }
   // qwen35*: v-head h reads k-head h % Hk (tiled); qwen3next: h / (Hv/Hk) (grouped).

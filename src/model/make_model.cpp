@@ -47,7 +47,17 @@ double uniform_at(uint64_t key, uint64_t i) {
 }
 
 // How a tensor is initialised.
-enum class Init { Normal, Norm, NegUniform };
+enum class Init {
+  Normal,
+  Norm,
+  NegUniform,
+  One,       // every element 1
+  Identity,  // {2E, E}: row j has 1 at column j (passes the first half of its input through)
+};
+
+// MtpKind::bigram: the factor on the residual-writing projections (trunk and MTP block), small
+// enough that the token embedding mostly decides the next token.
+constexpr double kBigramResidualScale = 0.05;
 
 struct Spec {
   Init init;
@@ -98,6 +108,12 @@ std::vector<uint8_t> tensor_bytes(const MakeModelConfig& c, const PendingTensor&
       case Init::NegUniform:
         x = -(0.3 + t.spec.scale * uniform_at(key, uint64_t(i)));
         break;
+      case Init::One:
+        x = 1.0;
+        break;
+      case Init::Identity:
+        x = i % t.ne[0] == i / t.ne[0] ? 1.0 : 0.0;
+        break;
     }
     v[size_t(i)] = float(x);
   }
@@ -123,67 +139,99 @@ void check_dim(const char* flag, int64_t v) {
     bad(std::string(flag) + " " + std::to_string(v) + " is out of range (1 to 16777216)");
 }
 
-// Every tensor of the model in file order, values not drawn yet.
-std::vector<PendingTensor> list_tensors(const MakeModelConfig& c, int64_t n_vocab) {
+// The shapes and initialisations every layer kind draws from.
+struct LayerSpecs {
+  Spec norm, in_proj, out_proj;
+};
+
+// Norms, mixer (Gated DeltaNet or full attention) and FFN of the layer whose names start with b.
+void add_layer(TensorList& t, const MakeModelConfig& c, const std::string& b, bool recurrent,
+               const LayerSpecs& s) {
   const bool moe = c.arch != Arch::qwen35;
-  const int64_t E = c.n_embd, V = n_vocab, H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
+  const int64_t E = c.n_embd, H = c.n_head, Hkv = c.n_head_kv, D = c.head_dim;
   const int64_t Dk = c.ssm_state, Hk = c.ssm_groups, Hv = c.ssm_v_heads;
   const int64_t KEY = Dk * Hk, VAL = Dk * Hv, CONV = 2 * KEY + VAL;
   const int64_t NE = c.n_expert, Fe = c.n_ff_exp, Fs = c.n_ff_shexp, F = c.n_ff;
-  const Spec norm{Init::Norm, 0.1, false};
-  const Spec in_proj{Init::Normal, 0.4 / std::sqrt(double(E)), true};  // sqrt is IEEE-exact
-  const Spec out_proj{Init::Normal, 0.2, true};
+  t.add(b + "attn_norm.weight", {E}, s.norm);
+  t.add(b + "post_attention_norm.weight", {E}, s.norm);
+  if (recurrent) {
+    t.add(b + "attn_qkv.weight", {E, CONV}, s.in_proj);
+    t.add(b + "attn_gate.weight", {E, VAL}, s.in_proj);
+    t.add(b + "ssm_conv1d.weight", {c.ssm_conv, CONV}, {Init::Normal, 0.5, false});
+    t.add(b + "ssm_dt.bias", {Hv}, {Init::Normal, 0.5, false});
+    t.add(b + "ssm_a", {Hv}, {Init::NegUniform, 1.7, false});
+    if (c.arch == Arch::qwen3next) {
+      t.add(b + "ssm_ba.weight", {E, 2 * Hv}, s.in_proj);
+    } else {
+      t.add(b + "ssm_beta.weight", {E, Hv}, s.in_proj);
+      t.add(b + "ssm_alpha.weight", {E, Hv}, s.in_proj);
+    }
+    t.add(b + "ssm_norm.weight", {Dk}, s.norm);
+    t.add(b + "ssm_out.weight", {VAL, E}, s.out_proj);
+  } else {
+    t.add(b + "attn_q.weight", {E, 2 * D * H}, s.in_proj);
+    t.add(b + "attn_k.weight", {E, D * Hkv}, s.in_proj);
+    t.add(b + "attn_v.weight", {E, D * Hkv}, s.in_proj);
+    t.add(b + "attn_output.weight", {D * H, E}, s.out_proj);
+    t.add(b + "attn_q_norm.weight", {D}, s.norm);
+    t.add(b + "attn_k_norm.weight", {D}, s.norm);
+  }
+  if (moe) {
+    // Router and shared-expert gate stay F32 as the converter keeps them.
+    t.add(b + "ffn_gate_inp.weight", {E, NE}, {Init::Normal, 0.1, false});
+    if (c.fused_gate_up) {
+      t.add(b + "ffn_gate_up_exps.weight", {E, 2 * Fe, NE}, s.in_proj);
+    } else {
+      t.add(b + "ffn_gate_exps.weight", {E, Fe, NE}, s.in_proj);
+      t.add(b + "ffn_up_exps.weight", {E, Fe, NE}, s.in_proj);
+    }
+    t.add(b + "ffn_down_exps.weight", {Fe, E, NE}, s.out_proj);
+    t.add(b + "ffn_gate_inp_shexp.weight", {E}, {Init::Normal, 0.05, false});
+    t.add(b + "ffn_gate_shexp.weight", {E, Fs}, s.in_proj);
+    t.add(b + "ffn_up_shexp.weight", {E, Fs}, s.in_proj);
+    t.add(b + "ffn_down_shexp.weight", {Fs, E}, s.out_proj);
+  } else {
+    t.add(b + "ffn_gate.weight", {E, F}, s.in_proj);
+    t.add(b + "ffn_up.weight", {E, F}, s.in_proj);
+    t.add(b + "ffn_down.weight", {F, E}, s.out_proj);
+  }
+}
+
+// The MTP block after the trunk, in the layout llama.cpp's load_block_mtp reads.
+void add_mtp_block(TensorList& t, const MakeModelConfig& c, const LayerSpecs& s, int64_t V) {
+  const int64_t E = c.n_embd;
+  const std::string b = "blk." + std::to_string(c.n_layer) + ".";
+  add_layer(t, c, b, false, s);
+  if (c.mtp == MtpKind::bigram) {
+    t.add(b + "nextn.eh_proj.weight", {2 * E, E}, {Init::Identity, 0, true});
+    t.add(b + "nextn.enorm.weight", {E}, {Init::One, 0, false});
+  } else {
+    t.add(b + "nextn.eh_proj.weight", {2 * E, E}, {Init::Normal, 0.4 / std::sqrt(double(2 * E)), true});
+    t.add(b + "nextn.enorm.weight", {E}, s.norm);
+  }
+  t.add(b + "nextn.hnorm.weight", {E}, s.norm);
+  // bigram: the trunk's output_norm (by falling back to it) keeps the MTP head on the trunk's scale.
+  if (c.mtp != MtpKind::bigram) t.add(b + "nextn.shared_head_norm.weight", {E}, s.norm);
+  if (c.mtp_own_head) {
+    t.add(b + "nextn.embed_tokens.weight", {E, V}, {Init::Normal, 0.15, true});
+    t.add(b + "nextn.shared_head_head.weight", {E, V}, {Init::Normal, 0.25, true});
+  }
+}
+
+// Every tensor of the model in file order, values not drawn yet.
+std::vector<PendingTensor> list_tensors(const MakeModelConfig& c, int64_t n_vocab) {
+  const int64_t E = c.n_embd, V = n_vocab;
+  const double residual = c.mtp == MtpKind::bigram ? kBigramResidualScale : 1.0;
+  const LayerSpecs s{{Init::Norm, 0.1, false},
+                     {Init::Normal, 0.4 / std::sqrt(double(E)), true},  // sqrt is IEEE-exact
+                     {Init::Normal, 0.2 * residual, true}};
   TensorList t;
   t.add("token_embd.weight", {E, V}, {Init::Normal, 0.15, true});
-  t.add("output_norm.weight", {E}, norm);
+  t.add("output_norm.weight", {E}, s.norm);
   if (!c.tied) t.add("output.weight", {E, V}, {Init::Normal, 0.25, true});
-  for (int64_t i = 0; i < c.n_layer; ++i) {
-    const std::string b = "blk." + std::to_string(i) + ".";
-    t.add(b + "attn_norm.weight", {E}, norm);
-    t.add(b + "post_attention_norm.weight", {E}, norm);
-    const bool recurrent = (i + 1) % c.interval != 0;
-    if (recurrent) {
-      t.add(b + "attn_qkv.weight", {E, CONV}, in_proj);
-      t.add(b + "attn_gate.weight", {E, VAL}, in_proj);
-      t.add(b + "ssm_conv1d.weight", {c.ssm_conv, CONV}, {Init::Normal, 0.5, false});
-      t.add(b + "ssm_dt.bias", {Hv}, {Init::Normal, 0.5, false});
-      t.add(b + "ssm_a", {Hv}, {Init::NegUniform, 1.7, false});
-      if (c.arch == Arch::qwen3next) {
-        t.add(b + "ssm_ba.weight", {E, 2 * Hv}, in_proj);
-      } else {
-        t.add(b + "ssm_beta.weight", {E, Hv}, in_proj);
-        t.add(b + "ssm_alpha.weight", {E, Hv}, in_proj);
-      }
-      t.add(b + "ssm_norm.weight", {Dk}, norm);
-      t.add(b + "ssm_out.weight", {VAL, E}, out_proj);
-    } else {
-      t.add(b + "attn_q.weight", {E, 2 * D * H}, in_proj);
-      t.add(b + "attn_k.weight", {E, D * Hkv}, in_proj);
-      t.add(b + "attn_v.weight", {E, D * Hkv}, in_proj);
-      t.add(b + "attn_output.weight", {D * H, E}, out_proj);
-      t.add(b + "attn_q_norm.weight", {D}, norm);
-      t.add(b + "attn_k_norm.weight", {D}, norm);
-    }
-    if (moe) {
-      // Router and shared-expert gate stay F32 as the converter keeps them.
-      t.add(b + "ffn_gate_inp.weight", {E, NE}, {Init::Normal, 0.1, false});
-      if (c.fused_gate_up) {
-        t.add(b + "ffn_gate_up_exps.weight", {E, 2 * Fe, NE}, in_proj);
-      } else {
-        t.add(b + "ffn_gate_exps.weight", {E, Fe, NE}, in_proj);
-        t.add(b + "ffn_up_exps.weight", {E, Fe, NE}, in_proj);
-      }
-      t.add(b + "ffn_down_exps.weight", {Fe, E, NE}, out_proj);
-      t.add(b + "ffn_gate_inp_shexp.weight", {E}, {Init::Normal, 0.05, false});
-      t.add(b + "ffn_gate_shexp.weight", {E, Fs}, in_proj);
-      t.add(b + "ffn_up_shexp.weight", {E, Fs}, in_proj);
-      t.add(b + "ffn_down_shexp.weight", {Fs, E}, out_proj);
-    } else {
-      t.add(b + "ffn_gate.weight", {E, F}, in_proj);
-      t.add(b + "ffn_up.weight", {E, F}, in_proj);
-      t.add(b + "ffn_down.weight", {F, E}, out_proj);
-    }
-  }
+  for (int64_t i = 0; i < c.n_layer; ++i)
+    add_layer(t, c, "blk." + std::to_string(i) + ".", (i + 1) % c.interval != 0, s);
+  if (c.mtp != MtpKind::none) add_mtp_block(t, c, s, V);
   return std::move(t.list());
 }
 
@@ -199,7 +247,7 @@ QuantScheme scheme_of(const MakeModelConfig& c) {
 // The type of each tensor: F32 for the small ones, the scheme's choice for the matrices.
 std::vector<DType> plan_types(const MakeModelConfig& c, const std::vector<PendingTensor>& ts) {
   QuantModelInfo m;
-  m.n_layer = c.n_layer;
+  m.n_layer = c.n_layer + (c.mtp != MtpKind::none ? 1 : 0);  // llama-quant counts every block
   m.n_expert = c.arch == Arch::qwen35 ? 0 : c.n_expert;
   m.n_gqa = c.n_head / c.n_head_kv;
   std::vector<QuantTensor> qt;
@@ -239,6 +287,7 @@ void make_model_validate(const MakeModelConfig& c, int64_t n_vocab) {
   if (!(c.rope_base > 1.0)) bad("--rope-base must be > 1");
   if (!(c.rms_eps > 0)) bad("rms eps must be > 0");
   if (c.fused_gate_up && !moe) bad("--fused-gate-up needs an MoE architecture");
+  if (c.mtp_own_head && c.mtp == MtpKind::none) bad("--mtp-own-head needs --mtp");
   if (c.arch != Arch::qwen3next) {
     int64_t sum = 0;
     for (int32_t s : c.rope_sections) {
@@ -272,7 +321,9 @@ void make_model(const MakeModelConfig& c, int64_t n_vocab, GgufWriter& w) {
   w.set_string("general.name", c.name);
   w.set_u32(a + ".context_length", u32(c.n_ctx));
   w.set_u32(a + ".embedding_length", u32(c.n_embd));
-  w.set_u32(a + ".block_count", u32(c.n_layer));
+  const bool mtp = c.mtp != MtpKind::none;
+  w.set_u32(a + ".block_count", u32(c.n_layer + (mtp ? 1 : 0)));
+  if (mtp) w.set_u32(a + ".nextn_predict_layers", 1);
   w.set_u32(a + ".feed_forward_length", u32(c.n_ff));
   w.set_u32(a + ".attention.head_count", u32(c.n_head));
   w.set_u32(a + ".attention.head_count_kv", u32(c.n_head_kv));

@@ -16,6 +16,18 @@
 
 namespace invar {
 
+// The MTP block make-model writes after the trunk (nextn_predict_layers = 1).
+enum class MtpKind {
+  none,
+  random,  // random weights like the trunk's: its drafts are mostly wrong
+  // A model whose drafts are often right, for tests of speculative decoding: the trunk's
+  // residual-writing projections are scaled down so its greedy choice is mostly a function of
+  // the current token's embedding (a bigram table, output · token_embd), and the MTP block
+  // passes that embedding through (eh_proj = [I | 0], enorm = 1) to the same LM head. The small
+  // context-dependent part of the trunk makes some drafts wrong.
+  bigram,
+};
+
 struct MakeModelConfig {
   Arch arch = Arch::qwen3next;
   std::string name = "invar-random";       // general.name
@@ -41,6 +53,10 @@ struct MakeModelConfig {
   int64_t interval = 4;        // full_attention_interval
   bool tied = false;           // omit output.weight
   bool fused_gate_up = false;  // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
+  MtpKind mtp = MtpKind::none;  // MTP block blk.<L>: attention + FFN + nextn.{eh_proj,enorm,hnorm,
+                                // shared_head_norm}
+  bool mtp_own_head = false;    // also nextn.embed_tokens and nextn.shared_head_head (else the
+                                // MTP head reads token_embd and output, as llama.cpp falls back)
   DType type = DType::F32;     // matrices; norms, ssm_a, dt bias, conv and routers stay F32
   // A llama-quantize preset ("q4_k_m", ...) or a type name (model/quant_preset.h); when set it
   // replaces `type` and chooses each matrix's type as llama-quantize would.

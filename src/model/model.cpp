@@ -45,6 +45,10 @@ int64_t Model::kv_floats_per_token() const {
   return hp_.n_attention_layers() * 2 * hp_.n_head_kv * hp_.head_dim;
 }
 
+int64_t Model::mtp_kv_block_floats(int64_t block_size) const {
+  return 2 * block_size * hp_.n_head_kv * hp_.head_dim;
+}
+
 int64_t Model::kv_block_floats(int64_t block_size) const {
   return kv_floats_per_token() * block_size;
 }

@@ -7,6 +7,11 @@
 //    layer: [n_attention_layers][2 (K, V)][block_size][Hkv][D] F32.
 // forward() is the one code path for prefill and decode alike (rule N4): a chunk of one token
 // and a chunk of 4096 run the same operations per token.
+//
+// MTP draft head (files with an MTP block, has_mtp()): mtp_forward() runs the block for rows
+// (hidden row of position p−1, token at p) at position p, as llama.cpp's graph_mtp does. Its own
+// KV is caller-owned and paged like the trunk's, one layer per block: [2 (K, V)][block_size][Hkv]
+// [D] F32 (mtp_kv_block_floats). Drafts only choose what the trunk verifies, never the answer.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +52,24 @@ struct SeqChunk {
   // Logits: all_logits → logits[n_tokens][V]; otherwise only the last token → logits[V].
   bool all_logits = false;
   float* logits = nullptr;
+  // [n_tokens][E] trunk hidden rows the MTP head consumes: the final hidden state after
+  // output_norm (the LM head's input, llama.cpp's h_nextn); null: not written.
+  float* hidden = nullptr;
+};
+
+// One sequence's slice of an MTP batch. Row i is (hidden_in[i], tokens[i]) at position pos0 + i:
+// hidden_in[i] is the hidden row of position pos0 + i − 1, from the trunk (SeqChunk::hidden) or,
+// to chain drafts, from the previous MTP row (hidden_out); zeros where there is none (position 0).
+struct MtpChunk {
+  const int32_t* tokens = nullptr;   // [n_tokens]
+  const float* hidden_in = nullptr;  // [n_tokens][E]
+  int64_t n_tokens = 0;
+  int64_t pos0 = 0;
+  float* const* kv_blocks = nullptr;  // MTP block table covering positions 0 .. pos0+n_tokens−1
+  int64_t block_size = 0;
+  bool all_logits = false;  // logits[n_tokens][V]; otherwise the last row's logits[V]
+  float* logits = nullptr;
+  float* hidden_out = nullptr;  // [n_tokens][E] after the head norm, to chain; null: not written
 };
 
 class Model {
@@ -67,6 +90,8 @@ class Model {
   int64_t state_floats() const;                       // recurrent state per sequence
   int64_t kv_block_floats(int64_t block_size) const;  // one KV block
   int64_t kv_floats_per_token() const;                // n_attn_layers · 2 · Hkv · D
+  bool has_mtp() const { return hp_.mtp; }
+  int64_t mtp_kv_block_floats(int64_t block_size) const;  // 2 · block_size · Hkv · D
 
   // Activation buffers for batches of up to max_rows tokens in max_seqs sequences, allocated
   // now. A larger batch grows them (once). Each concurrent caller of forward() has its own, so
@@ -76,6 +101,13 @@ class Model {
   // Runs every chunk of the batch in `scratch`. Rows of different sequences share the matrix
   // products (batch-invariant by rule N1); recurrences and attention run per sequence.
   void forward(std::span<const SeqChunk> batch, ForwardScratch& scratch, ThreadPool& pool) const;
+
+  // Runs the MTP block for every chunk of the batch (requires has_mtp()): writes each row's K, V
+  // into the chunk's MTP KV, attends over positions 0..p of it, and returns logits (and the
+  // hidden rows to chain with). Same kernels and numerics as forward (rules N1-N4): the bits of
+  // a row depend only on its inputs and the MTP KV of positions before it.
+  void mtp_forward(std::span<const MtpChunk> batch, ForwardScratch& scratch,
+                   ThreadPool& pool) const;
 
  private:
   Model();

@@ -152,6 +152,21 @@ void bind_dense_ffn(const Binder& b, const std::string& p, const Hparams& hp, La
   lw.ffn_down = b.matrix(p + "ffn_down.weight", F, E);
 }
 
+// Norms, mixer (by lw.recurrent) and FFN of the layer whose tensor names start with p.
+void bind_layer(const Binder& b, const std::string& p, const Hparams& hp, LayerWeights& lw) {
+  const int64_t E = hp.n_embd;
+  lw.attn_norm = b.vec(p + "attn_norm.weight", {E});
+  lw.post_norm = b.vec(p + "post_attention_norm.weight", {E});
+  if (lw.recurrent)
+    bind_gdn(b, p, hp, lw);
+  else
+    bind_attention(b, p, hp, lw);
+  if (hp.is_moe())
+    bind_moe(b, p, hp, lw);
+  else
+    bind_dense_ffn(b, p, hp, lw);
+}
+
 }  // namespace
 
 ModelWeights weights_bind(const GgufFile& f, const Hparams& hp) {
@@ -166,21 +181,26 @@ ModelWeights weights_bind(const GgufFile& f, const Hparams& hp) {
   w.layers.resize(size_t(hp.n_layer));
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     LayerWeights& lw = w.layers[size_t(il)];
-    const std::string p = "blk." + std::to_string(il) + ".";
     lw.recurrent = hp.recurrent[size_t(il)];
-    lw.attn_norm = b.vec(p + "attn_norm.weight", {E});
-    lw.post_norm = b.vec(p + "post_attention_norm.weight", {E});
-    if (lw.recurrent) {
+    if (lw.recurrent)
       lw.state_index = n_state++;
-      bind_gdn(b, p, hp, lw);
-    } else {
-      lw.attn_index = n_attn++;
-      bind_attention(b, p, hp, lw);
-    }
-    if (hp.is_moe())
-      bind_moe(b, p, hp, lw);
     else
-      bind_dense_ffn(b, p, hp, lw);
+      lw.attn_index = n_attn++;
+    bind_layer(b, "blk." + std::to_string(il) + ".", hp, lw);
+  }
+
+  if (hp.mtp) {
+    const std::string p = "blk." + std::to_string(hp.n_layer) + ".";
+    MtpWeights& m = w.mtp.emplace();
+    m.block.attn_index = 0;  // the MTP KV holds this one layer
+    bind_layer(b, p, hp, m.block);
+    m.eh_proj = b.matrix(p + "nextn.eh_proj.weight", 2 * E, E);
+    m.enorm = b.vec(p + "nextn.enorm.weight", {E});
+    m.hnorm = b.vec(p + "nextn.hnorm.weight", {E});
+    m.head_norm = hp.mtp_own_head_norm ? b.vec(p + "nextn.shared_head_norm.weight", {E})
+                                       : w.output_norm;
+    m.embd = hp.mtp_own_embd ? b.matrix(p + "nextn.embed_tokens.weight", E, V) : w.token_embd;
+    m.head = hp.mtp_own_head ? b.matrix(p + "nextn.shared_head_head.weight", E, V) : w.output;
   }
 
   RopeConfig rc;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "kernels/matmul.h"
@@ -63,12 +64,25 @@ struct LayerWeights {
   Matrix shexp_down;                   // {Fs, E}
 };
 
+// The MTP block (llama.cpp graph_mtp of qwen3next / qwen35 / qwen35moe). Absent optional tensors
+// are resolved here to the trunk's, as llama.cpp falls back.
+struct MtpWeights {
+  LayerWeights block;              // full attention (attn_index 0 of the MTP KV) + trunk FFN kind
+  Matrix eh_proj;                  // {2E, E}: input [enorm(embd) | hnorm(hidden)]
+  std::vector<float> enorm;        // [E]
+  std::vector<float> hnorm;        // [E]
+  std::vector<float> head_norm;    // [E] nextn.shared_head_norm, else output_norm
+  Matrix embd;                     // {E, V} nextn.embed_tokens, else token_embd
+  Matrix head;                     // {E, V} nextn.shared_head_head, else output
+};
+
 struct ModelWeights {
   Matrix token_embd;                 // {E, V}
   std::vector<float> output_norm;    // [E]
   Matrix output;                     // {E, V}; token_embd's mapping when tied
-  std::vector<LayerWeights> layers;  // [L] trunk only (MTP blocks are never run)
-  RopeFreqs rope;                    // attention layers' rotary tables
+  std::vector<LayerWeights> layers;  // [L] trunk only
+  std::optional<MtpWeights> mtp;     // when hp.mtp
+  RopeFreqs rope;                    // attention layers' rotary tables (trunk and MTP)
 };
 
 // Binds every tensor (hp from hparams_from_gguf, which has already validated shapes and types;

@@ -89,6 +89,27 @@ TEST(GgufCli, MakeModelFlagsReachTheFile) {
   std::remove(p.c_str());
 }
 
+// --mtp writes the MTP block, inspect lists it; --mtp-own-head needs --mtp.
+TEST(GgufCli, MakeModelMtpAndInspectListsIt) {
+  const std::string p = test::temp_path("mtp.gguf");
+  Result r = run("make-model --arch qwen35" + std::string(kSmall) + " --vocab " + kData +
+                 "/models/qwen35-tiny.gguf --mtp --mtp-own-head --type q8_0 --out " + p);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "4 layers + MTP block")) << r.out;
+  r = run("inspect " + p);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "n_layer_nextn = 1")) << r.out;
+  EXPECT_TRUE(has(r.out, "mtp = blk.4 (own embed_tokens shared_head_head shared_head_norm)"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "blk.4.nextn.eh_proj.weight")) << r.out;
+  EXPECT_TRUE(has(r.out, "MTP block blk.4.*    17 tensors")) << r.out;
+  EXPECT_TRUE(has(r.out, "MTP KV per token (--spec mtp)")) << r.out;
+  r = run("make-model --mtp-own-head --vocab " + kData + "/models/qwen35-tiny.gguf --out " + p);
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.out, "--mtp-own-head needs --mtp")) << r.out;
+  std::remove(p.c_str());
+}
+
 TEST(GgufCli, MakeModelWithTheQwen3Vocabulary) {
   const std::string p = test::temp_path("qwen3vocab.gguf");
   Result r =

@@ -151,6 +151,10 @@ TEST_F(HparamsTest, TensorShapesAndPresence) {
             "");
   EXPECT_EQ(last_.n_layer, 4);
   EXPECT_EQ(last_.n_layer_nextn, 1);
+  // ... but a block without its tensors cannot draft: the trunk loads, and says why.
+  EXPECT_FALSE(last_.mtp);
+  EXPECT_EQ(last_.mtp_unusable,
+            "model: missing tensor 'blk.4.attn_norm.weight' (expected shape {32})");
   // qwen35 has ssm_beta/ssm_alpha, not ssm_ba.
   EXPECT_EQ(error_after(q35(), {}, {"blk.0.ssm_beta.weight"}),
             "model: missing tensor 'blk.0.ssm_beta.weight' (expected shape {32, 4})");

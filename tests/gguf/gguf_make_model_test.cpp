@@ -93,6 +93,54 @@ INSTANTIATE_TEST_SUITE_P(Archs, MakeModelArch,
                                   (info.param.fused ? "_fused" : "");
                          });
 
+// --mtp: one MTP block after the trunk, in llama.cpp's layout, for every architecture; the
+// loader checks every tensor of it, and its own embedding / head are optional.
+TEST_P(MakeModelArch, MtpBlockReadsBack) {
+  for (bool own_head : {false, true}) {
+    MakeModelConfig c = test::tiny_config(GetParam().arch);
+    c.fused_gate_up = GetParam().fused;
+    c.mtp = MtpKind::random;
+    c.mtp_own_head = own_head;
+    const std::string a = test::temp_path("mtp.gguf");
+    test::write_model(c, a);
+    auto f = GgufFile::open(a);
+    const std::string arch(arch_name(c.arch));
+    EXPECT_EQ(f->get_int(arch + ".block_count"), c.n_layer + 1);
+    EXPECT_EQ(f->get_int(arch + ".nextn_predict_layers"), 1);
+    const Hparams hp = hparams_from_gguf(*f);
+    EXPECT_EQ(hp.n_layer, c.n_layer);
+    EXPECT_EQ(hp.n_layer_nextn, 1);
+    EXPECT_TRUE(hp.mtp) << hp.mtp_unusable;
+    EXPECT_EQ(hp.mtp_own_embd, own_head);
+    EXPECT_EQ(hp.mtp_own_head, own_head);
+    EXPECT_TRUE(hp.mtp_own_head_norm);
+    EXPECT_EQ(hp.n_attention_layers(), 2);  // the trunk's; the MTP KV is the drafter's
+    const std::string b = "blk." + std::to_string(c.n_layer) + ".";
+    const GgufTensorInfo* eh = f->find_tensor(b + "nextn.eh_proj.weight");
+    ASSERT_NE(eh, nullptr);
+    EXPECT_EQ(eh->ne, (std::vector<int64_t>{2 * c.n_embd, c.n_embd}));
+    EXPECT_NE(f->find_tensor(b + "attn_q.weight"), nullptr);
+    EXPECT_EQ(f->find_tensor(b + "attn_qkv.weight"), nullptr);  // always full attention
+    EXPECT_NE(f->find_tensor(b + (hp.is_moe() ? "ffn_down_exps.weight" : "ffn_down.weight")),
+              nullptr);
+    std::remove(a.c_str());
+  }
+}
+
+TEST(MakeModel, MtpBlockWithoutATensorIsUnusableNotFatal) {
+  MakeModelConfig c = test::tiny_config(Arch::qwen35);
+  c.mtp = MtpKind::random;
+  const std::string a = test::temp_path("mtp-full.gguf"), b = test::temp_path("mtp-cut.gguf");
+  test::write_model(c, a);
+  test::rewrite(*GgufFile::open(a), b, {}, {"blk.4.nextn.hnorm.weight"}, nullptr);
+  const Hparams hp = hparams_from_gguf(*GgufFile::open(b));
+  EXPECT_EQ(hp.n_layer, 4);
+  EXPECT_FALSE(hp.mtp);
+  EXPECT_EQ(hp.mtp_unusable, "model: missing tensor 'blk.4.nextn.hnorm.weight' (expected shape {" +
+                                 std::to_string(c.n_embd) + "})");
+  for (const auto& p : {a, b}) std::remove(p.c_str());
+}
+
 TEST(MakeModel, FixedBytesForAFixedSeed) {
   // Pins the generator: a change to the draws or the layout changes this digest and must be
   // deliberate (models made by older builds would no longer be reproducible).

@@ -67,9 +67,16 @@ std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b, 
          " floats differ; first:" + msg;
 }
 
-void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from) {
+int32_t argmax_of(const float* v, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (v[i] > v[best]) best = i;
+  return int32_t(best);
+}
+
+MakeModelConfig tiny_model_config(Arch arch, MtpKind mtp) {
   MakeModelConfig c;
-  c.arch = Arch::qwen35moe;
+  c.arch = arch;
   c.n_embd = 64;
   c.n_layer = 4;
   c.interval = 2;  // layers 1 and 3 attention
@@ -79,6 +86,7 @@ void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from
   c.n_rot = 8;
   c.rope_base = 10000;
   c.rope_sections = {2, 1, 1, 0};
+  if (arch == Arch::qwen35) c.n_ff = 96;  // the MoE archs keep the default (written, unused)
   c.n_expert = 4;
   c.n_expert_used = 2;
   c.n_ff_exp = 32;
@@ -86,8 +94,14 @@ void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from
   c.ssm_state = 16;
   c.ssm_groups = 2;
   c.ssm_v_heads = 4;
-  c.fused_gate_up = true;
+  c.mtp = mtp;
   c.seed = 20261129;
+  return c;
+}
+
+void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from) {
+  MakeModelConfig c = tiny_model_config(Arch::qwen35moe);
+  c.fused_gate_up = true;
   write_generated(c, path, vocab_from);
 }
 

@@ -33,6 +33,13 @@ std::vector<float> run_chunked(const Model& m, SeqState& st, const std::vector<i
 std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b,
                       int64_t row_len = 0);
 
+// The first index of the largest of v[0..n) (the greedy token).
+int32_t argmax_of(const float* v, int64_t n);
+
+// A tiny model of `arch` (E = 64, 4 layers of which 2 are attention, H = 4, Hkv = 2, D = 16,
+// MoE 4 experts choose 2), with an MTP block of kind `mtp`.
+MakeModelConfig tiny_model_config(Arch arch, MtpKind mtp = MtpKind::none);
+
 // Writes a random-weight qwen35moe GGUF with make_model (fused ffn_gate_up_exps, 4 layers of
 // which 2 are attention, Hv/Hk = 2, vocabulary copied from `vocab_from`) to `path`.
 void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from);

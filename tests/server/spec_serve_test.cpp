@@ -105,6 +105,40 @@ TEST(SpecServe, ProbeDigestsEqualPlainDecoding) {
   EXPECT_EQ(plain_metrics.find("invar_spec_"), std::string::npos);
 }
 
+// The same with the model's own MTP head drafting: a generated qwen35 model whose MTP block
+// agrees with the trunk often (make-model --mtp-bigram), so drafts are accepted and rejected.
+TEST(SpecServe, ProbeDigestsWithMtpDraftsEqualPlainDecoding) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("invar-spec-mtp-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string model = (dir / "mtp.gguf").string();
+  const std::string make = kInvarBin + " make-model --arch qwen35 --vocab " + kModel +
+                           " --embd 64 --layers 4 --interval 2 --heads 4 --heads-kv 2 "
+                           "--head-dim 16 --rot 8 --ff 96 --state 16 --mtp-bigram --out " +
+                           model + " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(make.c_str()), 0) << make;
+  std::map<std::string, std::map<std::string, std::string>> digests;  // arm → its digests
+  std::map<std::string, json> reports;
+  std::string mtp_metrics;
+  for (const std::string spec : {"none", "mtp"}) {
+    ServeProcess s({"--model", model, "--threads", spec == "mtp" ? "2" : "1", "--spec", spec,
+                    "--spec-tokens", "3"},
+                   "spec_serve_mtp_" + spec);
+    ASSERT_NE(s.port(), 0) << s.log();
+    reports[spec] = probe(s, dir / spec, digests[spec]);
+    if (spec == "mtp") mtp_metrics = metrics_of(s);
+  }
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(reports["none"]["verdict"], "stable") << reports["none"].dump();
+  EXPECT_EQ(reports["mtp"]["verdict"], "stable") << reports["mtp"].dump();
+  EXPECT_GE(digests["mtp"].size(), 20u);
+  EXPECT_EQ(digests["none"], digests["mtp"]);
+  const double drafted = metric_value(mtp_metrics, "invar_spec_draft_tokens_total");
+  const double accepted = metric_value(mtp_metrics, "invar_spec_accepted_tokens_total");
+  EXPECT_GT(accepted, 0) << mtp_metrics;
+  EXPECT_GT(drafted, accepted) << mtp_metrics;
+}
+
 TEST(SpecServe, UsageReportsDrafts) {
   ServeProcess s({"--model", kModel, "--threads", "1", "--spec", "ngram"}, "spec_serve_usage");
   ASSERT_NE(s.port(), 0) << s.log();
