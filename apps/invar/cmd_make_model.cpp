@@ -108,8 +108,7 @@ int run_make_model(MakeModelOptions& o) {
   std::printf("wrote %s: %s, %lld layers%s, E=%lld, vocab %lld, %s weights, seed %llu, %.1f MB\n",
               o.out.c_str(), std::string(arch_name(hp.arch)).c_str(),
               static_cast<long long>(hp.n_layer), hp.mtp ? " + MTP block" : "",
-              static_cast<long long>(hp.n_embd),
-              static_cast<long long>(hp.n_vocab), o.type.c_str(),
+              static_cast<long long>(hp.n_embd), static_cast<long long>(hp.n_vocab), o.type.c_str(),
               static_cast<unsigned long long>(c.seed), double(f->file_size()) / 1e6);
   return 0;
 }

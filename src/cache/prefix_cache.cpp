@@ -332,9 +332,9 @@ void PrefixCache::chain_keys(std::span<const int32_t> tokens, std::string_view s
   keys.resize(static_cast<size_t>(n_blocks) + 1);
   keys[0] = key_mask(salt_key(salt));
   for (int64_t i = 0; i < n_blocks; ++i)
-    keys[static_cast<size_t>(i) + 1] = key_mask(block_key(
-        keys[static_cast<size_t>(i)],
-        tokens.subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs))));
+    keys[static_cast<size_t>(i) + 1] =
+        key_mask(block_key(keys[static_cast<size_t>(i)],
+                           tokens.subspan(static_cast<size_t>(i * bs), static_cast<size_t>(bs))));
 }
 
 void PrefixCache::block_pin(int32_t b) {

@@ -160,7 +160,7 @@ class Engine {
   // Tests: the prefix cache, to read only while no request is in flight (after the last
   // request's finished event, before the next submit).
   const PrefixCache& prefix_cache() const;
-  std::string tiers_describe() const;       // the lower tiers for the start-up log ("" if none)
+  std::string tiers_describe() const;  // the lower tiers for the start-up log ("" if none)
   // Stops admitting work; waits up to timeout_s for running requests, then cancels the rest.
   void drain(double timeout_s);
 

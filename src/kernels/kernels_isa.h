@@ -39,8 +39,8 @@ struct IsaKernels {
   void (*sigmoid_mul_inplace)(float* y, const float* gate, int64_t n);
   // matmul_rows.h: outputs of panels [p_begin, p_end) of every row; wbuf: kMatmulScratchFloats
   // floats.
-  void (*matmul_rows)(const DenseView& w, const float* x, int64_t rows, float* y,
-                      int64_t p_begin, int64_t p_end, float* wbuf);
+  void (*matmul_rows)(const DenseView& w, const float* x, int64_t rows, float* y, int64_t p_begin,
+                      int64_t p_end, float* wbuf);
   // qmatmul.h: outputs [n_begin, n_end) of every row; scratch: kQScratchFloats floats.
   void (*qmatmul_rows)(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n_begin,
                        int64_t n_end, float* scratch);

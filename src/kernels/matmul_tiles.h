@@ -280,8 +280,8 @@ void panels_run_typed(const DenseView& w, const float* x, int64_t rows, float* y
 }
 
 template <class V>
-void panels_run(const DenseView& w, const float* x, int64_t rows, float* y, int64_t p0,
-                int64_t p1, float* wbuf) {
+void panels_run(const DenseView& w, const float* x, int64_t rows, float* y, int64_t p0, int64_t p1,
+                float* wbuf) {
   switch (w.type) {
     case DType::F32:
       return panels_run_typed<V, DType::F32>(w, x, rows, y, p0, p1, wbuf);

@@ -160,7 +160,7 @@ struct V256x2 {
   // off-diagonal ones swapping places. Moves bits only.
   V256_INLINE void transpose16(V256x2 (&r)[16]) {
     __m256 a[8], b[8], c[8], d[8];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 8; ++i) {
       a[i] = r[i].lo.v;
       b[i] = r[i].hi.v;
@@ -171,7 +171,7 @@ struct V256x2 {
     transpose8(b);
     transpose8(c);
     transpose8(d);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < 8; ++j) {
       r[j] = {{a[j]}, {c[j]}};
       r[8 + j] = {{b[j]}, {d[j]}};
@@ -179,22 +179,22 @@ struct V256x2 {
   }
   V256_INLINE void transpose8(__m256 (&r)[8]) {
     __m256 t[8], u[8];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i += 2) {
       t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
       t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
     }
-    // u[4i + j], 128-bit lane L: rows 4i..4i+3 of column 4L + j.
-    #pragma GCC unroll 16
+// u[4i + j], 128-bit lane L: rows 4i..4i+3 of column 4L + j.
+#pragma GCC unroll 16
     for (int i = 0; i < 8; i += 4) {
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int h = 0; h < 2; ++h) {
         const __m256d x = _mm256_castps_pd(t[i + h]), y = _mm256_castps_pd(t[i + 2 + h]);
         u[i + 2 * h] = _mm256_castpd_ps(_mm256_unpacklo_pd(x, y));
         u[i + 2 * h + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(x, y));
       }
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < 4; ++j) {
       r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
       r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);

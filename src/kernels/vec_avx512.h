@@ -104,22 +104,22 @@ struct V512 {
   // vectors across rows (matmul_tiles.h). Moves bits only: 4 rounds of 16 shuffles.
   V512_INLINE void transpose16(V512 (&r)[16]) {
     __m512 t[16], u[16];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < 16; i += 2) {
       t[i] = _mm512_unpacklo_ps(r[i].v, r[i + 1].v);
       t[i + 1] = _mm512_unpackhi_ps(r[i].v, r[i + 1].v);
     }
-    // u[4i + j], 128-bit lane L: rows 4i..4i+3 of column 4L + j.
-    #pragma GCC unroll 16
+// u[4i + j], 128-bit lane L: rows 4i..4i+3 of column 4L + j.
+#pragma GCC unroll 16
     for (int i = 0; i < 16; i += 4) {
-      #pragma GCC unroll 16
+#pragma GCC unroll 16
       for (int h = 0; h < 2; ++h) {
         const __m512d a = _mm512_castps_pd(t[i + h]), b = _mm512_castps_pd(t[i + 2 + h]);
         u[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
         u[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
       }
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int j = 0; j < 4; ++j) {
       const __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44);
       const __m512 v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xee);
@@ -132,7 +132,9 @@ struct V512 {
     }
   }
   // The 16 signed bytes of q as F32 (exact).
-  V512_INLINE V512 from_i8v(__m128i q) { return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))}; }
+  V512_INLINE V512 from_i8v(__m128i q) {
+    return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))};
+  }
   // Lane i = table[(p[i] >> shift) & 15] for shift 0 or 4: a 4-bit code looked up in 16 floats.
   V512_INLINE V512 lut16(V512 table, const uint8_t* p, int shift) {
     __m512i idx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

@@ -56,8 +56,8 @@ struct ForwardScratch {
   std::vector<float> last_x;       // [n_seqs][E] last rows of last-only sequences
   std::vector<float> last_logits;  // [n_seqs][V]
   // MTP head
-  std::vector<float> mtp_cat;       // [M][2E] [enorm(embd) | hnorm(hidden)], eh_proj's input
-  std::vector<SeqChunk> mtp_seqs;   // [n_seqs] the MTP chunks as the attention layer reads them
+  std::vector<float> mtp_cat;      // [M][2E] [enorm(embd) | hnorm(hidden)], eh_proj's input
+  std::vector<SeqChunk> mtp_seqs;  // [n_seqs] the MTP chunks as the attention layer reads them
   // Working memory of the matmul and attention kernels, one slice per pool thread
   int64_t kernel_context = 0;  // longest context `kernel` is sized for
   std::vector<float> kernel;

@@ -206,11 +206,13 @@ void add_mtp_block(TensorList& t, const MakeModelConfig& c, const LayerSpecs& s,
     t.add(b + "nextn.eh_proj.weight", {2 * E, E}, {Init::Identity, 0, true});
     t.add(b + "nextn.enorm.weight", {E}, {Init::One, 0, false});
   } else {
-    t.add(b + "nextn.eh_proj.weight", {2 * E, E}, {Init::Normal, 0.4 / std::sqrt(double(2 * E)), true});
+    t.add(b + "nextn.eh_proj.weight", {2 * E, E},
+          {Init::Normal, 0.4 / std::sqrt(double(2 * E)), true});
     t.add(b + "nextn.enorm.weight", {E}, s.norm);
   }
   t.add(b + "nextn.hnorm.weight", {E}, s.norm);
-  // bigram: the trunk's output_norm (by falling back to it) keeps the MTP head on the trunk's scale.
+  // bigram: the trunk's output_norm (by falling back to it) keeps the MTP head on the trunk's
+  // scale.
   if (c.mtp != MtpKind::bigram) t.add(b + "nextn.shared_head_norm.weight", {E}, s.norm);
   if (c.mtp_own_head) {
     t.add(b + "nextn.embed_tokens.weight", {E, V}, {Init::Normal, 0.15, true});

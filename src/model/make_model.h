@@ -41,23 +41,23 @@ struct MakeModelConfig {
   double rope_base = 1e7;                  // rope.freq_base (Qwen3-Next's real value)
   std::array<int32_t, 4> rope_sections{};  // qwen35*: all zero → derived from n_rot (see .cpp)
   float rms_eps = 1e-6f;
-  int64_t n_ff = 512;          // [F] dense FFN width (qwen35); written for the MoE archs too
-  int64_t n_expert = 8;        // [NE] (MoE archs)
-  int64_t n_expert_used = 2;   // [K]
-  int64_t n_ff_exp = 128;      // [Fe]
-  int64_t n_ff_shexp = 256;    // [Fs]
-  int64_t ssm_conv = 4;        // [Kc]
-  int64_t ssm_state = 32;      // [Dk] = Dv
-  int64_t ssm_groups = 2;      // [Hk]
-  int64_t ssm_v_heads = 4;     // [Hv]
-  int64_t interval = 4;        // full_attention_interval
-  bool tied = false;           // omit output.weight
-  bool fused_gate_up = false;  // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
+  int64_t n_ff = 512;           // [F] dense FFN width (qwen35); written for the MoE archs too
+  int64_t n_expert = 8;         // [NE] (MoE archs)
+  int64_t n_expert_used = 2;    // [K]
+  int64_t n_ff_exp = 128;       // [Fe]
+  int64_t n_ff_shexp = 256;     // [Fs]
+  int64_t ssm_conv = 4;         // [Kc]
+  int64_t ssm_state = 32;       // [Dk] = Dv
+  int64_t ssm_groups = 2;       // [Hk]
+  int64_t ssm_v_heads = 4;      // [Hv]
+  int64_t interval = 4;         // full_attention_interval
+  bool tied = false;            // omit output.weight
+  bool fused_gate_up = false;   // ffn_gate_up_exps instead of ffn_gate_exps + ffn_up_exps
   MtpKind mtp = MtpKind::none;  // MTP block blk.<L>: attention + FFN + nextn.{eh_proj,enorm,hnorm,
                                 // shared_head_norm}
   bool mtp_own_head = false;    // also nextn.embed_tokens and nextn.shared_head_head (else the
                                 // MTP head reads token_embd and output, as llama.cpp falls back)
-  DType type = DType::F32;     // matrices; norms, ssm_a, dt bias, conv and routers stay F32
+  DType type = DType::F32;      // matrices; norms, ssm_a, dt bias, conv and routers stay F32
   // A llama-quantize preset ("q4_k_m", ...) or a type name (model/quant_preset.h); when set it
   // replaces `type` and chooses each matrix's type as llama-quantize would.
   std::string quant;

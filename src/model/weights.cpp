@@ -197,8 +197,8 @@ ModelWeights weights_bind(const GgufFile& f, const Hparams& hp) {
     m.eh_proj = b.matrix(p + "nextn.eh_proj.weight", 2 * E, E);
     m.enorm = b.vec(p + "nextn.enorm.weight", {E});
     m.hnorm = b.vec(p + "nextn.hnorm.weight", {E});
-    m.head_norm = hp.mtp_own_head_norm ? b.vec(p + "nextn.shared_head_norm.weight", {E})
-                                       : w.output_norm;
+    m.head_norm =
+        hp.mtp_own_head_norm ? b.vec(p + "nextn.shared_head_norm.weight", {E}) : w.output_norm;
     m.embd = hp.mtp_own_embd ? b.matrix(p + "nextn.embed_tokens.weight", E, V) : w.token_embd;
     m.head = hp.mtp_own_head ? b.matrix(p + "nextn.shared_head_head.weight", E, V) : w.output;
   }

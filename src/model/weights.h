@@ -67,13 +67,13 @@ struct LayerWeights {
 // The MTP block (llama.cpp graph_mtp of qwen3next / qwen35 / qwen35moe). Absent optional tensors
 // are resolved here to the trunk's, as llama.cpp falls back.
 struct MtpWeights {
-  LayerWeights block;              // full attention (attn_index 0 of the MTP KV) + trunk FFN kind
-  Matrix eh_proj;                  // {2E, E}: input [enorm(embd) | hnorm(hidden)]
-  std::vector<float> enorm;        // [E]
-  std::vector<float> hnorm;        // [E]
-  std::vector<float> head_norm;    // [E] nextn.shared_head_norm, else output_norm
-  Matrix embd;                     // {E, V} nextn.embed_tokens, else token_embd
-  Matrix head;                     // {E, V} nextn.shared_head_head, else output
+  LayerWeights block;            // full attention (attn_index 0 of the MTP KV) + trunk FFN kind
+  Matrix eh_proj;                // {2E, E}: input [enorm(embd) | hnorm(hidden)]
+  std::vector<float> enorm;      // [E]
+  std::vector<float> hnorm;      // [E]
+  std::vector<float> head_norm;  // [E] nextn.shared_head_norm, else output_norm
+  Matrix embd;                   // {E, V} nextn.embed_tokens, else token_embd
+  Matrix head;                   // {E, V} nextn.shared_head_head, else output
 };
 
 struct ModelWeights {

@@ -93,7 +93,7 @@ std::string model_path(Arch arch, MtpKind kind) {
   const std::string path = dir + "/drafter-mtp-" + std::string(arch_name(arch)) +
                            (kind == MtpKind::bigram ? "-bigram" : "") + ".gguf";
   write_generated(tiny_model_config(arch, kind), path,
-              std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf");
+                  std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf");
   return path;
 }
 

@@ -24,7 +24,7 @@ const Model& mtp_model(Arch arch) {
     std::filesystem::create_directories(dir);
     const std::string path = dir + "/spec-mtp-" + std::string(arch_name(arch)) + ".gguf";
     test::write_generated(test::tiny_model_config(arch, MtpKind::bigram), path,
-                      std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf");
+                          std::string(INVAR_TEST_DATA_DIR) + "/models/qwen35-tiny.gguf");
     m = Model::load(path);
   }
   return *m;
