@@ -11,6 +11,11 @@
 #include "model/gguf.h"
 #include "model/make_model.h"
 
+// Test binaries outside tests/model link the harness for its generators only and name no model.
+#ifndef INVAR_TEST_MODEL
+#define INVAR_TEST_MODEL ""
+#endif
+
 namespace invar::test {
 
 SeqState::SeqState(const Model& m, int64_t capacity, int64_t bs)
