@@ -112,7 +112,7 @@ std::string model_for(Arch arch, bool own_head) {
   c.fused_gate_up = arch == Arch::qwen35moe;
   const std::string path =
       out_dir() + "/mtp-" + std::string(arch_name(arch)) + (own_head ? "-own-head" : "") + ".gguf";
-  write_model(c, path, vocab_source());
+  write_generated(c, path, vocab_source());
   return path;
 }
 
