@@ -15,28 +15,13 @@
 #include <utility>
 
 #include "core/error.h"
+#include "probe/server_process.h"
 
 namespace invar::app {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// A loopback port free at the moment of the call (the kernel picks it; nginx then binds it).
-int loopback_port_pick() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof addr;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), size) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  if (port == 0) throw Error("no free loopback port");
-  return port;
-}
 
 bool port_connects(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -152,7 +137,7 @@ int nginx_start(ChildProcess& p, const std::string& nginx, const std::string& re
                 const std::string& render_args, const std::vector<std::string>& upstreams,
                 const fs::path& dir) {
   fs::create_directories(dir);
-  const int port = loopback_port_pick();
+  const int port = probe::port_free_find();
   std::string cmd = render_script + " --prefix " + dir.string() +
                     " --listen 127.0.0.1:" + std::to_string(port) + " " + render_args;
   for (const auto& u : upstreams) cmd += " " + u;
@@ -167,7 +152,7 @@ int nginx_start(ChildProcess& p, const std::string& nginx, const std::string& re
 }
 
 int redis_start(ChildProcess& p, const std::string& redis_server, const fs::path& dir) {
-  const int port = loopback_port_pick();
+  const int port = probe::port_free_find();
   p = ChildProcess({redis_server, "--port", std::to_string(port), "--bind", "127.0.0.1", "--save",
                     "", "--appendonly", "no", "--dir", dir.string(), "--daemonize", "no"},
                    dir / "redis.log");
