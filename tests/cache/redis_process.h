@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "port_free.h"
+
 namespace invar::testing {
 
 inline std::string redis_server_binary() {
@@ -30,7 +32,7 @@ class RedisProcess {
     const std::string bin = redis_server_binary();
     if (bin.empty()) return;
     for (int attempt = 0; attempt < 5 && port_ == 0; ++attempt) {
-      const int port = free_port();
+      const int port = invar::test::port_free();
       std::vector<std::string> args = {bin,
                                        "--port",
                                        std::to_string(port),
@@ -108,17 +110,6 @@ class RedisProcess {
   }
 
  private:
-  static int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-  }
   static bool ping(int port) {
     timeval tv{0, 200000};
     redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);

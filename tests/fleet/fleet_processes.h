@@ -19,27 +19,13 @@
 #include <thread>
 #include <vector>
 
+#include "port_free.h"
 #include "server/http_test_util.h"
 
 namespace invar::fleet::testing {
 
 namespace fs = std::filesystem;
 using server::testing::connect_local;
-
-// A loopback port nobody listens on right now (bound, read back, released).
-inline int port_free() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
 
 inline std::string file_text(const fs::path& p) {
   std::ifstream in(p);
@@ -104,7 +90,7 @@ class NginxProcess {
                const std::string& render_args)
       : dir_(dir) {
     fs::create_directories(dir);
-    port_ = port_free();
+    port_ = invar::test::port_free();
     std::string cmd = std::string(INVAR_SOURCE_DIR) + "/deploy/nginx/render-nginx-conf --prefix " +
                       dir.string() + " --listen 127.0.0.1:" + std::to_string(port_) + " " +
                       render_args;
