@@ -10,8 +10,8 @@
 #include "core/dequant.h"
 #include "core/error.h"
 #include "kernels/kernels_isa.h"
-#include "kernels/reduce.h"
 #include "kernels/qmatmul.h"
+#include "kernels/reduce.h"
 
 namespace invar {
 namespace {

@@ -9,9 +9,9 @@
 // Few rows (decode, rows_dense): P weight rows side by side, each an independent FMA chain, every
 // weight vector used for R activation rows. At M = 1 (AVX-512) 16 rows (two groups of 8) have
 // their 16 lane vectors summed at once by V::sum16, which performs each output's reduce.h
-// additions in shuffled registers. When K is not a multiple of 16 the last partial step goes through a staged,
-// zero-padded weight vector and V::fma_n, which leaves lanes past K untouched: they keep exactly
-// the terms the scalar reference gives them.
+// additions in shuffled registers. When K is not a multiple of 16 the last partial step goes
+// through a staged, zero-padded weight vector and V::fma_n, which leaves lanes past K untouched:
+// they keep exactly the terms the scalar reference gives them.
 //
 // Many rows: the decoders F32/F16/BF16 below feed the quantised path's dequantise-then-tile loop
 // (qmatmul_tiles.h decode_group), 16 weights per block.
@@ -78,8 +78,7 @@ inline constexpr int64_t kDensePrefetchBytes = 1024;
 
 // R activation rows (x, stride K) × P weight rows from n0: the lane accumulators acc[r][p].
 template <class V, DType T, int R, int P>
-QDENSE_INLINE void rows_accumulate(const QuantView& w, int64_t n0, const float* x,
-                                   V (&acc)[R][P]) {
+QDENSE_INLINE void rows_accumulate(const QuantView& w, int64_t n0, const float* x, V (&acc)[R][P]) {
   constexpr int64_t es = kElemBytes<T>;
   constexpr int64_t kUnroll = 64 / (16 * es);  // 16-weight steps per cache line
   const int64_t K = w.k, kv = K / 16 * 16;
@@ -138,7 +137,9 @@ void rows_dense(const QuantView& w, int64_t n0, const float* x, float* y) {
 }
 
 template <class V>
-concept HasSum16 = requires(const V (&a)[16], float* out) { V::sum16(a, out); };
+concept HasSum16 = requires(const V (&a)[16], float* out) {
+  V::sum16(a, out);
+};
 
 // One activation row × 16 weight rows from n0, as two groups of 8 (more rows side by side
 // measured slower: 16 interleaved streams defeat the prefetchers), summed at once by V::sum16.

@@ -60,8 +60,8 @@ struct V256 {
   V256_INLINE V256 fma(V256 a, V256 b, V256 c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
   // fma(a, b, c) in lanes [0, n), c unchanged in the others.
   V256_INLINE V256 fma_n(V256 a, V256 b, V256 c, int64_t n) {
-    return {_mm256_blendv_ps(c.v, _mm256_fmadd_ps(a.v, b.v, c.v),
-                             _mm256_castsi256_ps(lanes_first(n)))};
+    return {
+        _mm256_blendv_ps(c.v, _mm256_fmadd_ps(a.v, b.v, c.v), _mm256_castsi256_ps(lanes_first(n)))};
   }
   V256_INLINE V256 exp_det(V256 a) { return {exp_ps(a.v)}; }
   V256_INLINE V256 sigmoid(V256 a) { return {sigmoid_ps(a.v)}; }
