@@ -5,6 +5,6 @@
 
 namespace invar {
 
-inline constexpr const char* kNumericsVersion = "invar-numerics-2";
+inline constexpr const char* kNumericsVersion = "invar-numerics-3";
 
 }  // namespace invar

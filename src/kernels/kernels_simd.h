@@ -1,13 +1,12 @@
 // Private to the kernels: the table of SIMD entry points (kernels_isa.h) for a 16-float vector
 // type V. Every body is written once over V (rows_simd.h, delta_rule_simd.h, attention_simd.h,
-// matmul_tiles.h, each with the argument for why its bits equal the scalar reference); an ISA
+// qmatmul_tiles.h, each with the argument for why its bits equal the scalar reference); an ISA
 // file only defines V and builds its table here.
 #pragma once
 
 #include "kernels/attention_simd.h"
 #include "kernels/delta_rule_simd.h"
 #include "kernels/kernels_isa.h"
-#include "kernels/matmul_tiles.h"
 #include "kernels/qmatmul_tiles.h"
 #include "kernels/rows_simd.h"
 
@@ -29,7 +28,6 @@ constexpr IsaKernels isa_kernels_over() {
       .attention_units = &attention_units<V>,
       .swiglu = &swiglu<V>,
       .sigmoid_mul_inplace = &sigmoid_mul_inplace<V>,
-      .matmul_rows = &matmul_tiles::panels_run<V>,
       .qmatmul_rows = &qmatmul_tiles::qmatmul_rows<V>,
   };
 }

@@ -1,5 +1,5 @@
 // Matrix product: the scalar reference of the canonical order, embedding rows, and the dispatch
-// to the SIMD paths, which read every type in place (matmul_rows.h, qmatmul.h).
+// to the SIMD paths, which read every type in place (qmatmul_tiles.h).
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -10,8 +10,8 @@
 #include "core/dequant.h"
 #include "core/error.h"
 #include "kernels/kernels_isa.h"
-#include "kernels/matmul_rows.h"
 #include "kernels/qmatmul.h"
+#include "kernels/reduce.h"
 
 namespace invar {
 namespace {
@@ -48,8 +48,8 @@ QuantView quant_view(const Matrix& w) {
           dtype_row_bytes(w.type(), w.k())};
 }
 
-// The canonical order, scalar: for each output, acc = fma(w[n][k], x[m][k], acc), k ascending,
-// from +0. Outputs n in [n0, n1) of every row.
+// The canonical order, scalar: lane k % 16 of each output accumulates fma(w[n][k], x[m][k], ·)
+// in ascending k from +0, then the reduce.h tree. Outputs n in [n0, n1) of every row.
 void matmul_scalar_range(const Matrix& w, const float* x, int64_t m, float* y, int64_t n0,
                          int64_t n1) {
   if (dtype_is_quantized(w.type())) return qmatmul_ref_range(quant_view(w), x, m, y, n0, n1);
@@ -57,9 +57,9 @@ void matmul_scalar_range(const Matrix& w, const float* x, int64_t m, float* y, i
   for (int64_t n = n0; n < n1; ++n) {
     for (int64_t r = 0; r < m; ++r) {
       const float* xr = x + r * K;
-      float acc = 0.0f;
-      row_each(w, n, [&](int64_t k, float wk) { acc = std::fma(wk, xr[k], acc); });
-      y[r * N + n] = acc;
+      float acc[16] = {};
+      row_each(w, n, [&](int64_t k, float wk) { acc[k % 16] = std::fma(wk, xr[k], acc[k % 16]); });
+      y[r * N + n] = reduce_lanes_tree(acc);
     }
   }
 }
@@ -95,7 +95,7 @@ void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y) {
 }
 
 int64_t matmul_scratch_floats(int n_threads) {
-  return std::max(kMatmulScratchFloats, kQScratchFloats) * n_threads;
+  return kQScratchFloats * n_threads;
 }
 
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
@@ -103,41 +103,21 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
   INVAR_CHECK(m >= 0);
   if (m == 0) return;
   const IsaKernels* isa = isa_kernels();
-  if (dtype_is_quantized(w.type())) {
-    const QuantView q = quant_view(w);
-    if (isa == nullptr) {
-      pool.parallel_for(
-          w.n(), [&](int64_t b, int64_t e, int) { qmatmul_ref_range(q, x, m, y, b, e); },
-          kQGroupRows);
-      return;
-    }
-    check_scratch(scratch, pool.size());
-    const int64_t per_thread = matmul_scratch_floats(1);
-    // Threads take whole groups of 16 outputs: a multiple of every tile width.
-    pool.parallel_for(
-        w.n(),
-        [&](int64_t b, int64_t e, int ti) {
-          isa->qmatmul_rows(q, x, m, y, b, e, scratch.data() + ti * per_thread);
-        },
-        16);
-    return;
-  }
   if (isa == nullptr) {
     pool.parallel_for(
-        w.n(), [&](int64_t b, int64_t e, int) { matmul_scalar_range(w, x, m, y, b, e); }, kPanel);
+        w.n(), [&](int64_t b, int64_t e, int) { matmul_scalar_range(w, x, m, y, b, e); }, 16);
     return;
   }
   check_scratch(scratch, pool.size());
   const int64_t per_thread = matmul_scratch_floats(1);
-  const DenseView v{w.type(), static_cast<const uint8_t*>(w.data()), w.k(), w.n(),
-                    dtype_row_bytes(w.type(), w.k())};
-  // Threads take whole groups of 4 panels (64 outputs): a multiple of every tile width.
+  const QuantView q = quant_view(w);
+  // Threads take whole groups of 16 outputs: a multiple of every kernel's group of rows.
   pool.parallel_for(
-      v.n_panels(),
+      w.n(),
       [&](int64_t b, int64_t e, int ti) {
-        isa->matmul_rows(v, x, m, y, b, e, scratch.data() + ti * per_thread);
+        isa->qmatmul_rows(q, x, m, y, b, e, scratch.data() + ti * per_thread);
       },
-      4);
+      16);
 }
 
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool) {

@@ -1,24 +1,17 @@
 // Matrix products y = x·Wᵀ for weights of every DType and F32 activations.
 //
-// Canonical order for F32, F16, BF16 (rule N1): each output y[m][n] = Σ_k W[n][k]·x[m][k]
-// accumulates over k in a fixed order that depends on K only, never on M, on the tiling in M or N,
-// on the thread count or on the vector width. Vectorise across outputs, not across k. Concretely,
-// every output is one sequential FMA chain
-//     acc = +0;  for k = 0 .. K-1:  acc = fma(w[n][k], x[m][k], acc);  y[m][n] = acc
-// with w[n][k] the exact F32 value of the weight (F16/BF16 widen exactly). The scalar reference
-// runs this chain per output; the AVX2 and AVX-512 paths run 8 or 16 such chains side by side,
-// one per lane, so they give the same bits for any M, tile shape or thread split.
+// Canonical order (rule N1, docs/numerics.md), the same for every weight type: with w[n][k] the
+// exact F32 value of the weight (F16/BF16 widen exactly, quantised types dequantise as ggml's
+// dequant_row), lane l (0..15) of output y[m][n] accumulates k = l, l+16, … in ascending order,
+//     acc[l] = +0;  for k ≡ l (mod 16):  acc[l] = fma(w[n][k], x[m][k], acc[l])
+// and y[m][n] is the fixed 16-lane tree of reduce.h over acc. It depends on K only, never on M,
+// on the tiling, on the thread count or on the vector width. Activations are not quantised
+// (unlike llama.cpp's integer dot products), which would add an error that F32 weights do not
+// have.
 //
-// Quantised weights (rule N7: Q8_0, the K-quants, IQ4, the legacy quants) have their own
-// canonical order, 16 lane accumulators over k per output and a fixed tree (kernels/qmatmul.h,
-// docs/numerics.md), and are read in place from the file: the weights are dequantised exactly
-// (dequant_row's values) in registers or in a small per-thread buffer, never into a copy.
-// Activations are not quantised (unlike llama.cpp's integer dot products), which would add an
-// error that F32 weights do not have.
-//
-// Memory: every type is read in place, where `data` points (the GGUF mapping): F32/F16/BF16
-// blocks of 16 rows × 16 steps of k are transposed in registers (matmul_rows.h), so no copy of a
-// matrix exists besides a per-thread panel buffer in the caller's scratch.
+// Memory: every type is read in place, where `data` points (the GGUF mapping), row by row as the
+// file stores it (16 consecutive weights of a row are one vector of the order above); the only
+// other memory is a per-thread buffer of a few dequantised rows in the caller's scratch.
 #pragma once
 
 #include <cstdint>
@@ -48,12 +41,12 @@ class Matrix {
   const void* data_ = nullptr;
 };
 
-// Floats of working memory matmul() needs on a pool of n_threads (weight panels packed to F32 and
-// quantised weights' lane accumulators, one block per thread).
+// Floats of working memory matmul() needs on a pool of n_threads (a few weight rows widened to
+// F32 and parked lane accumulators, one block per thread).
 int64_t matmul_scratch_floats(int n_threads);
 
 // y[M][N] = x[M][K] · Wᵀ (rows contiguous, strides K and N). Dispatches on simd_active(); splits
-// N (outputs) across the pool in groups of 64, so every output is computed by one thread.
+// N (outputs) across the pool in groups of 16, so every output is computed by one thread.
 // `scratch` holds at least matmul_scratch_floats(pool.size()) floats; the caller sizes it once,
 // so the call allocates nothing.
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,

@@ -1,13 +1,15 @@
-// Private to the matmul kernels: the product with block-quantised weights (every type for which
-// dtype_is_quantized() holds), read in place from the file (no packed or F32 copy of the weights).
+// Private to the matmul kernels: the product with weights of every type (F32, F16, BF16 and every
+// block-quantised type), read in place from the file (no packed or F32 copy of the weights).
 //
-// Canonical order (rule N1/N7, docs/numerics.md): with w[n][k] the exact F32 value dequant_row
-// gives, lane l (0..15) of output (m, n) accumulates k = l, l+16, l+32, … in ascending order,
+// Canonical order (rule N1, docs/numerics.md): with w[n][k] the exact F32 value of the weight
+// (dequant_row's; F16 and BF16 widen exactly), lane l (0..15) of output (m, n) accumulates
+// k = l, l+16, l+32, … in ascending order,
 //     acc[l] = +0;  acc[l] = fma(w[n][k], x[m][k], acc[l])
 // and y[m][n] is the fixed 16-lane tree of reduce.h over acc. K is a multiple of 32 for every
-// quantised type, so each lane sees exactly K/16 terms. A 16-lane vector holds one output's lanes,
-// so a row of weights is consumed 16 consecutive weights at a time, the order in which its blocks
-// store them: decode streams blocks and dequantises them in registers (qmatmul_decode.h); prefill
+// quantised type, so each lane sees exactly K/16 terms; F32/F16/BF16 allow any K (lanes past the
+// last k see fewer terms). A 16-lane vector holds one output's lanes, so a row of weights is
+// consumed 16 consecutive weights at a time, the order in which the file stores them: decode
+// streams rows and dequantises them in registers (qmatmul_decode.h, qmatmul_dense.h); prefill
 // dequantises a few rows into a per-thread buffer and runs a register tile over it.
 #pragma once
 
@@ -17,7 +19,7 @@
 
 namespace invar {
 
-// A quantised {K, N} matrix as stored: N rows of row_bytes.
+// A {K, N} matrix of any type as stored: N rows of row_bytes.
 struct QuantView {
   DType type;
   const uint8_t* data;

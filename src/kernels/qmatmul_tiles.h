@@ -1,5 +1,6 @@
 // Private to the matmul kernels: the quantised product (qmatmul.h) over a 16-float vector type V
-// (vec_avx2.h, vec_avx512.h), shared by the AVX2 and AVX-512 files like matmul_tiles.h.
+// (vec_avx2.h, vec_avx512.h), shared by the AVX2 and AVX-512 files; F32, F16 and BF16 weights
+// take the same paths in the same order (qmatmul_dense.h).
 //
 // Every output keeps one 16-lane accumulator whose lane l sees k ≡ l (mod 16) in ascending k, one
 // FMA per term, and ends with V::sum (the reduce.h tree): the canonical order of qmatmul.h. Which
@@ -20,6 +21,7 @@
 
 #include "kernels/qmatmul.h"
 #include "kernels/qmatmul_decode.h"
+#include "kernels/qmatmul_dense.h"
 #include "kernels/qmatmul_direct512.h"
 
 namespace invar::qmatmul_tiles {
@@ -226,12 +228,29 @@ void run_typed(const QuantView& w, const float* x, int64_t rows, float* y, int64
   }
 }
 
+// F32 / F16 / BF16 (qmatmul_dense.h): the many-rows tiles need whole 16-weight blocks.
+template <class V, DType T>
+void run_dense(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0, int64_t n1,
+               float* scratch) {
+  if (rows <= V::kDirectRows || w.k % 16 != 0) {
+    qdense::direct_rows_all<V, T>(w, x, rows, y, n0, n1);
+  } else {
+    tiles_run<V, qdense::Dense<V, T>>(w, x, rows, y, n0, n1, scratch);
+  }
+}
+
 // Outputs [n0, n1) of every row; scratch: kQScratchFloats floats of this thread.
 template <class V>
 void qmatmul_rows(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0,
                   int64_t n1, float* scratch) {
   using namespace qdecode;
   switch (w.type) {
+    case DType::F32:
+      return run_dense<V, DType::F32>(w, x, rows, y, n0, n1, scratch);
+    case DType::F16:
+      return run_dense<V, DType::F16>(w, x, rows, y, n0, n1, scratch);
+    case DType::BF16:
+      return run_dense<V, DType::BF16>(w, x, rows, y, n0, n1, scratch);
     case DType::Q8_0:
       return run_typed<V, Q8_0<V>>(w, x, rows, y, n0, n1, scratch);
     case DType::Q4_0:

@@ -58,6 +58,11 @@ struct V256 {
   V256_INLINE V256 mul(V256 a, V256 b) { return {_mm256_mul_ps(a.v, b.v)}; }
   V256_INLINE V256 div(V256 a, V256 b) { return {_mm256_div_ps(a.v, b.v)}; }
   V256_INLINE V256 fma(V256 a, V256 b, V256 c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+  // fma(a, b, c) in lanes [0, n), c unchanged in the others.
+  V256_INLINE V256 fma_n(V256 a, V256 b, V256 c, int64_t n) {
+    return {
+        _mm256_blendv_ps(c.v, _mm256_fmadd_ps(a.v, b.v, c.v), _mm256_castsi256_ps(lanes_first(n)))};
+  }
   V256_INLINE V256 exp_det(V256 a) { return {exp_ps(a.v)}; }
   V256_INLINE V256 sigmoid(V256 a) { return {sigmoid_ps(a.v)}; }
   V256_INLINE V256 silu(V256 a) { return {silu_ps(a.v)}; }
@@ -67,16 +72,16 @@ struct V256x2 {
   V256 lo, hi;
 
   static constexpr int kLanes = 16;
-  // Register tile of the matmul's many-rows path: 6 rows × 1 panel = 12 accumulators, plus 2
-  // weight registers and a broadcast: the 16 ymm registers, as in the classic 6×16 AVX2 kernel.
-  static constexpr int kTileRows = 6;
-  static constexpr int kTilePanels = 1;
-  static constexpr int64_t kKBlock = 256;
-  static constexpr int64_t kMBlock = 252;  // whole tiles of 6 rows
   static constexpr int kDirectRows = 4;
   template <int R>
   static constexpr int direct_panels() {
     return R == 1 ? 4 : R <= 3 ? 2 : 1;
+  }
+  // Weight rows side by side in the F32/F16/BF16 few-rows kernels (qmatmul_dense.h): as many as
+  // the 16 ymm registers hold accumulators for.
+  template <int R>
+  static constexpr int dense_direct_rows() {
+    return direct_panels<R>();
   }
   // Register tile of the quantised many-rows path: 2 activation rows × 2 outputs = 8 ymm
   // accumulators, 4 for the weights, 2 for the activations.
@@ -125,6 +130,9 @@ struct V256x2 {
   V256_INLINE V256x2 fma(V256x2 a, V256x2 b, V256x2 c) {
     return {V256::fma(a.lo, b.lo, c.lo), V256::fma(a.hi, b.hi, c.hi)};
   }
+  V256_INLINE V256x2 fma_n(V256x2 a, V256x2 b, V256x2 c, int64_t n) {
+    return {V256::fma_n(a.lo, b.lo, c.lo, n), V256::fma_n(a.hi, b.hi, c.hi, n - 8)};
+  }
   V256_INLINE V256x2 exp_det(V256x2 a) { return {V256::exp_det(a.lo), V256::exp_det(a.hi)}; }
   V256_INLINE V256x2 sigmoid(V256x2 a) { return {V256::sigmoid(a.lo), V256::sigmoid(a.hi)}; }
   V256_INLINE V256x2 silu(V256x2 a) { return {V256::silu(a.lo), V256::silu(a.hi)}; }
@@ -155,50 +163,6 @@ struct V256x2 {
     const __m256 a = _mm256_permutevar8x32_ps(table.lo.v, idx);
     const __m256 b = _mm256_permutevar8x32_ps(table.hi.v, idx);
     return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
-  }
-  // r[j] lane i <- r[i] lane j (16 × 16, as V512::transpose16): four 8 × 8 blocks, the two
-  // off-diagonal ones swapping places. Moves bits only.
-  V256_INLINE void transpose16(V256x2 (&r)[16]) {
-    __m256 a[8], b[8], c[8], d[8];
-#pragma GCC unroll 16
-    for (int i = 0; i < 8; ++i) {
-      a[i] = r[i].lo.v;
-      b[i] = r[i].hi.v;
-      c[i] = r[8 + i].lo.v;
-      d[i] = r[8 + i].hi.v;
-    }
-    transpose8(a);
-    transpose8(b);
-    transpose8(c);
-    transpose8(d);
-#pragma GCC unroll 16
-    for (int j = 0; j < 8; ++j) {
-      r[j] = {{a[j]}, {c[j]}};
-      r[8 + j] = {{b[j]}, {d[j]}};
-    }
-  }
-  V256_INLINE void transpose8(__m256 (&r)[8]) {
-    __m256 t[8], u[8];
-#pragma GCC unroll 16
-    for (int i = 0; i < 8; i += 2) {
-      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-// u[4i + j], 128-bit lane L: rows 4i..4i+3 of column 4L + j.
-#pragma GCC unroll 16
-    for (int i = 0; i < 8; i += 4) {
-#pragma GCC unroll 16
-      for (int h = 0; h < 2; ++h) {
-        const __m256d x = _mm256_castps_pd(t[i + h]), y = _mm256_castps_pd(t[i + 2 + h]);
-        u[i + 2 * h] = _mm256_castpd_ps(_mm256_unpacklo_pd(x, y));
-        u[i + 2 * h + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(x, y));
-      }
-    }
-#pragma GCC unroll 16
-    for (int j = 0; j < 4; ++j) {
-      r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
-      r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
-    }
   }
   // The 16 signed bytes of q as F32 (exact).
   V256_INLINE V256x2 from_i8v(__m128i q) {

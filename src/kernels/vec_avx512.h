@@ -11,8 +11,8 @@
 #include "core/detmath_simd.h"  // first: it silences GCC bug 105593 for the intrinsics below
 #include "kernels/lanes_tree.h"
 
-// The same GCC 12 false positive in its definite form, from the shuffles of transpose16 once
-// they are inlined into a function whose inputs come through memory.
+// The same GCC 12 false positive in its definite form, from the AVX-512 intrinsics' undefined
+// pass-through operands once they are inlined into a function whose inputs come through memory.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
@@ -31,19 +31,16 @@ struct V512 {
   __m512 v;
 
   static constexpr int kLanes = 16;
-  // Register tile of the matmul's many-rows path: 8 rows × 2 panels = 16 accumulators (of 32
-  // registers), enough independent chains to cover the FMA latency on two pipes; per k it loads
-  // 2 weight vectors and broadcasts 8 activations for 16 FMAs.
-  static constexpr int kTileRows = 8;
-  static constexpr int kTilePanels = 2;
-  // 2 panels × 256 k × 64 B = 32 KiB of weights per group: stays in the 48 KiB L1.
-  static constexpr int64_t kKBlock = 256;
-  // 256 rows × 256 k of activations = 256 KiB: stay in the 1 MiB L2 across the panel groups.
-  static constexpr int64_t kMBlock = 256;
   static constexpr int kDirectRows = 4;
   template <int R>
   static constexpr int direct_panels() {
     return 4;
+  }
+  // Weight rows side by side in the F32/F16/BF16 few-rows kernels (qmatmul_dense.h): R·P
+  // accumulators.
+  template <int R>
+  static constexpr int dense_direct_rows() {
+    return R == 1 ? 8 : 4;
   }
   // Register tile of the quantised many-rows path (qmatmul_tiles.h): 6 activation rows × 4
   // outputs = 24 lane accumulators, 4 weight vectors and one activation vector of 32 registers;
@@ -85,12 +82,43 @@ struct V512 {
   V512_INLINE V512 div(V512 a, V512 b) { return {_mm512_div_ps(a.v, b.v)}; }
   // a·b + c, rounded once.
   V512_INLINE V512 fma(V512 a, V512 b, V512 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+  // fma(a, b, c) in lanes [0, n), c unchanged in the others.
+  V512_INLINE V512 fma_n(V512 a, V512 b, V512 c, int64_t n) {
+    return {_mm512_mask3_fmadd_ps(a.v, b.v, c.v, lanes_first(n))};
+  }
   V512_INLINE V512 exp_det(V512 a) { return {exp_ps(a.v)}; }
   V512_INLINE V512 sigmoid(V512 a) { return {sigmoid_ps(a.v)}; }
   V512_INLINE V512 silu(V512 a) { return {silu_ps(a.v)}; }
   // The canonical tree over the 16 lanes (reduce.h).
   V512_INLINE float sum(V512 a) {
     return simd_lanes::tree16(_mm512_extractf32x8_ps(a.v, 0), _mm512_extractf32x8_ps(a.v, 1));
+  }
+  // out[i] = sum(a[i]) for 16 vectors: each output's reduce.h additions, s8 = l[i] + l[i+8],
+  // s4 = s8[i] + s8[i+4], s2 = s4[i] + s4[i+2], s2[0] + s2[1], with the operands of 2, 4, 8 and
+  // 16 outputs gathered into one register per level (47 instructions instead of 16 sums).
+  V512_INLINE void sum16(const V512 (&a)[16], float* out) {
+    __m512 b[8], c[4], d[2];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {  // lanes 0..7: s8 of output 2j; 8..15: of 2j+1
+      b[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j].v, a[2 * j + 1].v, 0x44),
+                           _mm512_shuffle_f32x4(a[2 * j].v, a[2 * j + 1].v, 0xee));
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {  // 128-bit lane t: s4 of output 4j + t
+      c[j] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * j], b[2 * j + 1], 0x88),
+                           _mm512_shuffle_f32x4(b[2 * j], b[2 * j + 1], 0xdd));
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; ++j) {  // lane t: s2 of outputs 8j + t, then 8j + 4 + t
+      const __m512d lo = _mm512_castps_pd(c[2 * j]), hi = _mm512_castps_pd(c[2 * j + 1]);
+      d[j] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi)),
+                           _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi)));
+    }
+    // Element 4t + u: the total of output t + 4u.
+    const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, e));
   }
   V512_INLINE V512 from_f16(const uint16_t* p) {
     return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
@@ -99,37 +127,6 @@ struct V512 {
     const __m512i u =
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return {_mm512_castsi512_ps(_mm512_slli_epi32(u, 16))};
-  }
-  // r[j] lane i <- r[i] lane j: the 16 × 16 block of the matmul's in-place rows turned into 16
-  // vectors across rows (matmul_tiles.h). Moves bits only: 4 rounds of 16 shuffles.
-  V512_INLINE void transpose16(V512 (&r)[16]) {
-    __m512 t[16], u[16];
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i += 2) {
-      t[i] = _mm512_unpacklo_ps(r[i].v, r[i + 1].v);
-      t[i + 1] = _mm512_unpackhi_ps(r[i].v, r[i + 1].v);
-    }
-// u[4i + j], 128-bit lane L: rows 4i..4i+3 of column 4L + j.
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; i += 4) {
-#pragma GCC unroll 16
-      for (int h = 0; h < 2; ++h) {
-        const __m512d a = _mm512_castps_pd(t[i + h]), b = _mm512_castps_pd(t[i + 2 + h]);
-        u[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-        u[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-      }
-    }
-#pragma GCC unroll 16
-    for (int j = 0; j < 4; ++j) {
-      const __m512 v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44);
-      const __m512 v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xee);
-      const __m512 w0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44);
-      const __m512 w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xee);
-      r[j].v = _mm512_shuffle_f32x4(v0, w0, 0x88);
-      r[4 + j].v = _mm512_shuffle_f32x4(v0, w0, 0xdd);
-      r[8 + j].v = _mm512_shuffle_f32x4(v1, w1, 0x88);
-      r[12 + j].v = _mm512_shuffle_f32x4(v1, w1, 0xdd);
-    }
   }
   // The 16 signed bytes of q as F32 (exact).
   V512_INLINE V512 from_i8v(__m128i q) {

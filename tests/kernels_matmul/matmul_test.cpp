@@ -7,14 +7,14 @@
 #include <span>
 
 #include "core/thread_pool.h"
+#include "kernels/reduce.h"
 #include "matmul_test_util.h"
 
 namespace invar::test {
 namespace {
 
-// K where the type allows any K (not a multiple of 16, whole 16-step blocks only, and above the
-// 256-step K-block), else the
-// Q8_0 sizes (one block; more than one K-block, ending on a partial one).
+// K where the type allows any K (not a multiple of 16: the few-rows kernels at every M; whole
+// 16-weight blocks: the many-rows tiles), else the Q8_0 sizes (one block; several).
 std::vector<int64_t> test_ks(DType t) {
   if (t == DType::Q8_0) return {32, 288};
   return {1, 37, 64, 300};
@@ -25,7 +25,7 @@ TEST(Matmul, FastEqualsReferenceBitExact) {
   ThreadPool pool(1);
   for (DType t : kAllTypes) {
     for (int64_t k : test_ks(t)) {
-      for (int64_t n : {int64_t(1), int64_t(21), int64_t(70)}) {  // 70 = 4 panels + 6
+      for (int64_t n : {int64_t(1), int64_t(21), int64_t(70)}) {  // 70 = 4 groups of 16 + 6
         OwnedMatrix w = random_matrix(t, k, n, uint32_t(k * 1000 + n));
         // Rows: every direct-path count, tile multiples and tile remainders of both ISAs.
         for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 13, 19}) {
@@ -78,7 +78,7 @@ TEST(Matmul, RowBitsIndependentOfBatch) {
 }
 
 // The caller's scratch (weights widened to F32 in the many-rows path): one buffer serves every
-// call, whatever it holds before (NaN here, then the previous call's panels), and a buffer too
+// call, whatever it holds before (NaN here, then the previous call's weights), and a buffer too
 // small is a caller's bug that stops the process.
 TEST(Matmul, CallerScratch) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -108,61 +108,110 @@ TEST(Matmul, CallerScratch) {
 TEST(Matmul, ThreadCountDoesNotChangeBits) {
   SimdRestore restore;
   ThreadPool one(1), two(2);
-  // N = 300: 19 panels in units of 4, so both threads get outputs (checked below), the split
-  // falling inside a tile group and the last panel partial.
+  // N = 300: outputs split in groups of 16, so both threads get outputs (checked below), the
+  // last group partial.
   const int64_t n = 300, m = 37;
   std::atomic<bool> second_thread_worked{false};
-  two.parallel_for((n + 15) / 16,
-                   [&](int64_t b, int64_t e, int t) {
-                     if (t == 1 && b < e) second_thread_worked = true;
-                   },
-                   4);
+  two.parallel_for(
+      n,
+      [&](int64_t b, int64_t e, int t) {
+        if (t == 1 && b < e) second_thread_worked = true;
+      },
+      16);
   ASSERT_TRUE(second_thread_worked);
   for (DType t : kAllTypes) {
-    const int64_t k = t == DType::Q8_0 ? 64 : 45;
-    OwnedMatrix w = random_matrix(t, k, n, 3);
-    for (SimdLevel level : available_levels()) {
-      simd_set(level);
-      for (int64_t rows : {int64_t(1), m}) {
-        const auto x = random_activations(rows * k, 5);
-        std::vector<float> y1(static_cast<size_t>(rows * n)), y2(static_cast<size_t>(rows * n));
-        matmul(w.m, x.data(), rows, y1.data(), one);
-        matmul(w.m, x.data(), rows, y2.data(), two);
-        EXPECT_EQ(bits_diff(y2.data(), y1.data(), rows * n, n), "")
-            << case_name(t, level) << " M=" << rows;
+    // Dense: K = 64 takes the many-rows tiles at M = 37, K = 45 the few-rows kernels.
+    for (int64_t k : {int64_t(64), int64_t(45)}) {
+      if (t == DType::Q8_0 && k % 32 != 0) continue;
+      OwnedMatrix w = random_matrix(t, k, n, 3);
+      for (SimdLevel level : available_levels()) {
+        simd_set(level);
+        for (int64_t rows : {int64_t(1), m}) {
+          const auto x = random_activations(rows * k, 5);
+          std::vector<float> y1(static_cast<size_t>(rows * n)), y2(static_cast<size_t>(rows * n));
+          matmul(w.m, x.data(), rows, y1.data(), one);
+          matmul(w.m, x.data(), rows, y2.data(), two);
+          EXPECT_EQ(bits_diff(y2.data(), y1.data(), rows * n, n), "")
+              << case_name(t, level) << " K=" << k << " M=" << rows;
+        }
       }
     }
   }
 }
 
-// Each output within the float rounding bound of a float64 dot product of the same weights:
-// |y - exact| <= γ_K · Σ|w·x|, γ_K = K·u / (1 - K·u), u = 2^-24 (sequential FMA chain).
-TEST(Matmul, ReferenceCloseToFloat64) {
+// The reference, evaluated here from its definition (lane k % 16 accumulates in ascending k, then
+// the reduce.h tree; K = 1000 leaves lanes 8..15 one term short), and its distance to float64:
+// |y − exact| ≤ γ_(⌈K/16⌉+4) · Σ|w·x|. The one sequential chain over k (the order before
+// invar-numerics-3) must differ somewhere, or this test could not tell the orders apart.
+TEST(Matmul, ReferenceIsTheLaneOrderAndCloseToFloat64) {
   for (DType t : kAllTypes) {
     const int64_t k = t == DType::Q8_0 ? 1024 : 1000, n = 9, m = 3;
     OwnedMatrix w = random_matrix(t, k, n, 21);
     const auto x = random_activations(m * k, 22);
     std::vector<float> y(static_cast<size_t>(m * n)), row(static_cast<size_t>(k));
     matmul_ref(w.m, x.data(), m, y.data());
-    const double u = std::ldexp(1.0, -24), gamma = k * u / (1 - k * u);
+    const double u = std::ldexp(1.0, -24), len = double((k + 15) / 16 + 4);
+    const double gamma = len * u / (1 - len * u);
+    int chain_differs = 0;
     for (int64_t j = 0; j < n; ++j) {
       w.m.row_to_f32(j, row.data());
       for (int64_t r = 0; r < m; ++r) {
+        float lanes[16] = {}, chain = 0.0f;
         double exact = 0, mag = 0;
         for (int64_t i = 0; i < k; ++i) {
-          exact += double(row[i]) * double(x[r * k + i]);
-          mag += std::fabs(double(row[i]) * double(x[r * k + i]));
+          const float wi = row[size_t(i)], xi = x[size_t(r * k + i)];
+          lanes[i % 16] = std::fma(wi, xi, lanes[i % 16]);
+          chain = std::fma(wi, xi, chain);
+          exact += double(wi) * double(xi);
+          mag += std::fabs(double(wi) * double(xi));
         }
-        EXPECT_LE(std::fabs(double(y[r * n + j]) - exact), gamma * mag)
+        const float got = y[size_t(r * n + j)];
+        EXPECT_EQ(float_bits(got), float_bits(reduce_lanes_tree(lanes)))
+            << dtype_name(t) << " m=" << r << " n=" << j;
+        EXPECT_LE(std::fabs(double(got) - exact), gamma * mag)
             << dtype_name(t) << " m=" << r << " n=" << j;
         EXPECT_GT(mag, 0.0);
+        chain_differs += float_bits(chain) != float_bits(got);
+      }
+    }
+    EXPECT_GT(chain_differs, 0) << dtype_name(t);
+  }
+}
+
+// F32/F16/BF16 at every row count 1..512 (the few-rows kernels up to kDirectRows rows, the tiles
+// above, every tile remainder), K a multiple of 16 (the tiles) and not (the few-rows kernels for
+// any M), odd N split over 1..3 threads: the bits of the scalar reference at every level.
+TEST(Matmul, DenseEveryRowCountEqualsReference) {
+  SimdRestore restore;
+  ThreadPool p1(1), p2(2), p3(3);
+  ThreadPool* pools[] = {&p1, &p2, &p3};
+  const int64_t n = 37;
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    for (int64_t k : {int64_t(64), int64_t(2080), int64_t(45)}) {
+      OwnedMatrix w = random_matrix(t, k, n, uint32_t(k + int(t)));
+      const int64_t max_m = 512;
+      const auto x = random_activations(max_m * k, uint32_t(k));
+      std::vector<float> ref(size_t(max_m * n));
+      matmul_ref(w.m, x.data(), max_m, ref.data());
+      for (int64_t m = 1; m <= max_m; ++m) {
+        // Every M for K = 64; for the long and the ragged K a spread of them.
+        if (k != 64 && !(m <= 20 || m % 61 == 0 || m == max_m)) continue;
+        for (SimdLevel level : available_levels()) {
+          if (level == SimdLevel::scalar) continue;
+          simd_set(level);
+          ThreadPool& pool = *pools[m % 3];
+          std::vector<float> y(size_t(m * n), std::numeric_limits<float>::quiet_NaN());
+          matmul(w.m, x.data(), m, y.data(), pool);
+          ASSERT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "")
+              << case_name(t, level) << " K=" << k << " M=" << m << " threads=" << pool.size();
+        }
       }
     }
   }
 }
 
-// Outputs are written exactly once each and nothing past y[M][N] (partial last panel, thread
-// split).
+// Outputs are written exactly once each and nothing past y[M][N] (partial last group of 16,
+// thread split).
 TEST(Matmul, WritesOnlyItsOutputs) {
   SimdRestore restore;
   ThreadPool two(2);
