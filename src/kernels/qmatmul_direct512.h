@@ -82,6 +82,26 @@ QD_INLINE void k4_scales4(const uint8_t* const* b, float (*out)[16]) {
   }
 }
 
+// The activations of 64 weights (4 vectors) for R rows. At M = 1 they stay in registers across
+// the P weight rows; with more rows they would crowd out the R·P accumulators, so each FMA reads
+// its activation from memory (a load operand, and loads are not the bottleneck).
+template <int R>
+struct X4 {
+  const float* x;
+  int64_t ld;
+  QD_INLINE X4(const float* x_, int64_t ld_) : x(x_), ld(ld_) {}
+  QD_INLINE __m512 at(int r, int c) const { return _mm512_loadu_ps(x + r * ld + 16 * c); }
+};
+template <>
+struct X4<1> {
+  __m512 v[4];
+  QD_INLINE X4(const float* x, int64_t) {
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) v[c] = _mm512_loadu_ps(x + 16 * c);
+  }
+  QD_INLINE __m512 at(int, int c) const { return v[c]; }
+};
+
 // Q4_K, R activation rows × P weight rows from row n0 (P a multiple of 4). Sub-block s (32
 // weights) has the table d1·code − m1 of its 16 possible weights (as qdecode::Q4_K::chunk); the
 // 16 bytes qs[32j + 16h ..] hold chunk 4j + h (low nibbles) and 4j + 2 + h (high nibbles).
@@ -91,16 +111,21 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   constexpr int kBytes = 144;
   const __m512 codes = _mm512_load_ps(qdecode::kCodes);
   const uint8_t* row[P];
+#pragma GCC unroll 8
   for (int p = 0; p < P; ++p) row[p] = w.data + (n0 + p) * w.row_bytes;
   __m512 acc[R][P];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
   alignas(64) float sc[P][16];
   const int64_t n_blocks = w.k / 256;
   for (int64_t b = 0; b < n_blocks; ++b) {
     qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
     const uint8_t* blk[P];
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) blk[p] = row[p] + b * kBytes;
+#pragma GCC unroll 8
     for (int p = 0; p < P; p += 4) k4_scales4<V>(blk + p, sc + p);
     // The scales go through memory: broadcasts from memory are loads, while the register
     // shuffles the compiler would otherwise pick compete with the lookups for the shuffle units.
@@ -108,9 +133,7 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
     const float* xb = x + b * 256;
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      __m512 xv[R][4];
-      for (int r = 0; r < R; ++r)
-        for (int c = 0; c < 4; ++c) xv[r][c] = _mm512_loadu_ps(xb + r * w.k + 64 * j + 16 * c);
+      const X4<R> xv(xb + 64 * j, w.k);
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
         const uint8_t* qs = blk[p] + 16 + 32 * j;
@@ -127,11 +150,14 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
                               _mm512_permutexvar_ps(_mm512_srli_epi32(i1, 4), t1)};
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c)
-          for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv[c], xv[r][c], acc[r][p]);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv[c], xv.at(r, c), acc[r][p]);
       }
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(V{acc[r][p]});
 }
 
@@ -143,9 +169,12 @@ template <class V, int R, int P>
 void q6k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   constexpr int kBytes = 210;
   const uint8_t* row[P];
+#pragma GCC unroll 8
   for (int p = 0; p < P; ++p) row[p] = w.data + (n0 + p) * w.row_bytes;
   __m512 acc[R][P];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
   alignas(64) float ds[P][16];
   alignas(64) int8_t codes[P][128];  // half a block: 8 chunks of 16 codes − 32
@@ -187,18 +216,22 @@ void q6k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
 #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
         __m512 xv[R];
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(xb + r * w.k + 128 * h + 16 * c);
 #pragma GCC unroll 8
         for (int p = 0; p < P; ++p) {
           const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
               _mm_load_si128(reinterpret_cast<const __m128i*>(codes[p] + 16 * c))));
           const __m512 wv = _mm512_mul_ps(bcast<V>(&ds[p][8 * h + c]), q);
+#pragma GCC unroll 8
           for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv, xv[r], acc[r][p]);
         }
       }
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(V{acc[r][p]});
 }
 
@@ -224,24 +257,27 @@ void q5k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   const __m512 codes = _mm512_load_ps(qdecode::kCodes), codes16 = _mm512_load_ps(kCodes16);
   const __m512i lo4 = _mm512_set1_epi32(0x0f);
   const uint8_t* row[P];
+#pragma GCC unroll 8
   for (int p = 0; p < P; ++p) row[p] = w.data + (n0 + p) * w.row_bytes;
   __m512 acc[R][P];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
   alignas(64) float sc[P][16];
   const int64_t n_blocks = w.k / 256;
   for (int64_t b = 0; b < n_blocks; ++b) {
     qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
     const uint8_t* blk[P];
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) blk[p] = row[p] + b * kBytes;
+#pragma GCC unroll 8
     for (int p = 0; p < P; p += 4) k4_scales4<V>(blk + p, sc + p);
     asm volatile("" ::: "memory");
     const float* xb = x + b * 256;
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      __m512 xv[R][4];
-      for (int r = 0; r < R; ++r)
-        for (int c = 0; c < 4; ++c) xv[r][c] = _mm512_loadu_ps(xb + r * w.k + 64 * j + 16 * c);
+      const X4<R> xv(xb + 64 * j, w.k);
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
         const uint8_t* qs = blk[p] + 48 + 32 * j;
@@ -273,11 +309,14 @@ void q5k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
                                    t1h)};
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c)
-          for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv[c], xv[r][c], acc[r][p]);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv[c], xv.at(r, c), acc[r][p]);
       }
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(V{acc[r][p]});
 }
 
