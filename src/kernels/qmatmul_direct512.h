@@ -320,6 +320,80 @@ void q5k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
     for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(V{acc[r][p]});
 }
 
+// Q8_0: G blocks (32 weights each) of each of P rows (row p at blk + p·rb) against R activation
+// rows; ds[p][g] holds block g's scale d as F32. Each weight vector is the exact product q·d of
+// qdecode::Q8_0, with d broadcast from memory (a load, not a shuffle).
+template <int R, int P, int G>
+QD_INLINE void q80_blocks(const uint8_t* blk, int64_t rb, const float (*ds)[8], const float* xb,
+                          int64_t ldx, __m512 (&acc)[R][P]) {
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 2
+    for (int c = 0; c < 2; ++c) {
+      __m512 xv[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(xb + r * ldx + 32 * g + 16 * c);
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) {
+        const __m128i q =
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + p * rb + 34 * g + 2 + 16 * c));
+        const __m512 wv =
+            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_set1_ps(ds[p][g]));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv, xv[r], acc[r][p]);
+      }
+    }
+  }
+}
+
+// The F16 words at p, p + 34, p + 68, p + 102 (4 Q8_0 scales), packed by the integer units.
+QD_INLINE uint64_t q80_scales4(const uint8_t* p) {
+  uint16_t h[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) std::memcpy(&h[i], p + 34 * i, 2);
+  return uint64_t(h[0]) | uint64_t(h[1]) << 16 | uint64_t(h[2]) << 32 | uint64_t(h[3]) << 48;
+}
+
+// Q8_0, R activation rows × P weight rows from row n0, 8 blocks of each row a step. The F16
+// scales of a row's 8 blocks are packed in integer registers and converted together, instead of
+// an insert, a conversion and a broadcast per block.
+template <class V, int R, int P>
+void q80_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
+  constexpr int kBytes = 34, G = 8;
+  const int64_t rb = w.row_bytes;
+  const uint8_t* rows = w.data + n0 * rb;
+  __m512 acc[R][P];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+  alignas(64) float ds[P][8];
+  const int64_t n_blocks = w.k / 32;
+  int64_t b = 0;
+  for (; b + G <= n_blocks; b += G) {
+    qdecode::prefetch_ahead(rows, P * rb, P * G * kBytes, b / G);
+    const uint8_t* blk = rows + b * kBytes;
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) {
+      const __m128i h = _mm_set_epi64x(int64_t(q80_scales4(blk + p * rb + 4 * kBytes)),
+                                       int64_t(q80_scales4(blk + p * rb)));
+      _mm256_store_ps(ds[p], _mm256_cvtph_ps(h));  // exact
+    }
+    asm volatile("" ::: "memory");  // the scales are broadcast from memory
+    q80_blocks<R, P, G>(blk, rb, ds, x + b * 32, w.k, acc);
+  }
+  for (; b < n_blocks; ++b) {
+    const uint8_t* blk = rows + b * kBytes;
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) ds[p][0] = qdecode::f16(blk + p * rb);
+    q80_blocks<R, P, 1>(blk, rb, ds, x + b * 32, w.k, acc);
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(V{acc[r][p]});
+}
+
 #undef QD_INLINE
 
 }  // namespace
