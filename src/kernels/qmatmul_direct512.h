@@ -85,15 +85,15 @@ QD_INLINE void k4_scales4(const uint8_t* const* b, float (*out)[16]) {
 // The activations of 64 weights (4 vectors) for R rows. At M = 1 they stay in registers across
 // the P weight rows; with more rows they would crowd out the R·P accumulators, so each FMA reads
 // its activation from memory (a load operand, and loads are not the bottleneck).
-template <int R>
+template <class V, int R>
 struct X4 {
   const float* x;
   int64_t ld;
   QD_INLINE X4(const float* x_, int64_t ld_) : x(x_), ld(ld_) {}
   QD_INLINE __m512 at(int r, int c) const { return _mm512_loadu_ps(x + r * ld + 16 * c); }
 };
-template <>
-struct X4<1> {
+template <class V>
+struct X4<V, 1> {
   __m512 v[4];
   QD_INLINE X4(const float* x, int64_t) {
 #pragma GCC unroll 4
@@ -133,7 +133,7 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
     const float* xb = x + b * 256;
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      const X4<R> xv(xb + 64 * j, w.k);
+      const X4<V, R> xv(xb + 64 * j, w.k);
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
         const uint8_t* qs = blk[p] + 16 + 32 * j;
@@ -277,7 +277,7 @@ void q5k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
     const float* xb = x + b * 256;
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      const X4<R> xv(xb + 64 * j, w.k);
+      const X4<V, R> xv(xb + 64 * j, w.k);
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
         const uint8_t* qs = blk[p] + 48 + 32 * j;
