@@ -73,7 +73,11 @@ void rows_direct(const QuantView& w, int64_t n0, const float* x, float* y) {
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
       const uint8_t* blk[P];
-      for (int p = 0; p < P; ++p) blk[p] = row[p] + (b + g) * D::kBytes;
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) {
+        blk[p] = row[p] + (b + g) * D::kBytes;
+        asm volatile("" : "+r"(blk[p]));  // a scalar address, not lanes of a vector of pointers
+      }
       direct_block<V, D, R, P>(blk, x + (b + g) * D::kBlock, w.k, acc);
     }
   }
