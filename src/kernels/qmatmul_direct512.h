@@ -104,7 +104,9 @@ struct X4<V, 1> {
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) v[c] = _mm512_loadu_ps(x + 16 * c);
   }
-  QD_INLINE __m512 at(int, int c) const { return v[c]; }
+  QD_INLINE __m512 at(int, int c) const {
+    return v[c];
+  }
 };
 
 // Q4_K, R activation rows × P weight rows from row n0 (P a multiple of 4). Sub-block s (32
