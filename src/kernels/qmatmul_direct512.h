@@ -1,6 +1,6 @@
 // Private to the quantised matmul (qmatmul_tiles.h): AVX-512 few-rows (decode) kernels for the
-// K-quant types of Q4_K_M and Q5_K_M files (Q4_K, Q5_K, Q6_K), with the bits of the generic path
-// (qmatmul_decode.h).
+// types of Q8_0, Q4_K_M and Q5_K_M files (Q8_0, Q4_K, Q5_K, Q6_K), with the bits of the generic
+// path (qmatmul_decode.h).
 //
 // At M = 1 each weight feeds one FMA, so the cost per 16 weights is what it takes to decode them.
 // The generic decoders unpack one block of one row at a time in 16-byte registers; here:
@@ -9,7 +9,12 @@
 //   - Q5_K: the 5-bit code indexes a 32-entry table (two registers, vpermt2ps);
 //   - Q6_K: half a block (128 weights: 64 bytes of low nibbles, 32 of high bits) is unpacked at
 //     once in 512-bit registers into 8 × 16 signed codes, instead of 16 bytes per chunk;
-//   - 8 rows at M = 1 (4 rows above): 8 independent FMA chains cover the FMA latency.
+//   - Q8_0: the F16 scales of a row's 8 blocks are packed by integer instructions and converted
+//     in one instruction (an insert, a conversion and a broadcast per block before; a gather
+//     was slower still);
+//   - 8 rows at M = 1 (4 rows above): 8 independent FMA chains cover the FMA latency. Every loop
+//     over rows and lanes is unrolled so the R·P accumulators stay in registers (an accumulator
+//     array indexed by a loop counter lives in memory: 3-4x slower at M = 4).
 // The weights are the same exact F32 values (same products, same single rounded add for Q4_K and
 // Q5_K), fed to the same per-lane FMA chains in the same k order: nothing in the canonical order
 // changes.
@@ -82,6 +87,28 @@ QD_INLINE void k4_scales4(const uint8_t* const* b, float (*out)[16]) {
   }
 }
 
+// The activations of 64 weights (4 vectors) for R rows. At M = 1 they stay in registers across
+// the P weight rows; with more rows they would crowd out the R·P accumulators, so each FMA reads
+// its activation from memory (a load operand, and loads are not the bottleneck).
+template <class V, int R>
+struct X4 {
+  const float* x;
+  int64_t ld;
+  QD_INLINE X4(const float* x_, int64_t ld_) : x(x_), ld(ld_) {}
+  QD_INLINE __m512 at(int r, int c) const { return _mm512_loadu_ps(x + r * ld + 16 * c); }
+};
+template <class V>
+struct X4<V, 1> {
+  __m512 v[4];
+  QD_INLINE X4(const float* x, int64_t) {
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) v[c] = _mm512_loadu_ps(x + 16 * c);
+  }
+  QD_INLINE __m512 at(int, int c) const {
+    return v[c];
+  }
+};
+
 // Q4_K, R activation rows × P weight rows from row n0 (P a multiple of 4). Sub-block s (32
 // weights) has the table d1·code − m1 of its 16 possible weights (as qdecode::Q4_K::chunk); the
 // 16 bytes qs[32j + 16h ..] hold chunk 4j + h (low nibbles) and 4j + 2 + h (high nibbles).
@@ -91,16 +118,21 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   constexpr int kBytes = 144;
   const __m512 codes = _mm512_load_ps(qdecode::kCodes);
   const uint8_t* row[P];
+#pragma GCC unroll 8
   for (int p = 0; p < P; ++p) row[p] = w.data + (n0 + p) * w.row_bytes;
   __m512 acc[R][P];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
   alignas(64) float sc[P][16];
   const int64_t n_blocks = w.k / 256;
   for (int64_t b = 0; b < n_blocks; ++b) {
     qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
     const uint8_t* blk[P];
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) blk[p] = row[p] + b * kBytes;
+#pragma GCC unroll 8
     for (int p = 0; p < P; p += 4) k4_scales4<V>(blk + p, sc + p);
     // The scales go through memory: broadcasts from memory are loads, while the register
     // shuffles the compiler would otherwise pick compete with the lookups for the shuffle units.
@@ -108,9 +140,7 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
     const float* xb = x + b * 256;
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      __m512 xv[R][4];
-      for (int r = 0; r < R; ++r)
-        for (int c = 0; c < 4; ++c) xv[r][c] = _mm512_loadu_ps(xb + r * w.k + 64 * j + 16 * c);
+      const X4<V, R> xv(xb + 64 * j, w.k);
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
         const uint8_t* qs = blk[p] + 16 + 32 * j;
@@ -127,11 +157,14 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
                               _mm512_permutexvar_ps(_mm512_srli_epi32(i1, 4), t1)};
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c)
-          for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv[c], xv[r][c], acc[r][p]);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv[c], xv.at(r, c), acc[r][p]);
       }
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(V{acc[r][p]});
 }
 
@@ -143,9 +176,12 @@ template <class V, int R, int P>
 void q6k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   constexpr int kBytes = 210;
   const uint8_t* row[P];
+#pragma GCC unroll 8
   for (int p = 0; p < P; ++p) row[p] = w.data + (n0 + p) * w.row_bytes;
   __m512 acc[R][P];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
   alignas(64) float ds[P][16];
   alignas(64) int8_t codes[P][128];  // half a block: 8 chunks of 16 codes − 32
@@ -187,18 +223,22 @@ void q6k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
 #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
         __m512 xv[R];
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(xb + r * w.k + 128 * h + 16 * c);
 #pragma GCC unroll 8
         for (int p = 0; p < P; ++p) {
           const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
               _mm_load_si128(reinterpret_cast<const __m128i*>(codes[p] + 16 * c))));
           const __m512 wv = _mm512_mul_ps(bcast<V>(&ds[p][8 * h + c]), q);
+#pragma GCC unroll 8
           for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv, xv[r], acc[r][p]);
         }
       }
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(V{acc[r][p]});
 }
 
@@ -224,24 +264,27 @@ void q5k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   const __m512 codes = _mm512_load_ps(qdecode::kCodes), codes16 = _mm512_load_ps(kCodes16);
   const __m512i lo4 = _mm512_set1_epi32(0x0f);
   const uint8_t* row[P];
+#pragma GCC unroll 8
   for (int p = 0; p < P; ++p) row[p] = w.data + (n0 + p) * w.row_bytes;
   __m512 acc[R][P];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
   alignas(64) float sc[P][16];
   const int64_t n_blocks = w.k / 256;
   for (int64_t b = 0; b < n_blocks; ++b) {
     qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
     const uint8_t* blk[P];
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) blk[p] = row[p] + b * kBytes;
+#pragma GCC unroll 8
     for (int p = 0; p < P; p += 4) k4_scales4<V>(blk + p, sc + p);
     asm volatile("" ::: "memory");
     const float* xb = x + b * 256;
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
-      __m512 xv[R][4];
-      for (int r = 0; r < R; ++r)
-        for (int c = 0; c < 4; ++c) xv[r][c] = _mm512_loadu_ps(xb + r * w.k + 64 * j + 16 * c);
+      const X4<V, R> xv(xb + 64 * j, w.k);
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
         const uint8_t* qs = blk[p] + 48 + 32 * j;
@@ -273,11 +316,88 @@ void q5k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
                                    t1h)};
 #pragma GCC unroll 4
         for (int c = 0; c < 4; ++c)
-          for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv[c], xv[r][c], acc[r][p]);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv[c], xv.at(r, c), acc[r][p]);
       }
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(V{acc[r][p]});
+}
+
+// Q8_0: G blocks (32 weights each) of each of P rows (row p at blk + p·rb) against R activation
+// rows; ds[p][g] holds block g's scale d as F32. Each weight vector is the exact product q·d of
+// qdecode::Q8_0, with d broadcast from memory (a load, not a shuffle).
+template <int R, int P, int G>
+QD_INLINE void q80_blocks(const uint8_t* blk, int64_t rb, const float (*ds)[8], const float* xb,
+                          int64_t ldx, __m512 (&acc)[R][P]) {
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 2
+    for (int c = 0; c < 2; ++c) {
+      __m512 xv[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(xb + r * ldx + 32 * g + 16 * c);
+#pragma GCC unroll 8
+      for (int p = 0; p < P; ++p) {
+        const __m128i q =
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + p * rb + 34 * g + 2 + 16 * c));
+        const __m512 wv =
+            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_set1_ps(ds[p][g]));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv, xv[r], acc[r][p]);
+      }
+    }
+  }
+}
+
+// The F16 words at p, p + 34, p + 68, p + 102 (4 Q8_0 scales), packed by the integer units.
+QD_INLINE uint64_t q80_scales4(const uint8_t* p) {
+  uint16_t h[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) std::memcpy(&h[i], p + 34 * i, 2);
+  return uint64_t(h[0]) | uint64_t(h[1]) << 16 | uint64_t(h[2]) << 32 | uint64_t(h[3]) << 48;
+}
+
+// Q8_0, R activation rows × P weight rows from row n0, 8 blocks of each row a step. The F16
+// scales of a row's 8 blocks are packed in integer registers and converted together, instead of
+// an insert, a conversion and a broadcast per block.
+template <class V, int R, int P>
+void q80_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
+  constexpr int kBytes = 34, G = 8;
+  const int64_t rb = w.row_bytes;
+  const uint8_t* rows = w.data + n0 * rb;
+  __m512 acc[R][P];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
+  alignas(64) float ds[P][8];
+  const int64_t n_blocks = w.k / 32;
+  int64_t b = 0;
+  for (; b + G <= n_blocks; b += G) {
+    qdecode::prefetch_ahead(rows, P * rb, P * G * kBytes, b / G);
+    const uint8_t* blk = rows + b * kBytes;
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) {
+      const __m128i h = _mm_set_epi64x(int64_t(q80_scales4(blk + p * rb + 4 * kBytes)),
+                                       int64_t(q80_scales4(blk + p * rb)));
+      _mm256_store_ps(ds[p], _mm256_cvtph_ps(h));  // exact
+    }
+    asm volatile("" ::: "memory");  // the scales are broadcast from memory
+    q80_blocks<R, P, G>(blk, rb, ds, x + b * 32, w.k, acc);
+  }
+  for (; b < n_blocks; ++b) {
+    const uint8_t* blk = rows + b * kBytes;
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) ds[p][0] = qdecode::f16(blk + p * rb);
+    q80_blocks<R, P, 1>(blk, rb, ds, x + b * 32, w.k, acc);
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(V{acc[r][p]});
 }
 

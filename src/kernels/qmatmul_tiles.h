@@ -75,7 +75,11 @@ void rows_direct(const QuantView& w, int64_t n0, const float* x, float* y) {
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
       const uint8_t* blk[P];
-      for (int p = 0; p < P; ++p) blk[p] = row[p] + (b + g) * D::kBytes;
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) {
+        blk[p] = row[p] + (b + g) * D::kBytes;
+        asm volatile("" : "+r"(blk[p]));  // a scalar address, not lanes of a vector of pointers
+      }
       direct_block<V, D, R, P>(blk, x + (b + g) * D::kBlock, w.k, acc);
     }
   }
@@ -107,7 +111,9 @@ void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int6
   if constexpr (is_avx512<V>()) {
     // AVX-512 kernels of the K-quant types of Q4_K_M / Q5_K_M files (qmatmul_direct512.h).
     constexpr int P = R == 1 ? 8 : 4;
-    if constexpr (std::is_same_v<D, qdecode::Q4_K<V>>) {
+    if constexpr (std::is_same_v<D, qdecode::Q8_0<V>>) {
+      for (; n + P <= n1; n += P) qdirect512::q80_rows<V, R, P>(w, n, x, y);
+    } else if constexpr (std::is_same_v<D, qdecode::Q4_K<V>>) {
       for (; n + P <= n1; n += P) qdirect512::q4k_rows<V, R, P>(w, n, x, y);
     } else if constexpr (std::is_same_v<D, qdecode::Q5_K<V>>) {
       for (; n + P <= n1; n += P) qdirect512::q5k_rows<V, R, P>(w, n, x, y);

@@ -43,7 +43,7 @@ TEST(QuantMatmul, EveryPathEqualsReferenceBitExact) {
   for (DType t : kQuantTypes) {
     for (int64_t k : quant_ks(t)) {
       OwnedMatrix w = random_matrix(t, k, n, uint32_t(k + 31 * int(t)));
-      for (int64_t m : {1, 2, 3, 7, 16, 33, 64, 512}) {
+      for (int64_t m : {1, 2, 3, 4, 7, 16, 33, 64, 512}) {
         if (k > 256 && m > 64) continue;  // long rows: the chunked path is covered by m <= 64
         const auto x = random_activations(m * k, uint32_t(m + k));
         std::vector<float> ref(size_t(m * n));
