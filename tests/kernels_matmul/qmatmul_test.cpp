@@ -15,7 +15,7 @@
 namespace invar::test {
 namespace {
 
-// K for each type: one block, then more than one 2048-weight chunk of the prefill path, ending
+// K for each type: one block, then several 512-weight chunks of the prefill path, ending
 // on a partial one; for 32-weight blocks a K that is not a multiple of 256 either.
 std::vector<int64_t> quant_ks(DType t) {
   if (dtype_block_size(t) == 256) return {256, 2304};
