@@ -118,6 +118,34 @@ void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int6
   for (; n < n1; ++n) rows_direct<V, D, R, 1>(w, n, x, y);
 }
 
+// y[r·ldy + c] = V::sum(acc[r][c]), 16 outputs per V::sum16 where the ISA has it (the same
+// additions in the same order).
+template <class V, int R, int C>
+QT_INLINE void tile_sums(const V (&acc)[R][C], float* y, int64_t ldy) {
+  if constexpr (requires(const V(&a)[16], float* o) { V::sum16(a, o); }) {
+    constexpr int kN = R * C;
+    float out[(kN + 15) / 16 * 16];
+#pragma GCC unroll 4
+    for (int i0 = 0; i0 < kN; i0 += 16) {
+      V a[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) a[i] = i0 + i < kN ? acc[(i0 + i) / C][(i0 + i) % C] : V::zero();
+      V::sum16(a, out + i0);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) y[r * ldy + c] = out[r * C + c];
+    }
+  } else {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) y[r * ldy + c] = V::sum(acc[r][c]);
+    }
+  }
+}
+
 // Many rows: one register tile of R activation rows × C outputs over kc dequantised weights
 // (output i's at wb + i·ldw). Lane accumulators start at +0 (first chunk) or come from `park`
 // ([R][kQGroupRows][16]); after the last chunk they are summed into y, else parked.
@@ -142,16 +170,11 @@ void tile(const float* wb, int64_t ldw, int64_t kc, const float* x, int64_t ldx,
       for (int c = 0; c < C; ++c) acc[r][c] = V::fma(wv[c], xv, acc[r][c]);
     }
   }
+  if (last) return tile_sums<V, R, C>(acc, y, ldy);
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      if (last) {
-        y[r * ldy + c] = V::sum(acc[r][c]);
-      } else {
-        V::store(park + (r * kQGroupRows + c) * 16, acc[r][c]);
-      }
-    }
+    for (int c = 0; c < C; ++c) V::store(park + (r * kQGroupRows + c) * 16, acc[r][c]);
   }
 }
 

@@ -93,6 +93,30 @@ struct V512 {
   V512_INLINE float sum(V512 a) {
     return simd_lanes::tree16(_mm512_extractf32x8_ps(a.v, 0), _mm512_extractf32x8_ps(a.v, 1));
   }
+  // out[i] = sum(a[i]) for i < 16: the same additions as sum, in the same order, 16 outputs at a
+  // time. Each level adds the two halves of the tree's step for several outputs in one register:
+  // s8 of 2 outputs, s4 of 4, s2 of 8, then the 16 totals (a 4 × 4 transpose of the outputs,
+  // undone by the last permute).
+  V512_INLINE void sum16(const V512 (&a)[16], float* out) {
+    __m512 p[8], q[4], r[2];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j)
+      p[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j].v, a[2 * j + 1].v, 0x44),
+                           _mm512_shuffle_f32x4(a[2 * j].v, a[2 * j + 1].v, 0xee));
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j)
+      q[j] = _mm512_add_ps(_mm512_shuffle_f32x4(p[2 * j], p[2 * j + 1], 0x88),
+                           _mm512_shuffle_f32x4(p[2 * j], p[2 * j + 1], 0xdd));
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; ++j)
+      r[j] = _mm512_add_ps(_mm512_shuffle_ps(q[2 * j], q[2 * j + 1], 0x44),
+                           _mm512_shuffle_ps(q[2 * j], q[2 * j + 1], 0xee));
+    // Lane 4t + u holds the total of a[4u + t].
+    const __m512 t = _mm512_add_ps(_mm512_shuffle_ps(r[0], r[1], 0x88),
+                                   _mm512_shuffle_ps(r[0], r[1], 0xdd));
+    const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _mm512_storeu_ps(out, _mm512_permutexvar_ps(idx, t));
+  }
   V512_INLINE V512 from_f16(const uint16_t* p) {
     return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
   }
