@@ -27,9 +27,13 @@ struct QuantView {
 };
 
 // Prefill buffers per thread: kQGroupRows rows × kQKChunk dequantised weights, and the parked
-// lane accumulators of kQMBlock activation rows × kQGroupRows outputs between K-chunks.
-inline constexpr int64_t kQGroupRows = 4;
-inline constexpr int64_t kQKChunk = 2048;  // a multiple of every block size (32, 256)
+// lane accumulators of kQMBlock activation rows × kQGroupRows outputs between K-chunks. The
+// group (24 KiB) and one tile's activation rows (8 KiB) stay in the 48 KiB L1 while every tile
+// of the row block runs over them: each activation vector comes from L2 once per 12 outputs,
+// each weight is dequantised once per 64 rows. kQGroupRows is a multiple of every ISA's
+// kQTileCols (2, 6).
+inline constexpr int64_t kQGroupRows = 12;
+inline constexpr int64_t kQKChunk = 512;  // a multiple of every block size (32, 256)
 inline constexpr int64_t kQMBlock = 64;
 inline constexpr int64_t kQScratchFloats = kQGroupRows * kQKChunk + kQMBlock * kQGroupRows * 16;
 
