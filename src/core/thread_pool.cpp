@@ -25,15 +25,18 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until done() or kSpin has passed; returns done().
+// Spins until done() or kSpin has passed; returns done(). Between short runs of pause it yields
+// the core, so on a machine with more runnable threads than cores the thread it waits for (or
+// any other) runs instead of the spin.
 template <class Done>
 bool spin_until(Done&& done) {
   const auto t0 = std::chrono::steady_clock::now();
   for (;;) {
-    for (int i = 0; i < 64; ++i) {
+    for (int i = 0; i < 16; ++i) {
       if (done()) return true;
       cpu_relax();
     }
+    std::this_thread::yield();
     if (std::chrono::steady_clock::now() - t0 > kSpin) return done();
   }
 }
