@@ -1,11 +1,45 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/error.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace invar {
 namespace {
+
+// How long a thread spins for the next event before it blocks: longer than the gaps between the
+// dispatches of one forward pass (single-threaded steps of a few µs to tens of µs), far shorter
+// than the gaps between requests.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until done() or kSpin has passed; returns done(). Between short runs of pause it yields
+// the core, so on a machine with more runnable threads than cores the thread it waits for (or
+// any other) runs instead of the spin.
+template <class Done>
+bool spin_until(Done&& done) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    for (int i = 0; i < 16; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    std::this_thread::yield();
+    if (std::chrono::steady_clock::now() - t0 > kSpin) return done();
+  }
+}
 
 // Range of thread `t` out of `n_threads` over [0, n) in units of `grain`.
 void split_range(int64_t n, int64_t grain, int n_threads, int t, int64_t* begin, int64_t* end) {
@@ -28,7 +62,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_release);
   }
   cv_start_.notify_all();
   for (auto& w : workers_) w.join();
@@ -41,43 +75,47 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain) {
     fn(0, n, 0);
     return;
   }
+  job_ = &fn;
+  job_n_ = n;
+  job_grain_ = grain;
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {
+    // Under the mutex so that a worker between its last check and its wait cannot miss it.
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    job_grain_ = grain;
-    pending_ = n_threads_ - 1;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   cv_start_.notify_all();
   int64_t b, e;
   split_range(n, grain, n_threads_, 0, &b, &e);
   if (b < e) fn(b, e, 0);
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_done_.wait(lock, [this] { return pending_ == 0; });
+  auto done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_done_.wait(lock, done);
+  }
   job_ = nullptr;
 }
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const RangeFn* job;
-    int64_t n, grain;
-    {
+    auto ready = [&] {
+      return stop_.load(std::memory_order_acquire) ||
+             generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!spin_until(ready)) {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-      grain = job_grain_;
+      cv_start_.wait(lock, ready);
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
     int64_t b, e;
-    split_range(n, grain, n_threads_, index, &b, &e);
-    if (b < e) (*job)(b, e, index);
-    {
+    split_range(job_n_, job_grain_, n_threads_, index, &b, &e);
+    if (b < e) (*job_)(b, e, index);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Under the mutex so that a caller between its last check and its wait cannot miss it.
       std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) cv_done_.notify_one();
+      cv_done_.notify_one();
     }
   }
 }

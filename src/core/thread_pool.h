@@ -1,8 +1,14 @@
 // A fixed set of worker threads that split *outputs* among themselves, never a reduction
 // (DESIGN rule N2): every output element is computed by exactly one thread with the same
 // sequence of operations it would use alone, so results do not depend on the thread count.
+//
+// A decode step dispatches hundreds of small jobs (a 0.5 MB matrix takes ~10 µs), so waking a
+// sleeping thread through the kernel for each would cost as much as the work. Workers therefore
+// spin for a short while after each job, watching an atomic generation counter, and only then
+// block on a condition variable; the caller spins the same way for the workers to finish.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -33,15 +39,18 @@ class ThreadPool {
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable cv_start_;
-  std::condition_variable cv_done_;
+  // The job: written by the caller before it bumps generation_ (release), read by the workers
+  // after they see the new generation (acquire).
   const RangeFn* job_ = nullptr;
   int64_t job_n_ = 0;
   int64_t job_grain_ = 1;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};  // workers still running the current job
+  std::atomic<bool> stop_{false};
+  // The slow path of both waits: only taken after a spin found nothing.
+  std::mutex mu_;
+  std::condition_variable cv_start_;
+  std::condition_variable cv_done_;
 };
 
 }  // namespace invar

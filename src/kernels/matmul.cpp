@@ -120,6 +120,69 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
       16);
 }
 
+namespace {
+
+// Output groups matmul() hands to a thread as a whole (a multiple of every tile width).
+int64_t job_group(const Matrix& w, const IsaKernels* isa) {
+  if (dtype_is_quantized(w.type())) return isa ? 16 : kQGroupRows;
+  return isa ? 4 * kPanel : kPanel;
+}
+
+// Outputs [n0, n1) of one job (n0 on a group boundary), by the same kernels as matmul().
+void job_range(const MatmulJob& j, const IsaKernels* isa, int64_t n0, int64_t n1, float* scratch) {
+  const Matrix& w = *j.w;
+  if (!isa) return matmul_scalar_range(w, j.x, j.m, j.y, n0, n1);
+  if (dtype_is_quantized(w.type()))
+    return isa->qmatmul_rows(quant_view(w), j.x, j.m, j.y, n0, n1, scratch);
+  const DenseView v{w.type(), static_cast<const uint8_t*>(w.data()), w.k(), w.n(),
+                    dtype_row_bytes(w.type(), w.k())};
+  isa->matmul_rows(v, j.x, j.m, j.y, n0 / kPanel, (n1 + kPanel - 1) / kPanel, scratch);
+}
+
+}  // namespace
+
+void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<float> scratch) {
+  const IsaKernels* isa = isa_kernels();
+  if (isa) check_scratch(scratch, pool.size());
+  // Cost of one output of each job: its weight bytes (decode streams them) plus one
+  // multiply-add per row and k (prefill computes them).
+  auto output_cost = [](const MatmulJob& j) {
+    return j.m == 0 ? 0.0 : double(dtype_row_bytes(j.w->type(), j.w->k()) + j.m * j.w->k());
+  };
+  double total = 0;
+  for (const MatmulJob& j : jobs) {
+    INVAR_CHECK(j.w != nullptr && j.m >= 0);
+    total += double(j.w->n()) * output_cost(j);
+  }
+  if (total == 0) return;
+  const int n_threads = pool.size();
+  const int64_t per_thread = matmul_scratch_floats(1);
+  // Thread ti takes the groups whose first output's cumulative cost falls in its share
+  // [ti, ti+1)·total/n_threads: contiguous, disjoint, covering every output.
+  pool.parallel_for(n_threads, [&](int64_t ti, int64_t, int thread_index) {
+    const double lo = total * double(ti) / n_threads, hi = total * double(ti + 1) / n_threads;
+    float* thread_scratch = isa ? scratch.data() + thread_index * per_thread : nullptr;
+    double at = 0;
+    for (const MatmulJob& j : jobs) {
+      const int64_t n = j.w->n(), group = job_group(*j.w, isa);
+      const double unit = output_cost(j);
+      const double end = at + double(n) * unit;
+      if (j.m > 0 && end > lo && at < hi) {
+        // First group whose start is at or past the cost c: ceil((c - at) / (unit·group)).
+        auto first_group = [&](double c) {
+          if (c <= at) return int64_t(0);
+          const auto g = int64_t((c - at) / (unit * double(group)));
+          return at + double(g * group) * unit < c ? g + 1 : g;
+        };
+        const int64_t n0 = std::min(n, first_group(lo) * group);
+        const int64_t n1 = ti + 1 == n_threads ? n : std::min(n, first_group(hi) * group);
+        if (n0 < n1) job_range(j, isa, n0, n1, thread_scratch);
+      }
+      at = end;
+    }
+  });
+}
+
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool) {
   std::vector<float> scratch(size_t(matmul_scratch_floats(pool.size())));
   matmul(w, x, m, y, pool, scratch);

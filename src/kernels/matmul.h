@@ -53,6 +53,20 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
             std::span<float> scratch);
 // The same with scratch allocated for this call (tests and tools).
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool);
+
+// One product of a batch for matmul_jobs(): y[m][w.n()] = x[m][w.k()] · wᵀ.
+struct MatmulJob {
+  const Matrix* w;
+  const float* x;
+  int64_t m;
+  float* y;
+};
+// Several products in ONE dispatch of the pool: the outputs of all jobs are split across the
+// threads by estimated cost (weight bytes plus multiply-adds), so a decode step's small matrices
+// (the selected experts, the projections that read the same x) do not each pay a fork/join.
+// Every output is computed exactly as matmul() computes it (the same kernel over the same
+// aligned output groups), so the bits equal separate calls. Outputs must not overlap inputs.
+void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<float> scratch);
 // The scalar reference of the same canonical order (bit-identical to matmul()).
 void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y);
 

@@ -33,7 +33,9 @@ void ForwardScratch::reserve_rows(const Hparams& hp, int64_t m) {
   const int64_t Hv = hp.ssm_dt_rank, H = hp.n_head, Hkv = hp.n_head_kv, D = hp.head_dim;
   const int64_t F = std::max({hp.is_moe() ? int64_t(0) : hp.n_ff, hp.n_ff_exp, hp.n_ff_shexp});
   const int64_t K = hp.n_expert_used;
-  for (auto* v : {&h, &x, &out, &ex_x, &ex_y}) grow(*v, m * E);
+  const int64_t W = hp.is_moe() ? moe_wave_rows(hp, m) : m;
+  for (auto* v : {&h, &x, &out}) grow(*v, m * E);
+  for (auto* v : {&ex_x, &ex_y}) grow(*v, W * E);
   grow(qkv, m * CONV);
   grow(conv_out, m * CONV);
   grow(z, m * VAL);
@@ -50,15 +52,18 @@ void ForwardScratch::reserve_rows(const Hparams& hp, int64_t m) {
   for (auto* v : {&aq, &agate, &ao}) grow(*v, m * H * D);
   grow(ak, m * Hkv * D);
   grow(av, m * Hkv * D);
-  grow(fgate, m * F);
-  grow(fup, m * F);
+  grow(fgate, W * F);
+  grow(fup, W * F);
   if (hp.is_moe()) {
+    grow(shgate, m * hp.n_ff_shexp);
+    grow(shup, m * hp.n_ff_shexp);
     grow(router, m * hp.n_expert);
     grow(sel, m * K);
     grow(sel_w, m * K);
     grow(ex_rows, m * K);
     grow(ex_out, m * K * E);
     grow(shexp_g, m);
+    moe_jobs.reserve(2 * 64 + 1);
   }
   capacity = m;
 }

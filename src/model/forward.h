@@ -2,6 +2,7 @@
 // layer kind. Not part of the model's interface (model.h is).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -43,14 +44,16 @@ struct ForwardScratch {
   std::vector<float> ak, av;             // [M][Hkv][D]
   std::vector<const float*> kblk, vblk;  // per-block K / V pointers of one attention layer
   // FFN
-  std::vector<float> fgate, fup;  // [M][max(F, Fe, Fs)]
-  std::vector<float> router;      // [M][NE]
-  std::vector<int32_t> sel;       // [M][K] chosen experts
-  std::vector<float> sel_w;       // [M][K] their weights
-  std::vector<int64_t> ex_rows;   // [M·K] (row·K + slot) entries routed to one expert
-  std::vector<float> ex_x, ex_y;  // [M][E] gathered inputs / outputs of one expert
-  std::vector<float> ex_out;      // [M][K][E] expert outputs before weighting
-  std::vector<float> shexp_g;     // [M] shared-expert gate logits
+  std::vector<float> fgate, fup;    // [max(M, W)][max(F, Fe, Fs)] (W: expert wave rows)
+  std::vector<float> shgate, shup;  // [M][Fs] shared expert
+  std::vector<float> router;        // [M][NE]
+  std::vector<int32_t> sel;         // [M][K] chosen experts
+  std::vector<float> sel_w;         // [M][K] their weights
+  std::vector<int64_t> ex_rows;     // [M·K] (row·K + slot) entries of one wave, expert by expert
+  std::vector<float> ex_x, ex_y;    // [W][E] gathered inputs / outputs of one wave of experts
+  std::vector<float> ex_out;        // [M][K][E] expert outputs before weighting
+  std::vector<float> shexp_g;       // [M] shared-expert gate logits
+  std::vector<MatmulJob> moe_jobs;  // the products of one wave of experts
   // Logits
   std::vector<int64_t> row0;       // [n_seqs]
   std::vector<float> last_x;       // [n_seqs][E] last rows of last-only sequences
@@ -82,6 +85,12 @@ void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeight
                      float* out);
 void ffn_layer(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s,
                ThreadPool& pool, const float* x, float* out);
+
+// Rows of one wave of routed experts (all of them in one decode step): the experts of a wave run
+// their gate and up products in one dispatch of the pool and their downs in a second.
+inline int64_t moe_wave_rows(const Hparams& hp, int64_t m) {
+  return std::max(m, std::min(m * hp.n_expert_used, int64_t(64)));
+}
 
 // Floats of one GDN layer's state: conv [Kc−1][CONV] then ssm [Hv][Dv][Dk].
 int64_t gdn_state_floats(const Hparams& hp);

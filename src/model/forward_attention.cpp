@@ -36,9 +36,8 @@ void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeight
   float* k = s.ak.data();        // [M][Hkv][D]
   float* v = s.av.data();        // [M][Hkv][D]
   float* o = s.ao.data();        // [M][H][D]
-  matmul(lw.wq, x, m, qg, pool, s.kernel);
-  matmul(lw.wk, x, m, k, pool, s.kernel);
-  matmul(lw.wv, x, m, v, pool, s.kernel);
+  const MatmulJob qkv[] = {{&lw.wq, x, m, qg}, {&lw.wk, x, m, k}, {&lw.wv, x, m, v}};
+  matmul_jobs(qkv, pool, s.kernel);
   for (int64_t t = 0; t < m; ++t) {
     for (int64_t hh = 0; hh < H; ++hh) {
       const float* src = qg + (t * H + hh) * 2 * D;

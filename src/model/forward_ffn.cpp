@@ -19,46 +19,89 @@
 namespace invar {
 namespace {
 
-// out[M][E] = down · (silu(gate·x) ⊙ up·x)
+// out[M][E] = down · (silu(gate·x) ⊙ up·x); gate and up in one dispatch.
 void swiglu_block(const Matrix& gate, const Matrix& up, const Matrix& down, const float* x,
                   int64_t m, ForwardScratch& s, ThreadPool& pool, float* out) {
   const int64_t f = gate.n();
   float* g = s.fgate.data();
   float* u = s.fup.data();
-  matmul(gate, x, m, g, pool, s.kernel);
-  matmul(up, x, m, u, pool, s.kernel);
+  const MatmulJob gate_up[] = {{&gate, x, m, g}, {&up, x, m, u}};
+  matmul_jobs(gate_up, pool, s.kernel);
   swiglu(g, u, m * f, g);
   matmul(down, g, m, out, pool, s.kernel);
 }
 
+// One routed expert's rows inside a wave: gathered rows [r0, r0 + n) of ex_x / ex_y.
+struct WaveExpert {
+  int64_t e, r0, n;
+};
+
 void moe(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s, ThreadPool& pool,
          const float* x, float* out) {
   const int64_t E = hp.n_embd, NE = hp.n_expert, K = hp.n_expert_used;
+  const int64_t Fe = hp.n_ff_exp, Fs = lw.shexp_gate.n();
   float* router = s.router.data();  // [M][NE]
   int32_t* sel = s.sel.data();      // [M][K]
   float* sel_w = s.sel_w.data();    // [M][K]
-  matmul(lw.router, x, m, router, pool, s.kernel);
+  float* sg = s.shexp_g.data();     // [M] shared-expert gate logits
+  float* shg = s.shgate.data();     // [M][Fs]
+  float* shu = s.shup.data();       // [M][Fs]
+  // Every product that reads x, in one dispatch.
+  const MatmulJob from_x[] = {{&lw.router, x, m, router},
+                              {&lw.shexp_gate_inp, x, m, sg},
+                              {&lw.shexp_gate, x, m, shg},
+                              {&lw.shexp_up, x, m, shu}};
+  matmul_jobs(from_x, pool, s.kernel);
   for (int64_t t = 0; t < m; ++t) moe_route(router + t * NE, NE, K, sel + t * K, sel_w + t * K);
+  swiglu(shg, shu, m * Fs, shg);
 
-  // Experts in id order; each one's rows in row order.
+  // Experts in id order, packed into waves of up to W gathered rows; each expert's rows in row
+  // order. A row's bits do not depend on which wave or dispatch computes it (rule N1).
+  const int64_t W = moe_wave_rows(hp, m);
   float* ex_out = s.ex_out.data();  // [M][K][E]
-  for (int64_t e = 0; e < NE; ++e) {
-    int64_t n = 0;
-    for (int64_t j = 0; j < m * K; ++j)
-      if (sel[j] == e) s.ex_rows[size_t(n++)] = j;
-    if (n == 0) continue;
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(s.ex_x.data() + i * E, x + (s.ex_rows[size_t(i)] / K) * E, size_t(E) * 4);
-    const ExpertWeights& ew = lw.experts[size_t(e)];
-    swiglu_block(ew.gate, ew.up, ew.down, s.ex_x.data(), n, s, pool, s.ex_y.data());
-    for (int64_t i = 0; i < n; ++i)
+  float* fg = s.fgate.data();       // [W][Fe]
+  float* fu = s.fup.data();         // [W][Fe]
+  WaveExpert wave[64];
+  std::vector<MatmulJob>& jobs = s.moe_jobs;
+  bool shared_down = false;
+  for (int64_t e = 0; e < NE;) {
+    int64_t n_wave = 0, rows = 0;
+    for (; e < NE && n_wave < 64; ++e) {
+      int64_t n = 0;
+      for (int64_t j = 0; j < m * K; ++j) n += sel[j] == e;
+      if (n == 0) continue;
+      if (rows > 0 && rows + n > W) break;
+      for (int64_t j = 0; j < m * K; ++j) {
+        if (sel[j] != e) continue;
+        s.ex_rows[size_t(rows)] = j;
+        std::memcpy(s.ex_x.data() + rows * E, x + (j / K) * E, size_t(E) * 4);
+        ++rows;
+      }
+      wave[n_wave++] = {e, rows - n, n};
+    }
+    if (n_wave == 0) break;
+    jobs.clear();
+    for (int64_t i = 0; i < n_wave; ++i) {
+      const WaveExpert& we = wave[i];
+      const ExpertWeights& ew = lw.experts[size_t(we.e)];
+      jobs.push_back({&ew.gate, s.ex_x.data() + we.r0 * E, we.n, fg + we.r0 * Fe});
+      jobs.push_back({&ew.up, s.ex_x.data() + we.r0 * E, we.n, fu + we.r0 * Fe});
+    }
+    matmul_jobs(jobs, pool, s.kernel);
+    swiglu(fg, fu, rows * Fe, fg);
+    jobs.clear();
+    for (int64_t i = 0; i < n_wave; ++i) {
+      const WaveExpert& we = wave[i];
+      jobs.push_back(
+          {&lw.experts[size_t(we.e)].down, fg + we.r0 * Fe, we.n, s.ex_y.data() + we.r0 * E});
+    }
+    if (!shared_down) jobs.push_back({&lw.shexp_down, shg, m, out});
+    shared_down = true;
+    matmul_jobs(jobs, pool, s.kernel);
+    for (int64_t i = 0; i < rows; ++i)
       std::memcpy(ex_out + s.ex_rows[size_t(i)] * E, s.ex_y.data() + i * E, size_t(E) * 4);
   }
-
-  // Shared expert, gated by sigmoid of a scalar per row; written to out first.
-  swiglu_block(lw.shexp_gate, lw.shexp_up, lw.shexp_down, x, m, s, pool, out);
-  float* sg = s.shexp_g.data();  // [M]
-  matmul(lw.shexp_gate_inp, x, m, sg, pool, s.kernel);
+  if (!shared_down) matmul(lw.shexp_down, shg, m, out, pool, s.kernel);
 
   // out = (Σ_k w_k · expert_k) + sigmoid(g) · shared, the expert sum in selection order.
   for (int64_t t = 0; t < m; ++t) {

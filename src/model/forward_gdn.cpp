@@ -50,24 +50,11 @@ void legacy_split(const Hparams& hp, const float* in, int64_t m, float* qkv, flo
   }
 }
 
-// β and g per row and v-head. qwen3next's ssm_ba holds per k-head [b(r), a(r)]; qwen35*
-// has separate β / α projections in plain v-head order.
-void gates(const Hparams& hp, const LayerWeights& lw, const float* x, int64_t m, ForwardScratch& s,
-           ThreadPool& pool) {
+// β and g per row and v-head from the raw projections in ba (qwen3next's ssm_ba holds per
+// k-head [b(r), a(r)]; qwen35*'s rows are [b(Hv) | a(Hv)] in plain v-head order).
+void gates(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s) {
   const int64_t Hv = hp.ssm_dt_rank, Hk = hp.ssm_n_group, r = Hv / Hk;
-  float* ba = s.ba.data();  // [M][2Hv]: qwen3next grouped; qwen35* [b(Hv) | a(Hv)] per row
-  if (hp.arch == Arch::qwen3next) {
-    matmul(lw.ssm_ba, x, m, ba, pool, s.kernel);
-  } else {
-    // matmul writes dense rows, so the raw β / α land in beta / gdecay first and are
-    // interleaved into ba's [b | a] rows before the gates overwrite those buffers.
-    matmul(lw.ssm_beta, x, m, s.beta.data(), pool, s.kernel);
-    matmul(lw.ssm_alpha, x, m, s.gdecay.data(), pool, s.kernel);
-    for (int64_t t = 0; t < m; ++t) {
-      std::memcpy(ba + t * 2 * Hv, s.beta.data() + t * Hv, size_t(Hv) * 4);
-      std::memcpy(ba + t * 2 * Hv + Hv, s.gdecay.data() + t * Hv, size_t(Hv) * 4);
-    }
-  }
+  const float* ba = s.ba.data();  // [M][2Hv]
   for (int64_t t = 0; t < m; ++t) {
     const float* row = ba + t * 2 * Hv;
     for (int64_t h = 0; h < Hv; ++h) {
@@ -82,6 +69,38 @@ void gates(const Hparams& hp, const LayerWeights& lw, const float* x, int64_t m,
       }
       s.beta[size_t(t * Hv + h)] = det_sigmoid(b);
       s.gdecay[size_t(t * Hv + h)] = det_softplus(a + lw.dt_bias[size_t(h)]) * lw.ssm_a[size_t(h)];
+    }
+  }
+}
+
+// Every product that reads x (the in-projections and the β / α ones), in one dispatch; then
+// qkv [M][CONV], z [M][VAL] and ba [M][2Hv] hold their rows.
+void gdn_project(const Hparams& hp, const LayerWeights& lw, const float* x, int64_t m,
+                 ForwardScratch& s, ThreadPool& pool) {
+  const int64_t Hv = hp.ssm_dt_rank;
+  float* ba = s.ba.data();
+  MatmulJob jobs[4];
+  int n = 0;
+  if (lw.ssm_in.n() > 0) {
+    jobs[n++] = {&lw.ssm_in, x, m, s.legacy_in.data()};
+  } else {
+    jobs[n++] = {&lw.ssm_qkv, x, m, s.qkv.data()};
+    jobs[n++] = {&lw.ssm_gate, x, m, s.z.data()};
+  }
+  if (hp.arch == Arch::qwen3next) {
+    jobs[n++] = {&lw.ssm_ba, x, m, ba};
+  } else {
+    // matmul writes dense rows, so the raw β / α land in beta / gdecay first and are
+    // interleaved into ba's [b | a] rows before the gates overwrite those buffers.
+    jobs[n++] = {&lw.ssm_beta, x, m, s.beta.data()};
+    jobs[n++] = {&lw.ssm_alpha, x, m, s.gdecay.data()};
+  }
+  matmul_jobs({jobs, size_t(n)}, pool, s.kernel);
+  if (lw.ssm_in.n() > 0) legacy_split(hp, s.legacy_in.data(), m, s.qkv.data(), s.z.data());
+  if (hp.arch != Arch::qwen3next) {
+    for (int64_t t = 0; t < m; ++t) {
+      std::memcpy(ba + t * 2 * Hv, s.beta.data() + t * Hv, size_t(Hv) * 4);
+      std::memcpy(ba + t * 2 * Hv + Hv, s.gdecay.data() + t * Hv, size_t(Hv) * 4);
     }
   }
 }
@@ -114,14 +133,8 @@ void gdn_layer(const Hparams& hp, const LayerWeights& lw, const BatchRows& b, Fo
   // Projections for every row of the batch together.
   float* qkv = s.qkv.data();  // [M][CONV]
   float* z = s.z.data();      // [M][VAL]
-  if (lw.ssm_in.n() > 0) {
-    matmul(lw.ssm_in, x, m, s.legacy_in.data(), pool, s.kernel);
-    legacy_split(hp, s.legacy_in.data(), m, qkv, z);
-  } else {
-    matmul(lw.ssm_qkv, x, m, qkv, pool, s.kernel);
-    matmul(lw.ssm_gate, x, m, z, pool, s.kernel);
-  }
-  gates(hp, lw, x, m, s, pool);
+  gdn_project(hp, lw, x, m, s, pool);
+  gates(hp, lw, m, s);
 
   // Causal conv + SiLU per sequence, token-sequential, cut at checkpoints.
   float* u = s.conv_out.data();  // [M][CONV]

@@ -308,3 +308,57 @@ TEST(Matmul, RowToF32DecodesEveryType) {
 
 }  // namespace
 }  // namespace invar::test
+
+namespace invar::test {
+namespace {
+
+// Several products in one dispatch (matmul_jobs) give the bits of separate matmul() calls, for
+// one row (decode) and many, on 1 and 2 threads, at every level; a job with no rows writes
+// nothing and no job writes past its outputs. The jobs mix types and sizes so the cost split of
+// two threads falls inside a job, not only between jobs.
+TEST(Matmul, JobsEqualSeparateCalls) {
+  SimdRestore restore;
+  ThreadPool one(1), two(2);
+  struct Shape {
+    DType t;
+    int64_t k, n, m_scale;  // job rows: m × m_scale (0: a job with no rows)
+  };
+  const Shape shapes[] = {{DType::F32, 45, 300, 1},  {DType::BF16, 64, 83, 2},
+                          {DType::Q4_K, 256, 70, 1}, {DType::Q6_K, 512, 40, 1},
+                          {DType::Q8_0, 64, 33, 0},  {DType::Q8_0, 96, 130, 1}};
+  std::vector<OwnedMatrix> ws;
+  for (const Shape& s : shapes) ws.push_back(random_matrix(s.t, s.k, s.n, uint32_t(s.k + s.n)));
+  const int64_t guard = 16;
+  for (SimdLevel level : available_levels()) {
+    simd_set(level);
+    for (int64_t m : {int64_t(1), int64_t(9)}) {
+      std::vector<std::vector<float>> xs, want;
+      for (size_t i = 0; i < ws.size(); ++i) {
+        const int64_t rows = m * shapes[i].m_scale;
+        xs.push_back(random_activations(std::max<int64_t>(rows, 1) * shapes[i].k, uint32_t(i)));
+        want.emplace_back(size_t(rows * shapes[i].n + guard), -7.0f);
+        matmul(ws[i].m, xs[i].data(), rows, want[i].data(), one);
+      }
+      for (ThreadPool* pool : {&one, &two}) {
+        std::vector<std::vector<float>> got;
+        std::vector<MatmulJob> jobs;
+        for (size_t i = 0; i < ws.size(); ++i) {
+          const int64_t rows = m * shapes[i].m_scale;
+          got.emplace_back(want[i].size(), -7.0f);
+          jobs.push_back({&ws[i].m, xs[i].data(), rows, got.back().data()});
+        }
+        std::vector<float> scratch(size_t(matmul_scratch_floats(pool->size())));
+        matmul_jobs(jobs, *pool, scratch);
+        for (size_t i = 0; i < ws.size(); ++i) {
+          EXPECT_EQ(bits_diff(got[i].data(), want[i].data(), int64_t(want[i].size()), shapes[i].n),
+                    "")
+              << case_name(shapes[i].t, level) << " job " << i << " M=" << m << " threads "
+              << pool->size();
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace invar::test
