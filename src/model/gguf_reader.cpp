@@ -235,7 +235,23 @@ uint64_t align_up(uint64_t x, uint64_t a) {
   return (x + a - 1) / a * a;
 }
 
+FileIdentity identity_from_stat(const struct stat& st) {
+  FileIdentity id;
+  id.dev = uint64_t(st.st_dev);
+  id.ino = uint64_t(st.st_ino);
+  id.size = uint64_t(st.st_size);
+  id.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  id.ctime_ns = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  return id;
+}
+
 }  // namespace
+
+std::optional<FileIdentity> file_identity_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return identity_from_stat(st);
+}
 
 std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -248,6 +264,7 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
   std::unique_ptr<GgufFile> f(new GgufFile());
   f->path_ = path;
   f->size_ = uint64_t(st.st_size);
+  f->identity_ = identity_from_stat(st);
   if (f->size_ > 0) {
     // MAP_POPULATE maps every page now, in one pass at page-cache speed (about 10 GB/s here);
     // faulting them in one at a time later, as the forward pass or the hash touch them, is

@@ -83,8 +83,13 @@ class Model {
   const GgufFile& gguf() const { return *file_; }
   // Hex SHA-256 of the file (one pass over it), computed once, on a thread of its own started
   // by sha256_start() (so that a caller can do other work meanwhile) or by the first sha256().
-  void sha256_start() const;
+  // With a cache_dir (model/sha256_cache.h), the hash recorded there for the file's identity at
+  // load is used without reading the file, and a computed one is recorded.
+  void sha256_start(const std::string& cache_dir = "") const;
   const std::string& sha256() const;
+  // After sha256(): where the hash came from (cache entry, or computed: time and rate, whether
+  // it was recorded), for the start-up log.
+  const std::string& sha256_origin() const;
   double load_seconds() const { return load_seconds_; }  // map, validate, bind
 
   int64_t state_floats() const;                       // recurrent state per sequence
@@ -116,6 +121,7 @@ class Model {
   std::unique_ptr<ModelWeights> w_;
   double load_seconds_ = 0;
   mutable std::once_flag sha256_once_;
+  mutable std::string sha256_origin_;  // written before sha256_ is ready
   // Last member: destroyed first, waiting for the hash before the mapping goes.
   mutable std::shared_future<std::string> sha256_;
 };

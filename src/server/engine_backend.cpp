@@ -26,8 +26,9 @@ class EngineBackend : public VocabBackend {
     const auto t0 = std::chrono::steady_clock::now();
     model_ = Model::load(path);
     // The hash reads the whole file again at about 1.4 GB/s (SHA-NI), slower than mapping it:
-    // it runs beside the tokenizer set-up instead of after it.
-    model_->sha256_start();
+    // it is taken from the cache when the file has not changed since it was recorded, and
+    // otherwise runs beside the tokenizer set-up instead of after it.
+    model_->sha256_start(opts_.sha256_cache_dir);
     vocab_set(std::make_unique<Tokenizer>(vocab_from_gguf(model_->gguf())), opts_);
     if (tok_->n_vocab() > model_->hparams().n_vocab)
       throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
@@ -41,10 +42,12 @@ class EngineBackend : public VocabBackend {
     const double bytes = double(model_->gguf().file_size());
     std::fprintf(stderr,
                  "invar serve: model %s: %.1f MiB mapped and bound in place in %.2f s (%.2f GB/s); "
-                 "ready in %.2f s (%.2f GB/s, tokenizer, engine and the file's SHA-256 included)\n",
+                 "ready in %.2f s (%.2f GB/s, tokenizer, engine and the file's SHA-256 included)\n"
+                 "invar serve: model SHA-256 %s: %s\n",
                  id_.c_str(), bytes / 1048576.0, model_->load_seconds(),
                  bytes / 1e9 / std::max(model_->load_seconds(), 1e-9), ready_s,
-                 bytes / 1e9 / std::max(ready_s, 1e-9));
+                 bytes / 1e9 / std::max(ready_s, 1e-9), model_->sha256().c_str(),
+                 model_->sha256_origin().c_str());
     // What memory the engine may add to the model's: the cache budget, and the live recurrent
     // state of each running request, which the budget does not cover.
     const int64_t live_bytes = SlotArena::slot_bytes_for(model_->state_floats());
