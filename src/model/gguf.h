@@ -89,8 +89,13 @@ class GgufError : public Error {
 
 class GgufFile {
  public:
-  // Maps and parses the file. Throws GgufError with offset + field on any problem.
-  static std::unique_ptr<GgufFile> open(const std::string& path);
+  // Maps and parses the file. Throws GgufError with offset + field on any problem. populate:
+  // every page is mapped now (MAP_POPULATE); otherwise only the pages parsing reads, and
+  // populate() maps the rest (a caller can run it on a thread of its own).
+  static std::unique_ptr<GgufFile> open(const std::string& path, bool populate = true);
+  // Maps every page of the file into the mapping in one pass (MADV_POPULATE_READ), as open's
+  // MAP_POPULATE does. Reads only: safe beside any other reader.
+  void populate() const;
   // Parses an in-memory image (the bytes are copied). Same checks; used by the fuzzer.
   static std::unique_ptr<GgufFile> from_memory(const uint8_t* bytes, size_t size);
   ~GgufFile();

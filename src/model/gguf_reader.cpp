@@ -253,7 +253,7 @@ std::optional<FileIdentity> file_identity_of(const std::string& path) {
   return identity_from_stat(st);
 }
 
-std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
+std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, bool populate) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw GgufError("gguf: cannot open '" + path + "': " + std::strerror(errno));
   struct stat st {};
@@ -269,7 +269,8 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
     // MAP_POPULATE maps every page now, in one pass at page-cache speed (about 10 GB/s here);
     // faulting them in one at a time later, as the forward pass or the hash touch them, is
     // about ten times slower. The pages are the page cache's: nothing is copied.
-    void* m = ::mmap(nullptr, size_t(f->size_), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    const int flags = MAP_PRIVATE | (populate ? MAP_POPULATE : 0);
+    void* m = ::mmap(nullptr, size_t(f->size_), PROT_READ, flags, fd, 0);
     if (m == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
@@ -295,6 +296,18 @@ std::unique_ptr<GgufFile> GgufFile::from_memory(const uint8_t* bytes, size_t siz
   f->size_ = size;
   f->parse();
   return f;
+}
+
+void GgufFile::populate() const {
+  if (!mapping_) return;
+#ifdef MADV_POPULATE_READ
+  if (::madvise(mapping_, size_t(size_), MADV_POPULATE_READ) == 0) return;
+#endif
+  // Kernels before 5.14: touch every page (reading the mapping is what populating does).
+  const long page = ::sysconf(_SC_PAGESIZE);
+  uint8_t sum = 0;
+  for (uint64_t i = 0; i < size_; i += uint64_t(page)) sum ^= *static_cast<const volatile uint8_t*>(base_ + i);
+  (void)sum;
 }
 
 GgufFile::~GgufFile() {

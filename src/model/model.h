@@ -74,9 +74,13 @@ struct MtpChunk {
 
 class Model {
  public:
-  // Maps the file (every page now), validates (hparams_from_gguf) and binds the weights in
-  // place. Throws invar::Error.
-  static std::unique_ptr<Model> load(const std::string& path);
+  // Maps the file, validates (hparams_from_gguf) and binds the weights in place. Throws
+  // invar::Error. Every page of the file is mapped before it returns, or, with
+  // populate_now = false, by a thread of its own that populate_wait() waits for (a caller sets
+  // itself up meanwhile: tokenizer, engine).
+  static std::unique_ptr<Model> load(const std::string& path, bool populate_now = true);
+  // Seconds the pages took to map, once they all are (0 when load did it).
+  double populate_wait() const;
   ~Model();
 
   const Hparams& hparams() const { return hp_; }
@@ -120,6 +124,8 @@ class Model {
   Hparams hp_;
   std::unique_ptr<ModelWeights> w_;
   double load_seconds_ = 0;
+  // Destroyed before file_: the populating thread is done before the mapping goes.
+  std::shared_future<double> populate_;
   mutable std::once_flag sha256_once_;
   mutable std::string sha256_origin_;  // written before sha256_ is ready
   // Last member: destroyed first, waiting for the hash before the mapping goes.

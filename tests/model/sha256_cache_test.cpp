@@ -1,11 +1,12 @@
 // The model file's SHA-256 kept between starts (model/sha256_cache.h): an entry is used only for
 // the very same file version, a changed file is hashed again, and a hash is never recorded for a
 // file that changed too recently to tell two versions apart by their times.
+#include "model/sha256_cache.h"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
@@ -15,7 +16,6 @@
 
 #include "core/sha256.h"
 #include "model/model.h"
-#include "model/sha256_cache.h"
 
 namespace invar {
 namespace {
@@ -23,7 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string temp_dir() {
-  const fs::path d = fs::temp_directory_path() / ("invar-sha256-cache-" + std::to_string(::getpid()));
+  const fs::path d =
+      fs::temp_directory_path() / ("invar-sha256-cache-" + std::to_string(::getpid()));
   fs::create_directories(d);
   return d.string();
 }
@@ -62,8 +63,8 @@ TEST(Sha256Cache, AnEntryMatchesOnlyTheSameIdentity) {
     EXPECT_FALSE(sha256_cache_find(dir, other)) << "field " << field;
   }
   // A damaged entry is not used.
-  const std::string entry = dir + "/" + std::to_string(id.dev) + "-" + std::to_string(id.ino) +
-                            ".sha256";
+  const std::string entry =
+      dir + "/" + std::to_string(id.dev) + "-" + std::to_string(id.ino) + ".sha256";
   const std::string good = read_all(entry);
   ASSERT_FALSE(good.empty());
   std::ofstream(entry, std::ios::trunc) << good.substr(0, good.size() - 3) << "\n";
@@ -71,8 +72,7 @@ TEST(Sha256Cache, AnEntryMatchesOnlyTheSameIdentity) {
   std::ofstream(entry, std::ios::trunc) << good << "more\n";
   EXPECT_FALSE(sha256_cache_find(dir, id));
   // A directory that cannot be written is reported, not thrown.
-  EXPECT_NE(sha256_cache_store(file + "/sub", id, hex, id.ctime_ns + kSha256CacheSettleNs + 1),
-            "");
+  EXPECT_NE(sha256_cache_store(file + "/sub", id, hex, id.ctime_ns + kSha256CacheSettleNs + 1), "");
   fs::remove_all(dir);
   fs::remove(file);
 }
