@@ -103,7 +103,7 @@ int run_make_model(MakeModelOptions& o) {
   w.write(o.out);
 
   // Read the file back through the loader's validation: what we write must be what we accept.
-  auto f = GgufFile::open(o.out);
+  auto f = GgufFile::open(o.out, /*populate=*/false);  // the header is all it reads
   const Hparams hp = hparams_from_gguf(*f);
   std::printf("wrote %s: %s, %lld layers%s, E=%lld, vocab %lld, %s weights, seed %llu, %.1f MB\n",
               o.out.c_str(), std::string(arch_name(hp.arch)).c_str(),

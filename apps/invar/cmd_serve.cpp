@@ -21,6 +21,7 @@
 #include "core/simd.h"
 #include "model/gguf.h"
 #include "model/make_model.h"
+#include "model/sha256_cache.h"
 #include "server/http_server.h"
 #include "spec_flags.h"
 #include "tokenizer/tokenizer.h"
@@ -83,6 +84,7 @@ int run_serve(ServeOptions& o) {
   if (o.reasoning_format != "auto" && o.reasoning_format != "none")
     throw Error("--reasoning-format must be auto or none, not '" + o.reasoning_format + "'");
   o.backend.reasoning = o.reasoning_format == "auto";
+  if (o.backend.sha256_cache_dir == "none") o.backend.sha256_cache_dir.clear();
   if (!o.backend.chat_template_file.empty() &&
       !std::filesystem::exists(o.backend.chat_template_file))
     throw Error("no chat template file at " + o.backend.chat_template_file);
@@ -221,6 +223,12 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
   s->add_option("--reasoning-format", o->reasoning_format,
                 "chat: auto: text inside <think>...</think> goes to reasoning_content; none: it "
                 "stays in content")
+      ->capture_default_str();
+  o->backend.sha256_cache_dir = sha256_cache_dir_default();
+  s->add_option("--sha256-cache", o->backend.sha256_cache_dir,
+                "DIR where the model file's SHA-256 (for system_fingerprint) is kept between "
+                "starts, keyed by the file's device, inode, size, mtime and ctime, so that a start "
+                "need not read the whole file to hash it; none: hash at every start")
       ->capture_default_str();
   s->add_option("--replay-outputs", o->replay_outputs,
                 "tests only: answer from a JSON FILE {\"text in the prompt\": \"output\"} with the "

@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +72,16 @@ struct GgufTensorInfo {
   int64_t n_elements() const;
 };
 
+// What identifies one version of a file without reading it (stat): model/sha256_cache.h keys on
+// it. Times in nanoseconds since the epoch.
+struct FileIdentity {
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtime_ns = 0, ctime_ns = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+// The identity of the file at `path` now, or nullopt when it cannot be stat'ed.
+std::optional<FileIdentity> file_identity_of(const std::string& path);
+
 class GgufError : public Error {
  public:
   using Error::Error;
@@ -77,8 +89,13 @@ class GgufError : public Error {
 
 class GgufFile {
  public:
-  // Maps and parses the file. Throws GgufError with offset + field on any problem.
-  static std::unique_ptr<GgufFile> open(const std::string& path);
+  // Maps and parses the file. Throws GgufError with offset + field on any problem. populate:
+  // every page is mapped now (MAP_POPULATE); otherwise only the pages parsing reads, and
+  // populate() maps the rest (a caller can run it on a thread of its own).
+  static std::unique_ptr<GgufFile> open(const std::string& path, bool populate = true);
+  // Maps every page of the file into the mapping in one pass (MADV_POPULATE_READ), as open's
+  // MAP_POPULATE does. Reads only: safe beside any other reader.
+  void populate() const;
   // Parses an in-memory image (the bytes are copied). Same checks; used by the fuzzer.
   static std::unique_ptr<GgufFile> from_memory(const uint8_t* bytes, size_t size);
   ~GgufFile();
@@ -90,6 +107,8 @@ class GgufFile {
   uint64_t alignment() const { return alignment_; }
   uint64_t file_size() const { return size_; }
   const uint8_t* bytes() const { return base_; }  // the whole file image
+  // The file's identity when it was opened (all zero for from_memory).
+  const FileIdentity& identity() const { return identity_; }
 
   const std::vector<GgufKv>& kvs() const { return kvs_; }
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
@@ -120,6 +139,7 @@ class GgufFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
+  FileIdentity identity_;
   void* mapping_ = nullptr;     // mmap'd region, or nullptr
   std::vector<uint8_t> owned_;  // from_memory copy
   uint32_t version_ = 0;
@@ -129,8 +149,16 @@ class GgufFile {
 };
 
 // Builds a GGUF v3 file that llama.cpp loads. Keys and tensors are written in insertion order.
+// A tensor's bytes are either given (add_tensor) or produced while the file is written
+// (add_tensor_rows), a bounded number of rows at a time, so that a file far larger than memory
+// can be written: the header and tensor infos need only the shapes.
 class GgufWriter {
  public:
+  // Fills rows [row_begin, row_end) of a tensor (a row is ne[0] elements, dtype_row_bytes(type,
+  // ne[0]) bytes) into out. Called from several threads at once on disjoint ranges: the bytes of
+  // a row must depend on its index only.
+  using RowsFn = std::function<void(int64_t row_begin, int64_t row_end, uint8_t* out)>;
+
   void set_string(const std::string& key, const std::string& v);
   void set_u32(const std::string& key, uint32_t v);
   void set_i32(const std::string& key, int32_t v);
@@ -145,16 +173,26 @@ class GgufWriter {
   // ne in ggml order; data must hold dtype_row_bytes(type, ne[0]) * (product of ne[1..]) bytes.
   void add_tensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
                   std::vector<uint8_t> data);
-  // Writes atomically (temp file + rename). Throws invar::Error on I/O failure.
-  void write(const std::string& path) const;
+  // A tensor whose rows `fill` produces during write().
+  void add_tensor_rows(const std::string& name, DType type, const std::vector<int64_t>& ne,
+                       RowsFn fill);
+  // Writes atomically (temp file + rename). Throws invar::Error on I/O failure. Rows of
+  // add_tensor_rows tensors are produced by n_threads threads (0: one per core) into a buffer
+  // of at most chunk_bytes (one row when a row is larger), which is written while the next one
+  // is filled: memory stays ~2 chunks whatever the file size. The bytes do not depend on either.
+  static constexpr int64_t kChunkBytes = int64_t(32) << 20;
+  void write(const std::string& path, int n_threads = 0, int64_t chunk_bytes = kChunkBytes) const;
 
  private:
   struct Tensor {
     std::string name;
     DType type;
     std::vector<int64_t> ne;
-    std::vector<uint8_t> data;
+    std::vector<uint8_t> data;  // empty when `fill` produces the rows
+    RowsFn fill;
+    uint64_t n_bytes = 0;
   };
+  void tensor_check(const std::string& name, DType type, const std::vector<int64_t>& ne) const;
   std::vector<GgufKv> kvs_;
   std::vector<Tensor> tensors_;
 };

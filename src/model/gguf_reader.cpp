@@ -235,9 +235,25 @@ uint64_t align_up(uint64_t x, uint64_t a) {
   return (x + a - 1) / a * a;
 }
 
+FileIdentity identity_from_stat(const struct stat& st) {
+  FileIdentity id;
+  id.dev = uint64_t(st.st_dev);
+  id.ino = uint64_t(st.st_ino);
+  id.size = uint64_t(st.st_size);
+  id.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  id.ctime_ns = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  return id;
+}
+
 }  // namespace
 
-std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
+std::optional<FileIdentity> file_identity_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return identity_from_stat(st);
+}
+
+std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, bool populate) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw GgufError("gguf: cannot open '" + path + "': " + std::strerror(errno));
   struct stat st {};
@@ -248,11 +264,13 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
   std::unique_ptr<GgufFile> f(new GgufFile());
   f->path_ = path;
   f->size_ = uint64_t(st.st_size);
+  f->identity_ = identity_from_stat(st);
   if (f->size_ > 0) {
     // MAP_POPULATE maps every page now, in one pass at page-cache speed (about 10 GB/s here);
     // faulting them in one at a time later, as the forward pass or the hash touch them, is
     // about ten times slower. The pages are the page cache's: nothing is copied.
-    void* m = ::mmap(nullptr, size_t(f->size_), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    const int flags = MAP_PRIVATE | (populate ? MAP_POPULATE : 0);
+    void* m = ::mmap(nullptr, size_t(f->size_), PROT_READ, flags, fd, 0);
     if (m == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
@@ -278,6 +296,18 @@ std::unique_ptr<GgufFile> GgufFile::from_memory(const uint8_t* bytes, size_t siz
   f->size_ = size;
   f->parse();
   return f;
+}
+
+void GgufFile::populate() const {
+  if (!mapping_) return;
+#ifdef MADV_POPULATE_READ
+  if (::madvise(mapping_, size_t(size_), MADV_POPULATE_READ) == 0) return;
+#endif
+  // Kernels before 5.14: touch every page (reading the mapping is what populating does).
+  const long page = ::sysconf(_SC_PAGESIZE);
+  uint8_t sum = 0;
+  for (uint64_t i = 0; i < size_; i += uint64_t(page)) sum ^= *static_cast<const volatile uint8_t*>(base_ + i);
+  (void)sum;
 }
 
 GgufFile::~GgufFile() {

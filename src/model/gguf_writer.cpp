@@ -6,7 +6,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <future>
+#include <thread>
 
+#include "core/thread_pool.h"
 #include "model/gguf.h"
 #include "model/gguf_types.h"
 
@@ -18,6 +21,7 @@ class Out {
  public:
   explicit Out(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "wb")) {
     if (!f_) throw Error("cannot create '" + path + "': " + std::strerror(errno));
+    std::setvbuf(f_, nullptr, _IOFBF, size_t(1) << 20);  // the header is many small writes
   }
   ~Out() {
     if (f_) std::fclose(f_);
@@ -189,22 +193,97 @@ void GgufWriter::set_f32_array(const std::string& key, const std::vector<float>&
   set_value(key, v);
 }
 
-void GgufWriter::add_tensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
-                            std::vector<uint8_t> data) {
+void GgufWriter::tensor_check(const std::string& name, DType type,
+                              const std::vector<int64_t>& ne) const {
   INVAR_CHECK(!ne.empty() && ne.size() <= 4, "tensor '" + name + "': 1 to 4 dims");
-  int64_t rows = 1;
-  for (size_t i = 1; i < ne.size(); ++i) rows *= ne[i];
   INVAR_CHECK(ne[0] % dtype_block_size(type) == 0,
               "tensor '" + name + "': row not a whole number of blocks");
-  INVAR_CHECK(int64_t(data.size()) == dtype_row_bytes(type, ne[0]) * rows,
-              "tensor '" + name + "': data size does not match its shape");
   for (const auto& t : tensors_) {
     if (t.name == name) throw Error("gguf writer: duplicate tensor '" + name + "'");
   }
-  tensors_.push_back({name, type, ne, std::move(data)});
 }
 
-void GgufWriter::write(const std::string& path) const {
+namespace {
+
+int64_t rows_of(const std::vector<int64_t>& ne) {
+  int64_t rows = 1;
+  for (size_t i = 1; i < ne.size(); ++i) rows *= ne[i];
+  return rows;
+}
+
+}  // namespace
+
+void GgufWriter::add_tensor(const std::string& name, DType type, const std::vector<int64_t>& ne,
+                            std::vector<uint8_t> data) {
+  tensor_check(name, type, ne);
+  const uint64_t n_bytes = uint64_t(dtype_row_bytes(type, ne[0]) * rows_of(ne));
+  INVAR_CHECK(data.size() == n_bytes, "tensor '" + name + "': data size does not match its shape");
+  tensors_.push_back({name, type, ne, std::move(data), nullptr, n_bytes});
+}
+
+void GgufWriter::add_tensor_rows(const std::string& name, DType type,
+                                 const std::vector<int64_t>& ne, RowsFn fill) {
+  tensor_check(name, type, ne);
+  INVAR_CHECK(fill != nullptr, "tensor '" + name + "': no row function");
+  const uint64_t n_bytes = uint64_t(dtype_row_bytes(type, ne[0]) * rows_of(ne));
+  tensors_.push_back({name, type, ne, {}, std::move(fill), n_bytes});
+}
+
+namespace {
+
+// Produces the rows of add_tensor_rows tensors chunk by chunk and hands each full chunk to a
+// writing thread while the next one is filled (filling is most of the time; the write overlaps).
+class RowStreamer {
+ public:
+  RowStreamer(Out& o, uint64_t align, int n_threads, int64_t chunk_bytes)
+      : o_(o), align_(align), chunk_bytes_(chunk_bytes) {
+    if (n_threads > 1) pool_ = std::make_unique<ThreadPool>(n_threads);
+  }
+  ~RowStreamer() {
+    if (pending_.valid()) pending_.wait();  // never free a buffer that is being written
+  }
+
+  void tensor(const GgufWriter::RowsFn& fill, int64_t row_bytes, int64_t rows) {
+    const int64_t per_chunk = std::max<int64_t>(1, chunk_bytes_ / row_bytes);
+    for (int64_t r0 = 0; r0 < rows; r0 += per_chunk) {
+      const int64_t n = std::min(per_chunk, rows - r0);
+      std::vector<uint8_t>& buf = bufs_[cur_];
+      buf.resize(size_t(n * row_bytes));
+      uint8_t* out = buf.data();
+      if (pool_) {
+        pool_->parallel_for(n, [&](int64_t b, int64_t e, int) {
+          if (b < e) fill(r0 + b, r0 + e, out + b * row_bytes);
+        });
+      } else {
+        fill(r0, r0 + n, out);
+      }
+      const bool last = r0 + n == rows;
+      finish();
+      pending_ = std::async(std::launch::async, [this, out, bytes = buf.size(), last] {
+        o_.bytes(out, bytes);
+        if (last) o_.pad_to(align_);
+      });
+      cur_ ^= 1;
+    }
+  }
+  // Waits for the chunk being written (and rethrows its error).
+  void finish() {
+    if (pending_.valid()) pending_.get();
+  }
+
+ private:
+  Out& o_;
+  uint64_t align_;
+  int64_t chunk_bytes_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<uint8_t> bufs_[2];
+  int cur_ = 0;
+  std::future<void> pending_;
+};
+
+}  // namespace
+
+void GgufWriter::write(const std::string& path, int n_threads, int64_t chunk_bytes) const {
   uint64_t align = 32;
   for (const auto& kv : kvs_) {
     if (kv.key == "general.alignment") {
@@ -214,6 +293,9 @@ void GgufWriter::write(const std::string& path) const {
       align = kv.value.u64;
     }
   }
+  if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  const bool streamed =
+      std::any_of(tensors_.begin(), tensors_.end(), [](const Tensor& t) { return t.fill; });
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   try {
     Out o(tmp);
@@ -232,12 +314,22 @@ void GgufWriter::write(const std::string& path) const {
       for (int64_t d : t.ne) o.put<uint64_t>(uint64_t(d));
       o.put<uint32_t>(uint32_t(t.type));
       o.put<uint64_t>(offset);
-      offset += (t.data.size() + align - 1) / align * align;
+      offset += (t.n_bytes + align - 1) / align * align;
     }
     o.pad_to(align);
-    for (const auto& t : tensors_) {
-      o.bytes(t.data.data(), t.data.size());
-      o.pad_to(align);
+    {
+      RowStreamer rows(o, align, streamed ? n_threads : 1, chunk_bytes);
+      for (const auto& t : tensors_) {
+        if (t.fill) {
+          const int64_t row_bytes = dtype_row_bytes(t.type, t.ne[0]);
+          rows.tensor(t.fill, row_bytes, int64_t(t.n_bytes) / row_bytes);
+        } else {
+          rows.finish();
+          o.bytes(t.data.data(), t.data.size());
+          o.pad_to(align);
+        }
+      }
+      rows.finish();
     }
     o.close();
   } catch (...) {

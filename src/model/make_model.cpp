@@ -16,7 +16,8 @@ namespace invar {
 namespace {
 
 constexpr int64_t kMaxDim = int64_t(1) << 24;
-constexpr int64_t kMaxElements = int64_t(4) << 30;  // 16 GiB of F32: the writer holds it in memory
+// 256 GiB of F32: the writer streams, one chunk of rows at a time, so only the disk limits it.
+constexpr int64_t kMaxElements = int64_t(64) << 30;
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -65,13 +66,6 @@ struct Spec {
   bool matrix;   // takes the weight type of --type (otherwise F32)
 };
 
-std::vector<uint8_t> encode(const std::vector<float>& v, DType t, int64_t row) {
-  std::vector<uint8_t> out(size_t(dtype_row_bytes(t, row) * (int64_t(v.size()) / row)));
-  for (int64_t r = 0; r < int64_t(v.size()) / row; ++r)
-    quantize_row(t, v.data() + r * row, out.data() + r * dtype_row_bytes(t, row), row);
-  return out;
-}
-
 // A tensor of the file before its values are drawn: name, shape and initialisation.
 struct PendingTensor {
   std::string name;
@@ -90,34 +84,40 @@ class TensorList {
   std::vector<PendingTensor> list_;
 };
 
-// Draws the values of tensor t and encodes them in type `type`.
-std::vector<uint8_t> tensor_bytes(const MakeModelConfig& c, const PendingTensor& t, DType type) {
-  int64_t n = 1;
-  for (int64_t d : t.ne) n *= d;
+// Draws rows [r0, r1) of tensor t and encodes them in type `type` at out. Element i of the
+// tensor (row i / ne[0]) is a function of (seed, name, i) only, so rows can be drawn in any
+// order, by any thread, and the file is the same bytes.
+void tensor_rows(const MakeModelConfig& c, const PendingTensor& t, DType type, int64_t r0,
+                 int64_t r1, uint8_t* out) {
+  const int64_t row = t.ne[0];
+  const int64_t row_bytes = dtype_row_bytes(type, row);
   const uint64_t key = splitmix64(c.seed ^ fnv1a(t.name));
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    double x = 0;
-    switch (t.spec.init) {
-      case Init::Normal:
-        x = t.spec.scale * normal_at(key, uint64_t(i));
-        break;
-      case Init::Norm:
-        x = 1.0 + t.spec.scale * normal_at(key, uint64_t(i));
-        break;
-      case Init::NegUniform:
-        x = -(0.3 + t.spec.scale * uniform_at(key, uint64_t(i)));
-        break;
-      case Init::One:
-        x = 1.0;
-        break;
-      case Init::Identity:
-        x = i % t.ne[0] == i / t.ne[0] ? 1.0 : 0.0;
-        break;
+  std::vector<float> v(static_cast<size_t>(row));
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t j = 0; j < row; ++j) {
+      const uint64_t i = uint64_t(r * row + j);
+      double x = 0;
+      switch (t.spec.init) {
+        case Init::Normal:
+          x = t.spec.scale * normal_at(key, i);
+          break;
+        case Init::Norm:
+          x = 1.0 + t.spec.scale * normal_at(key, i);
+          break;
+        case Init::NegUniform:
+          x = -(0.3 + t.spec.scale * uniform_at(key, i));
+          break;
+        case Init::One:
+          x = 1.0;
+          break;
+        case Init::Identity:
+          x = j == r ? 1.0 : 0.0;
+          break;
+      }
+      v[size_t(j)] = float(x);
     }
-    v[size_t(i)] = float(x);
+    quantize_row(type, v.data(), out + (r - r0) * row_bytes, row);
   }
-  return encode(v, type, t.ne[0]);
 }
 
 std::array<int32_t, 4> sections_for(const MakeModelConfig& c) {
@@ -309,7 +309,7 @@ void make_model_validate(const MakeModelConfig& c, int64_t n_vocab) {
       double(E) * double(n_vocab) * 2 + double(c.n_layer) * double(per_layer_ffn + per_layer_mix);
   if (total > double(kMaxElements))
     bad("the model would have about " + std::to_string(int64_t(total)) +
-        " weights; the limit is 2^32 (--layers and --experts make a smaller slice)");
+        " weights; the limit is 2^36 (--layers and --experts make a smaller slice)");
   // Every matrix row must suit its type (or llama-quantize's fallback for it).
   plan_types(c, list_tensors(c, n_vocab));
 }
@@ -353,8 +353,12 @@ void make_model(const MakeModelConfig& c, int64_t n_vocab, GgufWriter& w) {
   const std::vector<PendingTensor> tensors = list_tensors(c, n_vocab);
   const std::vector<DType> types = plan_types(c, tensors);
   w.set_u32("general.file_type", scheme_of(c).file_type);
-  for (size_t i = 0; i < tensors.size(); ++i)
-    w.add_tensor(tensors[i].name, types[i], tensors[i].ne, tensor_bytes(c, tensors[i], types[i]));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    w.add_tensor_rows(tensors[i].name, types[i], tensors[i].ne,
+                      [c, t = tensors[i], type = types[i]](int64_t r0, int64_t r1, uint8_t* out) {
+                        tensor_rows(c, t, type, r0, r1, out);
+                      });
+  }
 }
 
 int64_t make_model_copy_vocab(const GgufFile& src, GgufWriter& w) {

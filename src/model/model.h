@@ -74,17 +74,26 @@ struct MtpChunk {
 
 class Model {
  public:
-  // Maps the file (every page now), validates (hparams_from_gguf) and binds the weights in
-  // place. Throws invar::Error.
-  static std::unique_ptr<Model> load(const std::string& path);
+  // Maps the file, validates (hparams_from_gguf) and binds the weights in place. Throws
+  // invar::Error. Every page of the file is mapped before it returns, or, with
+  // populate_now = false, by a thread of its own that populate_wait() waits for (a caller sets
+  // itself up meanwhile: tokenizer, engine).
+  static std::unique_ptr<Model> load(const std::string& path, bool populate_now = true);
+  // Seconds the pages took to map, once they all are (0 when load did it).
+  double populate_wait() const;
   ~Model();
 
   const Hparams& hparams() const { return hp_; }
   const GgufFile& gguf() const { return *file_; }
   // Hex SHA-256 of the file (one pass over it), computed once, on a thread of its own started
   // by sha256_start() (so that a caller can do other work meanwhile) or by the first sha256().
-  void sha256_start() const;
+  // With a cache_dir (model/sha256_cache.h), the hash recorded there for the file's identity at
+  // load is used without reading the file, and a computed one is recorded.
+  void sha256_start(const std::string& cache_dir = "") const;
   const std::string& sha256() const;
+  // After sha256(): where the hash came from (cache entry, or computed: time and rate, whether
+  // it was recorded), for the start-up log.
+  const std::string& sha256_origin() const;
   double load_seconds() const { return load_seconds_; }  // map, validate, bind
 
   int64_t state_floats() const;                       // recurrent state per sequence
@@ -115,7 +124,10 @@ class Model {
   Hparams hp_;
   std::unique_ptr<ModelWeights> w_;
   double load_seconds_ = 0;
+  // Destroyed before file_: the populating thread is done before the mapping goes.
+  std::shared_future<double> populate_;
   mutable std::once_flag sha256_once_;
+  mutable std::string sha256_origin_;  // written before sha256_ is ready
   // Last member: destroyed first, waiting for the hash before the mapping goes.
   mutable std::shared_future<std::string> sha256_;
 };

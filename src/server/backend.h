@@ -51,6 +51,9 @@ struct BackendOptions {
   std::string chat_template_file;         // --chat-template: replaces the model's template
   std::optional<chat::ToolCallSyntax> tool_call_syntax;  // --tool-call-parser
   bool reasoning = true;                                 // --reasoning-format none: false
+  // --sha256-cache: where the model file's SHA-256 is kept between starts ("": hashed at every
+  // start; model/sha256_cache.h).
+  std::string sha256_cache_dir;
 };
 
 // Tests: the model's vocabulary and chat template without weights, answering each request with

@@ -24,10 +24,13 @@ class EngineBackend : public VocabBackend {
  public:
   EngineBackend(const std::string& path, EngineConfig cfg, BackendOptions opts) : opts_(opts) {
     const auto t0 = std::chrono::steady_clock::now();
-    model_ = Model::load(path);
+    // The file's pages are mapped (read from the page cache, or from disk) by a thread of the
+    // model's while the tokenizer and the engine are set up here.
+    model_ = Model::load(path, /*populate_now=*/false);
     // The hash reads the whole file again at about 1.4 GB/s (SHA-NI), slower than mapping it:
-    // it runs beside the tokenizer set-up instead of after it.
-    model_->sha256_start();
+    // it is taken from the cache when the file has not changed since it was recorded, and
+    // otherwise runs beside the tokenizer set-up instead of after it.
+    model_->sha256_start(opts_.sha256_cache_dir);
     vocab_set(std::make_unique<Tokenizer>(vocab_from_gguf(model_->gguf())), opts_);
     if (tok_->n_vocab() > model_->hparams().n_vocab)
       throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
@@ -36,15 +39,19 @@ class EngineBackend : public VocabBackend {
     fingerprint_ = system_fingerprint_of(model_->sha256(), kNumericsVersion);
     cfg.fingerprint = fingerprint_;  // lower-tier records are filed under it
     engine_ = std::make_unique<Engine>(*model_, tok_.get(), cfg);
+    const double populate_s = model_->populate_wait();  // ready means every weight is resident
     const double ready_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double bytes = double(model_->gguf().file_size());
+    const auto gbps = [bytes](double s) { return bytes / 1e9 / std::max(s, 1e-9); };
     std::fprintf(stderr,
-                 "invar serve: model %s: %.1f MiB mapped and bound in place in %.2f s (%.2f GB/s); "
-                 "ready in %.2f s (%.2f GB/s, tokenizer, engine and the file's SHA-256 included)\n",
-                 id_.c_str(), bytes / 1048576.0, model_->load_seconds(),
-                 bytes / 1e9 / std::max(model_->load_seconds(), 1e-9), ready_s,
-                 bytes / 1e9 / std::max(ready_s, 1e-9));
+                 "invar serve: model %s: %.1f MiB mapped and bound in place in %.2f s, every page "
+                 "mapped in %.2f s (%.2f GB/s); ready in %.2f s (%.2f GB/s, tokenizer, engine and "
+                 "the file's SHA-256 included)\n"
+                 "invar serve: model SHA-256 %s: %s\n",
+                 id_.c_str(), bytes / 1048576.0, model_->load_seconds(), populate_s,
+                 gbps(populate_s), ready_s, gbps(ready_s), model_->sha256().c_str(),
+                 model_->sha256_origin().c_str());
     // What memory the engine may add to the model's: the cache budget, and the live recurrent
     // state of each running request, which the budget does not cover.
     const int64_t live_bytes = SlotArena::slot_bytes_for(model_->state_floats());

@@ -120,13 +120,14 @@ MakeModelConfig tiny_config(Arch arch) {
   return c;
 }
 
-void write_model(const MakeModelConfig& c, const std::string& path) {
+void write_model(const MakeModelConfig& c, const std::string& path, int n_threads,
+                 int64_t chunk_bytes) {
   GgufWriter w;
   GgufWriter vocab;
   const int64_t n_vocab = add_tiny_vocab(vocab);
   make_model(c, n_vocab, w);
   add_tiny_vocab(w);
-  w.write(path);
+  w.write(path, n_threads, chunk_bytes);
 }
 
 void rewrite(const GgufFile& src, const std::string& path, const std::set<std::string>& drop_keys,

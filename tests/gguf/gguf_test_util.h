@@ -51,7 +51,9 @@ std::vector<uint8_t> read_file(const std::string& path);
 int64_t add_tiny_vocab(GgufWriter& w);
 // Small dimensions for each architecture (fast to write, every feature present).
 MakeModelConfig tiny_config(Arch arch);
-void write_model(const MakeModelConfig& c, const std::string& path);
+// n_threads and chunk_bytes: GgufWriter::write's (the bytes must not depend on them).
+void write_model(const MakeModelConfig& c, const std::string& path, int n_threads = 0,
+                 int64_t chunk_bytes = GgufWriter::kChunkBytes);
 
 // Copies src into a new file at path: keys in drop_keys and tensors in drop_tensors are left out,
 // then edit() may add or override keys and tensors.

@@ -2,6 +2,7 @@
 // made by gguf-py (the reference models) is reproduced byte for byte.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 
@@ -162,6 +163,48 @@ TEST(GgufWriter, CustomAlignmentAndReplacement) {
   EXPECT_NE(
       test::error_of([&] { GgufWriter().write("/nonexistent-dir/x.gguf"); }).find("cannot create"),
       std::string::npos);
+}
+
+TEST(GgufWriter, StreamedRowsAreTheSameBytesWhateverTheChunksAndThreads) {
+  // Three tensors, the middle one given: rows of 256 bytes (F32, 64 wide), 37 and 5 rows.
+  const auto row_byte = [](int64_t r, int64_t j) { return uint8_t(r * 7 + j * 13 + 1); };
+  const auto given = [&](int64_t rows, int64_t salt) {
+    std::vector<uint8_t> v(size_t(rows * 256));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < 256; ++j) v[size_t(r * 256 + j)] = uint8_t(row_byte(r, j) + salt);
+    return v;
+  };
+  std::atomic<int> calls{0};
+  const auto rows_fn = [&](int64_t salt) {
+    return [&, salt](int64_t r0, int64_t r1, uint8_t* out) {
+      ++calls;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t j = 0; j < 256; ++j) out[(r - r0) * 256 + j] = uint8_t(row_byte(r, j) + salt);
+    };
+  };
+  GgufWriter mem, streamed;
+  for (GgufWriter* w : {&mem, &streamed}) w->set_u32("general.alignment", 512);
+  mem.add_tensor("a", DType::F32, {64, 37}, given(37, 0));
+  mem.add_tensor("b", DType::F32, {64, 5}, given(5, 1));
+  mem.add_tensor("c", DType::F32, {64, 37}, given(37, 2));
+  streamed.add_tensor_rows("a", DType::F32, {64, 37}, rows_fn(0));
+  streamed.add_tensor("b", DType::F32, {64, 5}, given(5, 1));
+  streamed.add_tensor_rows("c", DType::F32, {64, 37}, rows_fn(2));
+  const std::string ref = test::temp_path("rows-mem.gguf"), out = test::temp_path("rows.gguf");
+  mem.write(ref);
+  const std::string want = test::sha256_file(ref);
+  struct Way {
+    int threads;
+    int64_t chunk;
+    int min_calls;  // proves the rows were really produced in that many pieces
+  };
+  for (const Way& way : {Way{1, GgufWriter::kChunkBytes, 2}, Way{3, 1, 74}, Way{2, 1000, 26}}) {
+    calls = 0;
+    streamed.write(out, way.threads, way.chunk);
+    EXPECT_EQ(test::sha256_file(out), want) << way.threads << " threads, chunk " << way.chunk;
+    EXPECT_GE(calls.load(), way.min_calls);
+  }
+  for (const auto& p : {ref, out}) std::remove(p.c_str());
 }
 
 }  // namespace
