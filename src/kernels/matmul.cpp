@@ -122,21 +122,16 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
 
 namespace {
 
-// Output groups matmul() hands to a thread as a whole (a multiple of every tile width).
-int64_t job_group(const Matrix& w, const IsaKernels* isa) {
-  if (dtype_is_quantized(w.type())) return isa ? 16 : kQGroupRows;
-  return isa ? 4 * kPanel : kPanel;
+// Output groups matmul() hands to a thread as a whole (a multiple of every kernel's group of rows).
+int64_t job_group(const Matrix&, const IsaKernels*) {
+  return 16;
 }
 
 // Outputs [n0, n1) of one job (n0 on a group boundary), by the same kernels as matmul().
 void job_range(const MatmulJob& j, const IsaKernels* isa, int64_t n0, int64_t n1, float* scratch) {
   const Matrix& w = *j.w;
   if (!isa) return matmul_scalar_range(w, j.x, j.m, j.y, n0, n1);
-  if (dtype_is_quantized(w.type()))
-    return isa->qmatmul_rows(quant_view(w), j.x, j.m, j.y, n0, n1, scratch);
-  const DenseView v{w.type(), static_cast<const uint8_t*>(w.data()), w.k(), w.n(),
-                    dtype_row_bytes(w.type(), w.k())};
-  isa->matmul_rows(v, j.x, j.m, j.y, n0 / kPanel, (n1 + kPanel - 1) / kPanel, scratch);
+  isa->qmatmul_rows(quant_view(w), j.x, j.m, j.y, n0, n1, scratch);
 }
 
 }  // namespace
