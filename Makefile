@@ -33,8 +33,10 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# Tests keep what `invar serve` caches between starts (the model SHA-256, docs/memory.md) inside
+# the build tree, not in the user's ~/.cache.
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE soak
+	@cd $(BUILD) && XDG_CACHE_HOME=$(abspath $(BUILD))/test-cache ctest --output-on-failure -j $(JOBS) -LE soak
 
 # AddressSanitizer + UndefinedBehaviorSanitizer over every test, then ThreadSanitizer over the
 # tests that run threads: the engine (scheduler included), the server and its HTTP transport
@@ -45,13 +47,13 @@ test-asan: deps
 	@test -f $(ASAN_BUILD)/CMakeCache.txt || cmake -S . -B $(ASAN_BUILD) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=Release -DINVAR_SANITIZE=address $(CMAKE_ARGS)
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
-	@cd $(ASAN_BUILD) && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) -LE soak
+	@cd $(ASAN_BUILD) && XDG_CACHE_HOME=$(abspath $(ASAN_BUILD))/test-cache $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) -LE soak
 
 test-tsan: deps
 	@test -f $(TSAN_BUILD)/CMakeCache.txt || cmake -S . -B $(TSAN_BUILD) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=Release -DINVAR_SANITIZE=thread $(CMAKE_ARGS)
 	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target tests-engine tests-server tests-hostile
-	@cd $(TSAN_BUILD) && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) \
+	@cd $(TSAN_BUILD) && XDG_CACHE_HOME=$(abspath $(TSAN_BUILD))/test-cache $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) \
 	  -L 'engine|server|hostile' -LE soak
 
 # The long fuzz / soak runs, which stay out of `make test`.
