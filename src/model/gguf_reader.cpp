@@ -306,7 +306,8 @@ void GgufFile::populate() const {
   // Kernels before 5.14: touch every page (reading the mapping is what populating does).
   const long page = ::sysconf(_SC_PAGESIZE);
   uint8_t sum = 0;
-  for (uint64_t i = 0; i < size_; i += uint64_t(page)) sum ^= *static_cast<const volatile uint8_t*>(base_ + i);
+  for (uint64_t i = 0; i < size_; i += uint64_t(page))
+    sum ^= *static_cast<const volatile uint8_t*>(base_ + i);
   (void)sum;
 }
 
