@@ -16,6 +16,10 @@
 namespace invar {
 namespace {
 
+// Outputs a thread takes as a whole, in matmul() and matmul_jobs() alike: a multiple of every
+// kernel's group of weight rows, so a thread split never changes which kernel computes an output.
+constexpr int64_t kOutputGroup = 16;
+
 // Weights of row n, k in [0, K), as exact F32 values, handed to `use(k, w)` in order of k.
 template <class Use>
 inline void row_each(const Matrix& w, int64_t n, Use&& use) {
@@ -105,27 +109,22 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
   const IsaKernels* isa = isa_kernels();
   if (isa == nullptr) {
     pool.parallel_for(
-        w.n(), [&](int64_t b, int64_t e, int) { matmul_scalar_range(w, x, m, y, b, e); }, 16);
+        w.n(), [&](int64_t b, int64_t e, int) { matmul_scalar_range(w, x, m, y, b, e); },
+        kOutputGroup);
     return;
   }
   check_scratch(scratch, pool.size());
   const int64_t per_thread = matmul_scratch_floats(1);
   const QuantView q = quant_view(w);
-  // Threads take whole groups of 16 outputs: a multiple of every kernel's group of rows.
   pool.parallel_for(
       w.n(),
       [&](int64_t b, int64_t e, int ti) {
         isa->qmatmul_rows(q, x, m, y, b, e, scratch.data() + ti * per_thread);
       },
-      16);
+      kOutputGroup);
 }
 
 namespace {
-
-// Output groups matmul() hands to a thread as a whole (a multiple of every kernel's group of rows).
-int64_t job_group(const Matrix&, const IsaKernels*) {
-  return 16;
-}
 
 // Outputs [n0, n1) of one job (n0 on a group boundary), by the same kernels as matmul().
 void job_range(const MatmulJob& j, const IsaKernels* isa, int64_t n0, int64_t n1, float* scratch) {
@@ -159,7 +158,7 @@ void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<fl
     float* thread_scratch = isa ? scratch.data() + thread_index * per_thread : nullptr;
     double at = 0;
     for (const MatmulJob& j : jobs) {
-      const int64_t n = j.w->n(), group = job_group(*j.w, isa);
+      const int64_t n = j.w->n(), group = kOutputGroup;
       const double unit = output_cost(j);
       const double end = at + double(n) * unit;
       if (j.m > 0 && end > lo && at < hi) {
