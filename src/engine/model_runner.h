@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "core/zero_pages.h"
 #include "engine/scheduler.h"
 #include "model/model.h"
 
@@ -51,7 +52,7 @@ class ModelRunner {
   ThreadPool pool_;
   ForwardScratchPtr scratch_;
   std::vector<SeqChunk> batch_;
-  std::vector<float> logits_;
+  ZeroedVector<float> logits_;  // zero pages: a step touches the rows it writes
   std::vector<int64_t> logits_offset_;
   // Chunks with drafts: their tokens (last token + drafts), every checkpoint position and
   // buffer (the scheduler's block boundaries plus one rollback point per draft), and the
@@ -59,10 +60,10 @@ class ModelRunner {
   std::vector<int32_t> spec_tokens_;
   std::vector<std::vector<int64_t>> spec_ck_pos_;
   std::vector<std::vector<float*>> spec_ck_dst_;
-  std::vector<float> rollback_;
+  ZeroedVector<float> rollback_;
   std::vector<int64_t> rollback_offset_;  // per chunk: its first rollback state (floats)
   bool hidden_on_ = false;
-  std::vector<float> hidden_;           // [Σ n_tokens][n_embd] when hidden_on_
+  ZeroedVector<float> hidden_;           // [Σ n_tokens][n_embd] when hidden_on_
   std::vector<int64_t> hidden_offset_;  // per chunk: its first hidden row (floats)
 };
 

@@ -19,9 +19,12 @@
 namespace invar {
 namespace {
 
-template <class T>
-void grow(std::vector<T>& v, int64_t n) {
-  if (int64_t(v.size()) < n) v.assign(size_t(n), T{});
+// A fresh buffer of n zeros when v holds fewer: for a ZeroedVector, untouched zero pages.
+template <class V>
+void grow(V& v, int64_t n) {
+  if (int64_t(v.size()) >= n) return;
+  V().swap(v);
+  v.resize(size_t(n));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "core/zero_pages.h"
 #include "model/hparams.h"
 #include "model/model.h"
 #include "model/weights.h"
@@ -23,47 +24,48 @@ struct BatchRows {
   int64_t m = 0;                  // [M] total rows
 };
 
-// Activations for up to `capacity` rows, allocated once for the largest batch seen (STYLE 10).
+// Activations for up to `capacity` rows, allocated once for the largest batch seen (STYLE 10),
+// as zero pages: a batch of m rows makes resident only the first m rows of each buffer.
 // Widths are named by the math document's letters.
 struct ForwardScratch {
   int64_t capacity = 0;
-  std::vector<float> h, x, out;  // [M][E] residual, normed input, layer output
+  ZeroedVector<float> h, x, out;  // [M][E] residual, normed input, layer output
   // Gated DeltaNet
-  std::vector<float> qkv;                         // [M][CONV] projection (conv input)
-  std::vector<float> z;                           // [M][VAL] output gate
-  std::vector<float> legacy_in;                   // [M][2KEY+2VAL] ssm_in projection (legacy files)
-  std::vector<float> conv_out;                    // [M][CONV]
-  std::vector<float> gq, gk, gv;                  // [M][Hk][Dk], [M][Hk][Dk], [M][Hv][Dv]
-  std::vector<float> ba;                          // [M][2·Hv] raw β and α projections
-  std::vector<float> beta, gdecay;                // [M][Hv]
-  std::vector<float> go;                          // [M][Hv][Dv] delta-rule output
+  ZeroedVector<float> qkv;                        // [M][CONV] projection (conv input)
+  ZeroedVector<float> z;                          // [M][VAL] output gate
+  ZeroedVector<float> legacy_in;                  // [M][2KEY+2VAL] ssm_in projection (legacy files)
+  ZeroedVector<float> conv_out;                   // [M][CONV]
+  ZeroedVector<float> gq, gk, gv;                 // [M][Hk][Dk], [M][Hk][Dk], [M][Hv][Dv]
+  ZeroedVector<float> ba;                         // [M][2·Hv] raw β and α projections
+  ZeroedVector<float> beta, gdecay;               // [M][Hv]
+  ZeroedVector<float> go;                         // [M][Hv][Dv] delta-rule output
   std::vector<std::pair<int64_t, int64_t>> cuts;  // (relative end, checkpoint index) of one seq
   // Attention
-  std::vector<float> qg;                 // [M][H][2D]
-  std::vector<float> aq, agate, ao;      // [M][H][D]
-  std::vector<float> ak, av;             // [M][Hkv][D]
+  ZeroedVector<float> qg;                // [M][H][2D]
+  ZeroedVector<float> aq, agate, ao;     // [M][H][D]
+  ZeroedVector<float> ak, av;            // [M][Hkv][D]
   std::vector<const float*> kblk, vblk;  // per-block K / V pointers of one attention layer
   // FFN
-  std::vector<float> fgate, fup;    // [max(M, W)][max(F, Fe, Fs)] (W: expert wave rows)
-  std::vector<float> shgate, shup;  // [M][Fs] shared expert
-  std::vector<float> router;        // [M][NE]
-  std::vector<int32_t> sel;         // [M][K] chosen experts
-  std::vector<float> sel_w;         // [M][K] their weights
-  std::vector<int64_t> ex_rows;     // [M·K] (row·K + slot) entries of one wave, expert by expert
-  std::vector<float> ex_x, ex_y;    // [W][E] gathered inputs / outputs of one wave of experts
-  std::vector<float> ex_out;        // [M][K][E] expert outputs before weighting
-  std::vector<float> shexp_g;       // [M] shared-expert gate logits
-  std::vector<MatmulJob> moe_jobs;  // the products of one wave of experts
+  ZeroedVector<float> fgate, fup;    // [max(M, W)][max(F, Fe, Fs)] (W: expert wave rows)
+  ZeroedVector<float> shgate, shup;  // [M][Fs] shared expert
+  ZeroedVector<float> router;        // [M][NE]
+  std::vector<int32_t> sel;          // [M][K] chosen experts
+  ZeroedVector<float> sel_w;         // [M][K] their weights
+  std::vector<int64_t> ex_rows;      // [M·K] (row·K + slot) entries of one wave, expert by expert
+  ZeroedVector<float> ex_x, ex_y;    // [W][E] gathered inputs / outputs of one wave of experts
+  ZeroedVector<float> ex_out;        // [M][K][E] expert outputs before weighting
+  ZeroedVector<float> shexp_g;       // [M] shared-expert gate logits
+  std::vector<MatmulJob> moe_jobs;   // the products of one wave of experts
   // Logits
-  std::vector<int64_t> row0;       // [n_seqs]
-  std::vector<float> last_x;       // [n_seqs][E] last rows of last-only sequences
-  std::vector<float> last_logits;  // [n_seqs][V]
+  std::vector<int64_t> row0;        // [n_seqs]
+  ZeroedVector<float> last_x;       // [n_seqs][E] last rows of last-only sequences
+  ZeroedVector<float> last_logits;  // [n_seqs][V]
   // MTP head
-  std::vector<float> mtp_cat;      // [M][2E] [enorm(embd) | hnorm(hidden)], eh_proj's input
+  ZeroedVector<float> mtp_cat;     // [M][2E] [enorm(embd) | hnorm(hidden)], eh_proj's input
   std::vector<SeqChunk> mtp_seqs;  // [n_seqs] the MTP chunks as the attention layer reads them
   // Working memory of the matmul and attention kernels, one slice per pool thread
   int64_t kernel_context = 0;  // longest context `kernel` is sized for
-  std::vector<float> kernel;
+  ZeroedVector<float> kernel;
 
   void reserve_rows(const Hparams& hp, int64_t m);
   void reserve_seqs(const Hparams& hp, int64_t n_seqs);

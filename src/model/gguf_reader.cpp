@@ -58,6 +58,18 @@ class Cursor {
     pos_ += n;
     return s;
   }
+  // Element i of the string array `field`: its name is built only for an error message (a
+  // vocabulary has hundreds of thousands of elements).
+  std::string read_string_element(const std::string& field, uint64_t i) {
+    uint64_t n = 0;
+    if (remaining() >= sizeof n) std::memcpy(&n, base_ + pos_, sizeof n);
+    if (remaining() < sizeof n || n > remaining() - sizeof n)
+      return read_string(field + "[" + std::to_string(i) + "]");  // fails with the message
+    pos_ += sizeof n;
+    std::string s(reinterpret_cast<const char*>(base_ + pos_), size_t(n));
+    pos_ += n;
+    return s;
+  }
   void skip(uint64_t n, const std::string& field) {
     need(n, field);
     pos_ += n;
@@ -210,7 +222,7 @@ GgufValue read_value(Cursor& c, GgufType t, const std::string& field) {
   if (et == GgufType::STRING) {
     v.arr_str.reserve(size_t(n));
     for (uint64_t i = 0; i < n; ++i)
-      v.arr_str.push_back(c.read_string(field + "[" + std::to_string(i) + "]"));
+      v.arr_str.push_back(c.read_string_element(field, i));
     return v;
   }
   if (is_float(et)) {

@@ -14,6 +14,10 @@
 namespace invar::server {
 namespace {
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 std::string model_id_of(const std::string& path) {
   std::string base = path.substr(path.find_last_of('/') + 1);
   if (base.size() > 5 && base.ends_with(".gguf")) base.resize(base.size() - 5);
@@ -31,26 +35,30 @@ class EngineBackend : public VocabBackend {
     // it is taken from the cache when the file has not changed since it was recorded, and
     // otherwise runs beside the tokenizer set-up instead of after it.
     model_->sha256_start(opts_.sha256_cache_dir);
+    const auto t_tok = std::chrono::steady_clock::now();
     vocab_set(std::make_unique<Tokenizer>(vocab_from_gguf(model_->gguf())), opts_);
+    const double tokenizer_s = seconds_since(t_tok);
     if (tok_->n_vocab() > model_->hparams().n_vocab)
       throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
                   " tokens but the model only " + std::to_string(model_->hparams().n_vocab));
     id_ = model_id_of(path);
     fingerprint_ = system_fingerprint_of(model_->sha256(), kNumericsVersion);
     cfg.fingerprint = fingerprint_;  // lower-tier records are filed under it
+    const auto t_engine = std::chrono::steady_clock::now();
     engine_ = std::make_unique<Engine>(*model_, tok_.get(), cfg);
+    const double engine_s = seconds_since(t_engine);
     const double populate_s = model_->populate_wait();  // ready means every weight is resident
-    const double ready_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double ready_s = seconds_since(t0);
     const double bytes = double(model_->gguf().file_size());
     const auto gbps = [bytes](double s) { return bytes / 1e9 / std::max(s, 1e-9); };
     std::fprintf(stderr,
                  "invar serve: model %s: %.1f MiB mapped and bound in place in %.2f s, every page "
                  "mapped in %.2f s (%.2f GB/s); ready in %.2f s (%.2f GB/s, tokenizer, engine and "
-                 "the file's SHA-256 included)\n"
+                 "the file's SHA-256 included: tokenizer %.3f s, engine %.3f s)\n"
                  "invar serve: model SHA-256 %s: %s\n",
                  id_.c_str(), bytes / 1048576.0, model_->load_seconds(), populate_s,
-                 gbps(populate_s), ready_s, gbps(ready_s), model_->sha256().c_str(),
+                 gbps(populate_s), ready_s, gbps(ready_s), tokenizer_s, engine_s,
+                 model_->sha256().c_str(),
                  model_->sha256_origin().c_str());
     // What memory the engine may add to the model's: the cache budget, and the live recurrent
     // state of each running request, which the budget does not cover.

@@ -9,7 +9,7 @@ namespace invar {
 MergeTable::MergeTable(size_t n_merges) {
   size_t cap = 16;
   while (cap < 2 * n_merges) cap <<= 1;
-  slots_.assign(cap, Slot{0, {0, 0}});
+  slots_.resize(cap);  // zero pages: every key 0, every slot empty
   mask_ = cap - 1;
 }
 

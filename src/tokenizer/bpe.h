@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/zero_pages.h"
+
 namespace invar {
 
 class MergeTable {
@@ -30,7 +32,7 @@ class MergeTable {
     uint64_t key;  // key + 1; 0 = empty
     Merge merge;
   };
-  std::vector<Slot> slots_;  // [cap]
+  ZeroedVector<Slot> slots_;  // [cap]
   uint64_t mask_ = 0;
   size_t n_ = 0;
 };

@@ -6,12 +6,12 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
-#include <unordered_map>
 
 #include "core/error.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/pre_split.h"
+#include "tokenizer/token_index.h"
 #include "tokenizer/token_types.h"
 #include "tokenizer/utf8.h"
 
@@ -37,7 +37,7 @@ struct EncodeScratch {
 struct Tokenizer::Impl {
   Vocab vocab;
   std::vector<std::string> raw;                         // [V] bytes each token decodes to
-  std::unordered_map<std::string_view, int32_t> id_of;  // vocab string -> first id with it
+  TokenIndex id_of;                                     // vocab string -> first id with it
   std::array<int32_t, 256> byte_id{};                   // [256] token of each single byte, or -1
   MergeTable merges;
   std::vector<AddedToken> added;        // longest first
@@ -67,12 +67,11 @@ Tokenizer::Tokenizer(Vocab v) : impl_(std::make_unique<Impl>(std::move(v))) {
     }
   }
 
-  m.id_of.reserve(n);
+  m.id_of = TokenIndex(voc.tokens);
   m.raw.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const std::string& t = voc.tokens[i];
     const int32_t type = voc.token_types[i];
-    m.id_of.emplace(std::string_view(t), static_cast<int32_t>(i));
     if (type == token_type::kControl || type == token_type::kUserDefined) {
       m.raw[i] = t;  // added tokens are stored as their literal text
       if (!t.empty()) {
@@ -93,11 +92,14 @@ Tokenizer::Tokenizer(Vocab v) : impl_(std::make_unique<Impl>(std::move(v))) {
   });
 
   for (int b = 0; b < 256; ++b) {
-    auto it = m.id_of.find(byte_level::encode_byte(static_cast<uint8_t>(b)));
-    m.byte_id[b] = it == m.id_of.end() ? -1 : it->second;
+    m.byte_id[b] = m.id_of.find(byte_level::encode_byte(static_cast<uint8_t>(b)));
   }
 
+  // A vocabulary built by these merges holds merge r's result at a fixed offset plus r (GPT-2
+  // and Qwen: 256 + r), so the id after the previous result is tried before the index is asked;
+  // with a text occurring twice only the index knows the first id.
   std::string joined;
+  int32_t next_result = -1;
   for (size_t r = 0; r < voc.merges.size(); ++r) {
     const std::string& mg = voc.merges[r];
     const size_t sp = mg.find(' ');
@@ -106,17 +108,24 @@ Tokenizer::Tokenizer(Vocab v) : impl_(std::make_unique<Impl>(std::move(v))) {
                   "' is not two tokens separated by a space");
     }
     const std::string_view a(mg.data(), sp), b(mg.data() + sp + 1, mg.size() - sp - 1);
-    auto ia = m.id_of.find(a), ib = m.id_of.find(b);
+    const int32_t ia = m.id_of.find(a), ib = m.id_of.find(b);
     // Symbols are always tokens, so a merge whose parts are not tokens can never fire.
-    if (ia == m.id_of.end() || ib == m.id_of.end()) continue;
-    joined.assign(a);
-    joined.append(b);
-    auto ir = m.id_of.find(joined);
-    if (ir == m.id_of.end()) {
+    if (ia < 0 || ib < 0) continue;
+    int32_t ir = next_result;
+    const std::string* guess =
+        m.id_of.unique() && ir >= 0 && size_t(ir) < n ? &voc.tokens[size_t(ir)] : nullptr;
+    if (!guess || guess->size() != a.size() + b.size() || !guess->starts_with(a) ||
+        !guess->ends_with(b)) {
+      joined.assign(a);
+      joined.append(b);
+      ir = m.id_of.find(joined);
+    }
+    if (ir < 0) {
       throw Error("tokenizer: merge " + std::to_string(r) + " '" + mg + "' makes '" + joined +
                   "', which is not in the vocabulary");
     }
-    m.merges.add(ia->second, ib->second, static_cast<uint32_t>(r), ir->second);
+    m.merges.add(ia, ib, static_cast<uint32_t>(r), ir);
+    next_result = ir + 1;
   }
 }
 
@@ -130,7 +139,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_file(const std::string& path) {
     f.read(magic, 4);
   }
   if (std::string_view(magic, 4) == "GGUF") {
-    auto g = GgufFile::open(path);
+    auto g = GgufFile::open(path, /*populate=*/false);  // the vocabulary is in the header
     return std::make_unique<Tokenizer>(vocab_from_gguf(*g));
   }
   return std::make_unique<Tokenizer>(vocab_from_tokenizer_json(path));
@@ -226,8 +235,7 @@ const Vocab& Tokenizer::vocab() const {
 }
 
 int32_t Tokenizer::token_id(std::string_view token_text) const {
-  auto it = impl_->id_of.find(token_text);
-  return it == impl_->id_of.end() ? -1 : it->second;
+  return impl_->id_of.find(token_text);
 }
 
 std::string StreamDecoder::push(int32_t id) {
