@@ -63,7 +63,7 @@ class ModelRunner {
   ZeroedVector<float> rollback_;
   std::vector<int64_t> rollback_offset_;  // per chunk: its first rollback state (floats)
   bool hidden_on_ = false;
-  ZeroedVector<float> hidden_;           // [Σ n_tokens][n_embd] when hidden_on_
+  ZeroedVector<float> hidden_;          // [Σ n_tokens][n_embd] when hidden_on_
   std::vector<int64_t> hidden_offset_;  // per chunk: its first hidden row (floats)
 };
 

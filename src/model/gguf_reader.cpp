@@ -221,8 +221,7 @@ GgufValue read_value(Cursor& c, GgufType t, const std::string& field) {
   }
   if (et == GgufType::STRING) {
     v.arr_str.reserve(size_t(n));
-    for (uint64_t i = 0; i < n; ++i)
-      v.arr_str.push_back(c.read_string_element(field, i));
+    for (uint64_t i = 0; i < n; ++i) v.arr_str.push_back(c.read_string_element(field, i));
     return v;
   }
   if (is_float(et)) {

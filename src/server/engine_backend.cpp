@@ -58,8 +58,7 @@ class EngineBackend : public VocabBackend {
                  "invar serve: model SHA-256 %s: %s\n",
                  id_.c_str(), bytes / 1048576.0, model_->load_seconds(), populate_s,
                  gbps(populate_s), ready_s, gbps(ready_s), tokenizer_s, engine_s,
-                 model_->sha256().c_str(),
-                 model_->sha256_origin().c_str());
+                 model_->sha256().c_str(), model_->sha256_origin().c_str());
     // What memory the engine may add to the model's: the cache budget, and the live recurrent
     // state of each running request, which the budget does not cover.
     const int64_t live_bytes = SlotArena::slot_bytes_for(model_->state_floats());

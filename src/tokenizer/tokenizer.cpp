@@ -36,9 +36,9 @@ struct EncodeScratch {
 
 struct Tokenizer::Impl {
   Vocab vocab;
-  std::vector<std::string> raw;                         // [V] bytes each token decodes to
-  TokenIndex id_of;                                     // vocab string -> first id with it
-  std::array<int32_t, 256> byte_id{};                   // [256] token of each single byte, or -1
+  std::vector<std::string> raw;        // [V] bytes each token decodes to
+  TokenIndex id_of;                    // vocab string -> first id with it
+  std::array<int32_t, 256> byte_id{};  // [256] token of each single byte, or -1
   MergeTable merges;
   std::vector<AddedToken> added;        // longest first
   std::array<bool, 256> added_first{};  // first bytes of added tokens

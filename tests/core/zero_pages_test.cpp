@@ -25,8 +25,8 @@ size_t resident_pages(const void* p, size_t bytes) {
 }
 
 TEST(ZeroPages, SmallAndLargeBlocksReadAsZeros) {
-  for (size_t bytes : {size_t{1}, size_t{100}, kZeroPagesMapBytes - 1, kZeroPagesMapBytes,
-                       size_t{3} << 20}) {
+  for (size_t bytes :
+       {size_t{1}, size_t{100}, kZeroPagesMapBytes - 1, kZeroPagesMapBytes, size_t{3} << 20}) {
     auto* p = static_cast<unsigned char*>(zero_pages_alloc(bytes));
     size_t nonzero = 0;
     for (size_t i = 0; i < bytes; ++i) nonzero += p[i] != 0;
