@@ -120,7 +120,7 @@ MachineLimits measure_limits(SimdLevel level, const std::vector<float>& buf, Thr
 // What the forward pass computes and reads, from the file's tensors and the hyperparameters.
 struct ModelWork {
   double active_params = 0;  // matrix weights one token multiplies, output projection aside
-  double active_bytes = 0;   // their bytes (plus the depthwise conv weights)
+  double active_bytes = 0;   // their bytes (plus the depthwise conv weights and the vectors)
   double output_params = 0;  // the output projection {E, V}
   double output_bytes = 0;
   double embd_row_bytes = 0;      // one token_embd row (0 when tied: counted as the output)
@@ -153,8 +153,12 @@ ModelWork model_work(const Model& m) {
   ModelWork w;
   const double expert_frac = hp.n_expert ? double(hp.n_expert_used) / double(hp.n_expert) : 1.0;
   for (const GgufTensorInfo& t : m.gguf().tensors()) {
-    if (t.ne.size() < 2 || layer_of(t.name) >= hp.n_layer) continue;  // vectors; MTP blocks
+    if (layer_of(t.name) >= hp.n_layer) continue;  // MTP blocks: not run by a plain decode
     const double bytes = double(t.n_bytes), params = double(t.n_elements());
+    if (t.ne.size() < 2) {  // norm weights, gate biases, A: read by every token, no matmul
+      w.active_bytes += bytes;
+      continue;
+    }
     const bool output =
         t.name == "output.weight" || (t.name == "token_embd.weight" && hp.tied_embeddings);
     if (output) {
@@ -336,6 +340,13 @@ int run_bench(const ModelBenchOptions& o) {
   }
   double decode_bytes = 0;  // mean over the decoded positions
   for (int64_t i = 0; i < o.decode; ++i) decode_bytes += work.decode_bytes(p0 + i) / o.decode;
+  std::printf(
+      "decode bytes per token: %.1f MB = trunk weights %.1f (K of NE experts, shared expert, "
+      "norms) + output projection %.1f + embedding row %.3f + recurrent state read and written "
+      "%.1f + KV history %.1f (mean over the decoded positions)\n",
+      decode_bytes / 1e6, work.active_bytes / 1e6, work.output_bytes / 1e6,
+      work.embd_row_bytes / 1e6, work.state_bytes / 1e6,
+      (decode_bytes - work.decode_bytes(-1)) / 1e6);
   // The bandwidth that bounds decode is that of reading its bytes over and over: DRAM for a
   // model far larger than the caches, the caches' for a small one.
   std::vector<float> bw_buf(size_t(std::max(decode_bytes / 4, double(1 << 18))), 1.0f);

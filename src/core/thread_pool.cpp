@@ -52,9 +52,19 @@ void split_range(int64_t n, int64_t grain, int n_threads, int t, int64_t* begin,
   *end = std::min(n, u1 * grain);
 }
 
+uint64_t share_pack(int64_t lo, int64_t hi) {
+  return uint64_t(lo) << 32 | uint64_t(hi);
+}
+int64_t share_lo(uint64_t v) {
+  return int64_t(v >> 32);
+}
+int64_t share_hi(uint64_t v) {
+  return int64_t(v & 0xffffffffu);
+}
+
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads), shares_(size_t(n_threads)) {
   INVAR_CHECK(n_threads >= 1);
   for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -94,6 +104,54 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain) {
     cv_done_.wait(lock, done);
   }
   job_ = nullptr;
+}
+
+void ThreadPool::parallel_balanced(int64_t n, int64_t step, const RangeFn& fn) {
+  if (n <= 0) return;
+  INVAR_CHECK(n < (int64_t(1) << 31), "parallel_balanced: too many units");
+  step = std::max<int64_t>(step, 1);
+  if (n_threads_ == 1 || n <= step) {
+    fn(0, n, 0);
+    return;
+  }
+  for (int t = 0; t < n_threads_; ++t) {
+    int64_t b, e;
+    split_range(n, 1, n_threads_, t, &b, &e);
+    shares_[size_t(t)].range.store(share_pack(b, e), std::memory_order_relaxed);
+  }
+  // parallel_for publishes the shares to the workers (its generation bump releases them).
+  parallel_for(n_threads_, [&](int64_t t, int64_t, int thread_index) {
+    std::atomic<uint64_t>& own = shares_[size_t(t)].range;
+    for (;;) {
+      // The next step of the own share, from its front.
+      uint64_t v = own.load(std::memory_order_acquire);
+      const int64_t lo = share_lo(v), hi = share_hi(v);
+      if (lo < hi) {
+        const int64_t mid = std::min(hi, lo + step);
+        if (own.compare_exchange_weak(v, share_pack(mid, hi), std::memory_order_acq_rel))
+          fn(lo, mid, thread_index);
+        continue;
+      }
+      // The own share is done: take the back half of the largest other one.
+      int victim = -1;
+      int64_t most = 0;
+      for (int u = 0; u < n_threads_; ++u) {
+        const uint64_t w = shares_[size_t(u)].range.load(std::memory_order_acquire);
+        if (share_hi(w) - share_lo(w) > most) {
+          most = share_hi(w) - share_lo(w);
+          victim = u;
+        }
+      }
+      if (victim < 0) return;
+      std::atomic<uint64_t>& other = shares_[size_t(victim)].range;
+      uint64_t w = other.load(std::memory_order_acquire);
+      const int64_t wlo = share_lo(w), whi = share_hi(w);
+      if (wlo >= whi) continue;
+      const int64_t cut = wlo + (whi - wlo) / 2;
+      if (other.compare_exchange_strong(w, share_pack(wlo, cut), std::memory_order_acq_rel))
+        own.store(share_pack(cut, whi), std::memory_order_release);
+    }
+  });
 }
 
 void ThreadPool::worker_loop(int index) {

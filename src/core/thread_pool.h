@@ -34,6 +34,15 @@ class ThreadPool {
   using RangeFn = std::function<void(int64_t begin, int64_t end, int thread_index)>;
   void parallel_for(int64_t n, const RangeFn& fn, int64_t grain = 1);
 
+  // Calls fn(begin, end, thread_index) on disjoint ranges covering the units [0, n), for work
+  // whose threads may run at different speeds (memory-bound matrix products on a machine that
+  // other work shares). Each thread starts on the share parallel_for would give it and runs it
+  // front to back, `step` units per call (a pool of one thread: one call), so its reads stay one
+  // ascending stream; a thread that runs out takes the back half of the largest share not yet
+  // started. Which thread runs a unit varies from run to run; what a unit computes must not depend
+  // on it (rule N2). Not reentrant.
+  void parallel_balanced(int64_t n, int64_t step, const RangeFn& fn);
+
  private:
   void worker_loop(int index);
 
@@ -51,6 +60,12 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_start_;
   std::condition_variable cv_done_;
+  // parallel_balanced: the units [lo, hi) thread t has not started yet, packed as lo << 32 | hi,
+  // one cache line each so that a thread taking its next step does not disturb the others.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> range{0};
+  };
+  std::vector<Share> shares_;
 };
 
 }  // namespace invar

@@ -20,6 +20,17 @@ namespace {
 // kernel's group of weight rows, so a thread split never changes which kernel computes an output.
 constexpr int64_t kOutputGroup = 16;
 
+// Rows of activations up to which a product streams its weights once and computes little beside
+// them (decode): its threads are bound by memory, whose share of the bandwidth varies, so their
+// outputs are balanced while they run (ThreadPool::parallel_balanced) instead of split in advance.
+constexpr int64_t kStreamRows = 4;
+
+// The pieces balanced products are cut into: about this many bytes of weights each, fewer than
+// ~16 per thread only where the whole dispatch is small. A piece is one call of the kernel, which
+// prefetches past its end, so a thread running its pieces in order reads one stream; a thread
+// that finishes early waits at most one piece for the others.
+constexpr double kPieceBytesMin = 64 * 1024, kPieceBytesMax = 256 * 1024;
+
 // Weights of row n, k in [0, K), as exact F32 values, handed to `use(k, w)` in order of k.
 template <class Use>
 inline void row_each(const Matrix& w, int64_t n, Use&& use) {
@@ -113,6 +124,10 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
         kOutputGroup);
     return;
   }
+  if (m <= kStreamRows) {
+    const MatmulJob job{&w, x, m, y};
+    return matmul_jobs({&job, 1}, pool, scratch);
+  }
   check_scratch(scratch, pool.size());
   const int64_t per_thread = matmul_scratch_floats(1);
   const QuantView q = quant_view(w);
@@ -151,6 +166,41 @@ void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<fl
   if (total == 0) return;
   const int n_threads = pool.size();
   const int64_t per_thread = matmul_scratch_floats(1);
+  const bool streaming = isa && std::all_of(jobs.begin(), jobs.end(),
+                                            [](const MatmulJob& j) { return j.m <= kStreamRows; });
+  if (streaming) {
+    // Job j is cut into pieces of group_of(j) output groups of about `piece` cost each; the pieces
+    // of all jobs, in job order, are the units the threads balance.
+    const double piece = std::clamp(total / (16.0 * n_threads), kPieceBytesMin, kPieceBytesMax);
+    auto group_of = [&](const MatmulJob& j) {
+      const int64_t groups = (j.w->n() + kOutputGroup - 1) / kOutputGroup;
+      const auto g = int64_t(piece / (output_cost(j) * double(kOutputGroup)));
+      return std::clamp<int64_t>(g, 1, groups);
+    };
+    auto pieces_of = [&](const MatmulJob& j) {
+      if (j.m == 0) return int64_t(0);
+      const int64_t span = group_of(j) * kOutputGroup;
+      return (j.w->n() + span - 1) / span;
+    };
+    int64_t n_pieces = 0;
+    for (const MatmulJob& j : jobs) n_pieces += pieces_of(j);
+    pool.parallel_balanced(n_pieces, 1, [&](int64_t p0, int64_t p1, int thread_index) {
+      float* thread_scratch = scratch.data() + thread_index * per_thread;
+      int64_t first = 0;  // the first piece of job j
+      for (const MatmulJob& j : jobs) {
+        const int64_t count = pieces_of(j);
+        const int64_t a = std::max(p0, first), b = std::min(p1, first + count);
+        if (a < b) {
+          const int64_t span = group_of(j) * kOutputGroup;
+          job_range(j, isa, (a - first) * span, std::min(j.w->n(), (b - first) * span),
+                    thread_scratch);
+        }
+        first += count;
+        if (first >= p1) break;
+      }
+    });
+    return;
+  }
   // Thread ti takes the groups whose first output's cumulative cost falls in its share
   // [ti, ti+1)·total/n_threads: contiguous, disjoint, covering every output.
   pool.parallel_for(n_threads, [&](int64_t ti, int64_t, int thread_index) {

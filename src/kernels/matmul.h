@@ -46,7 +46,8 @@ class Matrix {
 int64_t matmul_scratch_floats(int n_threads);
 
 // y[M][N] = x[M][K] · Wᵀ (rows contiguous, strides K and N). Dispatches on simd_active(); splits
-// N (outputs) across the pool in groups of 16, so every output is computed by one thread.
+// N (outputs) across the pool in groups of 16, so every output is computed by one thread (M ≤ 4:
+// balanced while running, as matmul_jobs does).
 // `scratch` holds at least matmul_scratch_floats(pool.size()) floats; the caller sizes it once,
 // so the call allocates nothing.
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool,
@@ -62,7 +63,10 @@ struct MatmulJob {
   float* y;
 };
 // Several products in ONE dispatch of the pool: the outputs of all jobs are split across the
-// threads by estimated cost (weight bytes plus multiply-adds), so a decode step's small matrices
+// threads by estimated cost (weight bytes plus multiply-adds); when every job has M ≤ 4 (decode)
+// they are cut into pieces of about equal cost that the threads balance while they run
+// (ThreadPool::parallel_balanced), since a thread's share of the memory bandwidth, and so its
+// speed, is not known in advance. So a decode step's small matrices
 // (the selected experts, the projections that read the same x) do not each pay a fork/join.
 // Every output is computed exactly as matmul() computes it (the same kernel over the same
 // aligned output groups), so the bits equal separate calls. Outputs must not overlap inputs.
