@@ -26,16 +26,22 @@ struct QuantView {
   int64_t k, n, row_bytes;
 };
 
-// Prefill buffers per thread: kQGroupRows rows × kQKChunk dequantised weights, and the parked
-// lane accumulators of kQMBlock activation rows × kQGroupRows outputs between K-chunks. The
-// group (24 KiB) and one tile's activation rows (8 KiB) stay in the 48 KiB L1 while every tile
-// of the row block runs over them: each activation vector comes from L2 once per 12 outputs,
-// each weight is dequantised once per 64 rows. kQGroupRows is a multiple of every ISA's
-// kQTileCols (2, 6).
-inline constexpr int64_t kQGroupRows = 12;
-inline constexpr int64_t kQKChunk = 512;  // a multiple of every block size (32, 256)
-inline constexpr int64_t kQMBlock = 64;
-inline constexpr int64_t kQScratchFloats = kQGroupRows * kQKChunk + kQMBlock * kQGroupRows * 16;
+// Prefill (qmatmul_prefill.h), per thread: a group of weight rows × a K-chunk, dequantised
+// (kQPanelWeights floats, 24 KiB: stays in the 48 KiB L1 with one tile's activations while every
+// tile of a row block runs over it), kQGroupRowsMax rows × all of K when K is small, else
+// kQGroupRowsLargeK rows; the parked lane accumulators of up to kQMBlockMax activation rows ×
+// kQGroupRowsMax outputs between K-chunks; and the packed activations of one row block, at most
+// kQPanelFloats (kept in L2 while every group of outputs streams them). A row block has
+// kQPanelFloats / K rows, clamped to [kQMBlockMin, kQMBlockMax]: each weight is dequantised once
+// per row block. The group sizes are multiples of every ISA's kQTileCols (2, 6).
+inline constexpr int64_t kQPanelWeights = 6144;
+inline constexpr int64_t kQGroupRowsMax = 12;
+inline constexpr int64_t kQGroupRowsLargeK = 6;
+inline constexpr int64_t kQMBlockMin = 64;
+inline constexpr int64_t kQMBlockMax = 256;
+inline constexpr int64_t kQPanelFloats = 128 * 1024;
+inline constexpr int64_t kQScratchFloats =
+    kQPanelWeights + kQMBlockMax * kQGroupRowsMax * 16 + kQPanelFloats + 3 * 16;
 
 // The scalar reference: outputs [n0, n1) of every row of x[m][K] into y[m][N].
 void qmatmul_ref_range(const QuantView& w, const float* x, int64_t m, float* y, int64_t n0,
