@@ -37,7 +37,7 @@ struct QuantView {
 inline constexpr int64_t kQPanelWeights = 6144;
 inline constexpr int64_t kQGroupRowsMax = 12;
 inline constexpr int64_t kQGroupRowsLargeK = 6;
-inline constexpr int64_t kQMBlockMin = 64;
+inline constexpr int64_t kQMBlockMin = 32;
 inline constexpr int64_t kQMBlockMax = 256;
 inline constexpr int64_t kQPanelFloats = 128 * 1024;
 inline constexpr int64_t kQScratchFloats =
