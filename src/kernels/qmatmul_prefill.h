@@ -7,14 +7,16 @@
 // is stored and reloaded unchanged), where activations and weights are read from (the caller's
 // rows or a packed copy, the file or a dequantised copy: the same values) change no bit.
 //
-// Loop order, per block of activation rows (as many as keep the block's packed activations in L2):
-//   pack the block's rows once (aligned, one sequential stream per tile);
-//   for each group of kQGroupRows outputs, for each K-chunk of kQKChunk:
-//     dequantise the group's chunk once into the L1 buffer (F32 weights are read in place);
-//     run every register tile of the block over it (R activation rows × C outputs),
+// Loop order (qprefill_plan in qmatmul.h gives the sizes), per block of activation rows (as many
+// as keep the block's packed activations in L2):
+//   pack the block's rows once (64-byte aligned, each tile's rows one sequential stream);
+//   for each group of weight rows, for each K-chunk:
+//     dequantise the group's chunk once into the L1 buffer (F32 is copied, F16/BF16 widened);
+//     run every register tile of the block over it (R activation rows × C outputs; a block whose
+//     rows are not a multiple of R gets tiles of R and R − 1 rows, not one nearly empty tile),
 //     prefetching the next chunk's weight bytes a slice per tile.
-// So a weight is dequantised once per row block (once per matmul when M·K is small), and every
-// activation vector comes from L2 once per group of outputs.
+// So each weight is dequantised once per row block, every activation vector comes from L2 once
+// per group, and a chunk of up to 1024 k parks each accumulator at most once per 64 FMAs.
 #pragma once
 
 #include <algorithm>
@@ -156,16 +158,6 @@ void decode_group(const QuantView& w, int64_t n0, int64_t np, int64_t k0, int64_
   }
 }
 
-// The group of weight rows dequantised at a time and the K-chunk: kQPanelWeights floats, all of K
-// in one chunk where K is small (no accumulator is parked), else kQGroupRowsLargeK rows (fewer
-// chunk boundaries, each of which parks every accumulator).
-struct Panel {
-  int64_t rows, kc;
-  explicit Panel(int64_t K)
-      : rows(K * kQGroupRowsMax <= kQPanelWeights ? kQGroupRowsMax : kQGroupRowsLargeK),
-        kc(kQPanelWeights / rows) {}
-};
-
 // The weight bytes of the chunk decoded after the current one (the same rows further on, or the
 // next group's first chunk), fetched a slice at a time while the tiles run over the current one,
 // so they arrive from DRAM without a burst that would evict the working set. Past the matrix's end
@@ -173,16 +165,17 @@ struct Panel {
 template <class D>
 class ChunkPrefetch {
  public:
-  ChunkPrefetch(const QuantView& w, const Panel& g, int64_t n0, int64_t k0, int64_t slices)
+  ChunkPrefetch(const QuantView& w, const QPrefillPlan& plan, int64_t n0, int64_t k0,
+                int64_t slices)
       : slices_(slices) {
-    const bool group_end = k0 + g.kc >= w.k;
-    const int64_t next_k0 = group_end ? 0 : k0 + g.kc;
-    const int64_t next_n0 = group_end ? n0 + g.rows : n0;
-    const int64_t next_kc = std::min(g.kc, w.k - next_k0);
+    const bool group_end = k0 + plan.k_chunk >= w.k;
+    const int64_t next_k0 = group_end ? 0 : k0 + plan.k_chunk;
+    const int64_t next_n0 = group_end ? n0 + plan.group_rows : n0;
+    const int64_t next_kc = std::min(plan.k_chunk, w.k - next_k0);
     at_ = w.data + next_n0 * w.row_bytes + next_k0 / D::kBlock * D::kBytes;
     row_bytes_ = w.row_bytes;
     lines_per_row_ = (next_kc / D::kBlock * D::kBytes + 63) / 64;
-    lines_ = g.rows * lines_per_row_;
+    lines_ = plan.group_rows * lines_per_row_;
     // A large chunk (F32) goes to L2 only: in L1 it would evict the chunk being computed.
     to_l1_ = lines_ * 64 <= 8192;
   }
@@ -209,18 +202,6 @@ class ChunkPrefetch {
   bool to_l1_;
 };
 
-// F32 rows could be read where they are (the tiles take any row stride), but a group's rows, K
-// floats apart, then share the same few L1 sets when K is a multiple of 1024 (measured 10-15%
-// slower than copying them into the buffer).
-template <class D>
-inline constexpr bool kInPlace = false;
-
-// Rows of a block: as many as keep its packed activations (rows × K floats) within
-// kQPanelFloats, at least kQMBlockMin, at most kQMBlockMax.
-inline int64_t row_block_max(int64_t K) {
-  return std::clamp(kQPanelFloats / K, kQMBlockMin, kQMBlockMax);
-}
-
 // Scratch regions, each 64-byte aligned (kQScratchFloats covers the alignment).
 struct Scratch {
   float *wb, *park, *panel;
@@ -242,36 +223,28 @@ void tiles_run(const QuantView& w, const float* x, int64_t rows, float* y, int64
   static_assert(kQGroupRowsMax % C == 0 && kQGroupRowsLargeK % C == 0 && kQMBlockMax % R == 0);
   static_assert((kQPanelWeights / kQGroupRowsMax) % 256 == 0, "a chunk holds whole blocks");
   const Scratch sc(scratch);
-  const Panel pw(w.k);
   const int64_t K = w.k, N = w.n;
-  // Blocks of equal size, a multiple of R where rows allow (the last takes the rest).
-  const int64_t most = row_block_max(K) / R * R;
-  const int64_t n_blocks = (rows + most - 1) / most;
-  const int64_t block = ((rows + n_blocks - 1) / n_blocks + R - 1) / R * R;
-  for (int64_t m0 = 0; m0 < rows; m0 += block) {
-    const int64_t mb = std::min(block, rows - m0);
+  const QPrefillPlan plan = qprefill_plan(rows, K, R);
+  for (int64_t m0 = 0; m0 < rows; m0 += plan.block_rows) {
+    const int64_t mb = std::min(plan.block_rows, rows - m0);
     const RowTiles rt(mb, R);
     const bool packed = mb * K <= kQPanelFloats;
-    if (packed) pack_rows<V>(x + m0 * K, K, pw.kc, rt, mb, sc.panel);
-    for (int64_t g = n0; g < n1; g += pw.rows) {
-      const int64_t np = std::min(pw.rows, n1 - g);
-      for (int64_t k0 = 0; k0 < K; k0 += pw.kc) {
-        const int64_t kc = std::min(pw.kc, K - k0);
+    if (packed) pack_rows<V>(x + m0 * K, K, plan.k_chunk, rt, mb, sc.panel);
+    for (int64_t g = n0; g < n1; g += plan.group_rows) {
+      const int64_t np = std::min(plan.group_rows, n1 - g);
+      for (int64_t k0 = 0; k0 < K; k0 += plan.k_chunk) {
+        const int64_t kc = std::min(plan.k_chunk, K - k0);
+        // F32 rows are copied too: read in place (stride K) they measured 10-20% slower.
+        decode_group<V, D>(w, g, np, k0, kc, sc.wb);
         const float* wb = sc.wb;
-        int64_t ldw = kc;
-        if constexpr (kInPlace<D>) {
-          wb = reinterpret_cast<const float*>(w.data + g * w.row_bytes) + k0;
-          ldw = K;
-        } else {
-          decode_group<V, D>(w, g, np, k0, kc, sc.wb);
-        }
-        const ChunkPrefetch<D> prefetch(w, pw, g, k0, rt.count);
+        const int64_t ldw = kc;
+        const ChunkPrefetch<D> prefetch(w, plan, g, k0, rt.count);
         for (int64_t t = 0; t < rt.count; ++t) {
           prefetch.slice(t);
           const int64_t nr = rt.rows(t), r0 = rt.first(t);
           const TileRows xr = packed ? TileRows{sc.panel + mb * k0 + r0 * kc, 16, 16 * nr}
                                      : TileRows{x + (m0 + r0) * K + k0, K, 16};
-          float* park = sc.park + t * R * pw.rows * 16;
+          float* park = sc.park + t * R * plan.group_rows * 16;
           for (int64_t c0 = 0; c0 < np; c0 += C) {
             tile_any<V, R, C>(nr, std::min<int64_t>(C, np - c0), wb + c0 * ldw, ldw, kc / 16, xr,
                               park + c0 * R * 16, k0 == 0, k0 + kc == K, y + (m0 + r0) * N + g + c0,
