@@ -186,7 +186,33 @@ struct Options {
   bool keep_openblas_env = false;
   bool quick = false;
   std::string clock = "wall";
+  std::vector<std::string> shapes;  // "MxNxK" each; empty: the default set
 };
+
+// "MxNxK" as a Shape, each dimension >= 1.
+Shape shape_parse(const std::string& text) {
+  Shape s{};
+  int64_t* dims[3] = {&s.m, &s.n, &s.k};
+  size_t at = 0;
+  for (int i = 0; i < 3; ++i) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(text.substr(at), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || v < 1) throw Error("--shapes entry '" + text + "' is not MxNxK");
+    *dims[i] = v;
+    at += used;
+    if (i < 2) {
+      if (text.compare(at, 1, "x") != 0) throw Error("--shapes entry '" + text + "' is not MxNxK");
+      at += 1;
+    }
+  }
+  if (at != text.size()) throw Error("--shapes entry '" + text + "' is not MxNxK");
+  return s;
+}
 
 int run_bench(const Options& opt) {
   const OpenBlas blas = openblas_load(opt.keep_openblas_env);
@@ -230,6 +256,10 @@ int run_bench(const Options& opt) {
   std::vector<Shape> shapes{
       {1, 4096, 1024}, {64, 4096, 1024}, {512, 4096, 1024}, {1024, 1024, 1024}};
   if (opt.quick) shapes = {{1, 4096, 1024}, {64, 4096, 1024}};
+  if (!opt.shapes.empty()) {
+    shapes.clear();
+    for (const std::string& t : opt.shapes) shapes.push_back(shape_parse(t));
+  }
   std::mt19937 rng(42);
   std::printf("\n%-16s %-5s %-3s | %-20s | %-20s | %-20s | %-6s | %s\n", "M×N×K", "type", "thr",
               "invar avx2", "invar avx512", "OpenBLAS (F32)", "best/OB", "M=1: GB/s median (DRAM)");
@@ -365,6 +395,11 @@ BenchKind bench_matmul("matmul", [](CLI::App& bench) -> Command::Run {
                   "wall (default) or cpu: process CPU time / threads, for a busy shared machine")
       ->check(CLI::IsMember({"wall", "cpu"}));
   sub->add_flag("--quick", opt->quick, "two shapes, smaller buffers (a smoke run)");
+  sub->add_option("--shapes", opt->shapes,
+                  "products to time as MxNxK (M activation rows, N outputs, K inputs), e.g. "
+                  "160x512x2048 for an expert's gate; default 1x4096x1024 64x4096x1024 "
+                  "512x4096x1024 1024x1024x1024")
+      ->delimiter(',');
   return [opt] {
     for (int t : opt->threads) {
       if (t < 1) throw Error("--threads entries must be >= 1 (got " + std::to_string(t) + ")");

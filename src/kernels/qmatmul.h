@@ -13,6 +13,7 @@
 // dequantises a few rows into a per-thread buffer and runs a register tile over it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -26,16 +27,45 @@ struct QuantView {
   int64_t k, n, row_bytes;
 };
 
-// Prefill buffers per thread: kQGroupRows rows × kQKChunk dequantised weights, and the parked
-// lane accumulators of kQMBlock activation rows × kQGroupRows outputs between K-chunks. The
-// group (24 KiB) and one tile's activation rows (8 KiB) stay in the 48 KiB L1 while every tile
-// of the row block runs over them: each activation vector comes from L2 once per 12 outputs,
-// each weight is dequantised once per 64 rows. kQGroupRows is a multiple of every ISA's
-// kQTileCols (2, 6).
-inline constexpr int64_t kQGroupRows = 12;
-inline constexpr int64_t kQKChunk = 512;  // a multiple of every block size (32, 256)
-inline constexpr int64_t kQMBlock = 64;
-inline constexpr int64_t kQScratchFloats = kQGroupRows * kQKChunk + kQMBlock * kQGroupRows * 16;
+// Prefill (qmatmul_prefill.h), per thread: a group of weight rows × a K-chunk, dequantised
+// (kQPanelWeights floats, 24 KiB: stays in the 48 KiB L1 with one tile's activations while every
+// tile of a row block runs over it); the parked lane accumulators of up to kQMBlockMax activation
+// rows × kQGroupRowsMax outputs between K-chunks; and the packed activations of one row block, at
+// most kQPanelFloats (kept in L2 while every group of outputs streams them). The group sizes are
+// multiples of every ISA's kQTileCols (2, 6); a chunk holds whole blocks of every type (256).
+inline constexpr int64_t kQPanelWeights = 6144;
+inline constexpr int64_t kQGroupRowsMax = 12;
+inline constexpr int64_t kQGroupRowsLargeK = 6;
+inline constexpr int64_t kQMBlockMin = 32;
+inline constexpr int64_t kQMBlockMax = 256;
+inline constexpr int64_t kQPanelFloats = 128 * 1024;
+inline constexpr int64_t kQScratchFloats =
+    kQPanelWeights + kQMBlockMax * kQGroupRowsMax * 16 + kQPanelFloats + 3 * 16;
+
+// How the prefill path cuts the product of `rows` activation rows with K weights per output, for
+// a register tile of `tile_rows` rows. None of it changes a bit; tests use it to show that their
+// shapes reach every case.
+struct QPrefillPlan {
+  int64_t group_rows;  // weight rows dequantised together: kQGroupRowsMax when K fits one chunk
+                       // (nothing is parked), else kQGroupRowsLargeK (longer chunks, fewer parks)
+  int64_t k_chunk;     // weights per row and chunk: kQPanelWeights / group_rows
+  int64_t block_rows;  // activation rows per row block (the last block takes the rest): about
+                       // kQPanelFloats / K, a multiple of tile_rows, in [kQMBlockMin, kQMBlockMax];
+                       // each weight is dequantised once per row block
+  bool packed;         // block_rows × K fit kQPanelFloats: activations packed, else read in place
+};
+inline QPrefillPlan qprefill_plan(int64_t rows, int64_t k, int64_t tile_rows) {
+  QPrefillPlan p;
+  p.group_rows = k * kQGroupRowsMax <= kQPanelWeights ? kQGroupRowsMax : kQGroupRowsLargeK;
+  p.k_chunk = kQPanelWeights / p.group_rows;
+  // Blocks of equal size (a multiple of the tile's rows), as few as the size limit allows.
+  const int64_t most =
+      std::clamp(kQPanelFloats / k, kQMBlockMin, kQMBlockMax) / tile_rows * tile_rows;
+  const int64_t n_blocks = (rows + most - 1) / most;
+  p.block_rows = ((rows + n_blocks - 1) / n_blocks + tile_rows - 1) / tile_rows * tile_rows;
+  p.packed = p.block_rows * k <= kQPanelFloats;
+  return p;
+}
 
 // The scalar reference: outputs [n0, n1) of every row of x[m][K] into y[m][N].
 void qmatmul_ref_range(const QuantView& w, const float* x, int64_t m, float* y, int64_t n0,

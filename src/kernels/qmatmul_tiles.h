@@ -23,6 +23,7 @@
 #include "kernels/qmatmul_decode.h"
 #include "kernels/qmatmul_dense.h"
 #include "kernels/qmatmul_direct512.h"
+#include "kernels/qmatmul_prefill.h"
 
 namespace invar::qmatmul_tiles {
 namespace {
@@ -126,155 +127,13 @@ void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int6
   for (; n < n1; ++n) rows_direct<V, D, R, 1>(w, n, x, y);
 }
 
-// y[r·ldy + c] = V::sum(acc[r][c]), 16 outputs per V::sum16 where the ISA has it (the same
-// additions in the same order).
-template <class V, int R, int C>
-QT_INLINE void tile_sums(const V (&acc)[R][C], float* y, int64_t ldy) {
-  if constexpr (requires(const V(&a)[16], float* o) { V::sum16(a, o); }) {
-    constexpr int kN = R * C;
-    float out[(kN + 15) / 16 * 16];
-#pragma GCC unroll 4
-    for (int i0 = 0; i0 < kN; i0 += 16) {
-      V a[16];
-#pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i) a[i] = i0 + i < kN ? acc[(i0 + i) / C][(i0 + i) % C] : V::zero();
-      V::sum16(a, out + i0);
-    }
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) y[r * ldy + c] = out[r * C + c];
-    }
-  } else {
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) y[r * ldy + c] = V::sum(acc[r][c]);
-    }
-  }
-}
-
-// Many rows: one register tile of R activation rows × C outputs over kc dequantised weights
-// (output i's at wb + i·ldw). Lane accumulators start at +0 (first chunk) or come from `park`
-// ([R][kQGroupRows][16]); after the last chunk they are summed into y, else parked.
-template <class V, int R, int C>
-void tile(const float* wb, int64_t ldw, int64_t kc, const float* x, int64_t ldx, float* park,
-          bool first, bool last, float* y, int64_t ldy) {
-  V acc[R][C];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c)
-      acc[r][c] = first ? V::zero() : V::load(park + (r * kQGroupRows + c) * 16);
-  }
-  for (int64_t k = 0; k < kc; k += 16) {
-    V wv[C];
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) wv[c] = V::load(wb + c * ldw + k);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const V xv = V::load(x + r * ldx + k);
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) acc[r][c] = V::fma(wv[c], xv, acc[r][c]);
-    }
-  }
-  if (last) return tile_sums<V, R, C>(acc, y, ldy);
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) V::store(park + (r * kQGroupRows + c) * 16, acc[r][c]);
-  }
-}
-
-// A tile of `rows` (<= R) × `cols` (<= C) outputs.
-template <class V, int R, int C>
-void tile_any(int64_t rows, int64_t cols, const float* wb, int64_t ldw, int64_t kc, const float* x,
-              int64_t ldx, float* park, bool first, bool last, float* y, int64_t ldy) {
-  if constexpr (R > 1) {
-    if (rows < R)
-      return tile_any<V, R - 1, C>(rows, cols, wb, ldw, kc, x, ldx, park, first, last, y, ldy);
-  }
-  if constexpr (C > 1) {
-    if (cols < C)
-      return tile_any<V, R, C - 1>(rows, cols, wb, ldw, kc, x, ldx, park, first, last, y, ldy);
-  }
-  tile<V, R, C>(wb, ldw, kc, x, ldx, park, first, last, y, ldy);
-}
-
-// Rows [n0, n0 + np), weights [k0, k0 + kc), dequantised into wb[np][kQKChunk]; then the bytes
-// of the chunk decoded next (the same rows further on, or the next group's first chunk) are
-// prefetched, so they arrive from DRAM while the tiles run over this one.
-template <class V, class D>
-void decode_group(const QuantView& w, int64_t n0, int64_t np, int64_t k0, int64_t kc, float* wb) {
-  const int64_t b0 = k0 / D::kBlock, b1 = (k0 + kc) / D::kBlock;
-  for (int64_t p = 0; p < np; ++p) {
-    const uint8_t* row = w.data + (n0 + p) * w.row_bytes;
-    for (int64_t b = b0; b < b1; ++b) {
-      const D dec(row + b * D::kBytes);
-      float* dst = wb + p * kQKChunk + (b * D::kBlock - k0);
-#pragma GCC unroll 16
-      for (int c = 0; c < D::kBlock / 16; ++c) V::store(dst + 16 * c, dec.chunk(c));
-    }
-  }
-  const bool group_end = k0 + kc == w.k;
-  const int64_t next_n0 = group_end ? n0 + np : n0;
-  const int64_t next_b0 = group_end ? 0 : b1;
-  const int64_t chunk_bytes = (kQKChunk / D::kBlock) * D::kBytes;
-  // Past the matrix's end a prefetch only touches memory and never faults.
-  for (int64_t p = 0; p < kQGroupRows; ++p) {
-    const uint8_t* at = w.data + (next_n0 + p) * w.row_bytes + next_b0 * D::kBytes;
-    for (int64_t o = 0; o < std::min(chunk_bytes, w.row_bytes); o += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(at + o), _MM_HINT_T0);
-  }
-}
-
-// Every tile of `rows` activation rows (at x, stride ldx) × `np` outputs over kc weights of a
-// chunk (output i's at wb + i·ldw): row tiles outer, so one tile's activation rows stay in L1
-// while it runs against each column tile of the weights. park: [rows][kQGroupRows][16].
-template <class V>
-void tiles_chunk(const float* wb, int64_t ldw, int64_t np, int64_t kc, const float* x, int64_t ldx,
-                 int64_t rows, float* park, bool first, bool last, float* y, int64_t ldy) {
-  constexpr int R = V::kQTileRows, C = V::kQTileCols;
-  for (int64_t t0 = 0; t0 < rows; t0 += R) {
-    for (int64_t c0 = 0; c0 < np; c0 += C) {
-      tile_any<V, R, C>(std::min<int64_t>(R, rows - t0), std::min<int64_t>(C, np - c0),
-                        wb + c0 * ldw, ldw, kc, x + t0 * ldx, ldx,
-                        park + (t0 * kQGroupRows + c0) * 16, first, last, y + t0 * ldy + c0, ldy);
-    }
-  }
-}
-
-// Many rows: for each block of activation rows (kept in L2), each group of kQGroupRows weight
-// rows, each K-chunk: dequantise the group's chunk once, then run every tile of the row block
-// over it.
-template <class V, class D>
-void tiles_run(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0, int64_t n1,
-               float* scratch) {
-  constexpr int64_t mb = kQMBlock / V::kQTileRows * V::kQTileRows;
-  static_assert(kQGroupRows % V::kQTileCols == 0 && kQKChunk % D::kBlock == 0);
-  float* wb = scratch;
-  float* park = scratch + kQGroupRows * kQKChunk;
-  for (int64_t m0 = 0; m0 < rows; m0 += mb) {
-    const int64_t mc = std::min(mb, rows - m0);
-    for (int64_t g = n0; g < n1; g += kQGroupRows) {
-      const int64_t np = std::min(kQGroupRows, n1 - g);
-      for (int64_t k0 = 0; k0 < w.k; k0 += kQKChunk) {
-        const int64_t kc = std::min(kQKChunk, w.k - k0);
-        decode_group<V, D>(w, g, np, k0, kc, wb);
-        tiles_chunk<V>(wb, kQKChunk, np, kc, x + m0 * w.k + k0, w.k, mc, park, k0 == 0,
-                       k0 + kc == w.k, y + m0 * w.n + g, w.n);
-      }
-    }
-  }
-}
-
 template <class V, class D>
 void run_typed(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0, int64_t n1,
                float* scratch) {
   if (rows <= V::kDirectRows) {
     direct_run<V, D, V::kDirectRows>(w, x, rows, y, n0, n1);
   } else {
-    tiles_run<V, D>(w, x, rows, y, n0, n1, scratch);
+    qprefill::tiles_run<V, D>(w, x, rows, y, n0, n1, scratch);
   }
 }
 
@@ -285,7 +144,7 @@ void run_dense(const QuantView& w, const float* x, int64_t rows, float* y, int64
   if (rows <= V::kDirectRows || w.k % 16 != 0) {
     qdense::direct_rows_all<V, T>(w, x, rows, y, n0, n1);
   } else {
-    tiles_run<V, qdense::Dense<V, T>>(w, x, rows, y, n0, n1, scratch);
+    qprefill::tiles_run<V, qdense::Dense<V, T>>(w, x, rows, y, n0, n1, scratch);
   }
 }
 

@@ -3,6 +3,8 @@
 // reference of the canonical order (16 lanes over k, then the reduce.h tree) over dequant_row's
 // weights; that reference is checked against a direct evaluation and float64; and a quantised
 // matrix is read in place (no packed or F32 copy).
+#include "kernels/qmatmul.h"
+
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -44,8 +46,8 @@ TEST(QuantMatmul, EveryPathEqualsReferenceBitExact) {
     for (int64_t k : quant_ks(t)) {
       OwnedMatrix w = random_matrix(t, k, n, uint32_t(k + 31 * int(t)));
       for (int64_t m : {1, 2, 3, 4, 7, 16, 33, 64, 97, 512}) {
-        // Long rows: the chunked path with accumulators parked for two row blocks is covered by
-        // m = 97 (kQMBlock = 64).
+        // Long rows: the chunked path with accumulators parked, over two row blocks, is
+        // covered by m = 97 (PrefillCasesEqualReference covers the rest of the prefill plans).
         if (k > 256 && m > 97) continue;
         const auto x = random_activations(m * k, uint32_t(m + k));
         std::vector<float> ref(size_t(m * n));
@@ -58,6 +60,58 @@ TEST(QuantMatmul, EveryPathEqualsReferenceBitExact) {
             EXPECT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "")
                 << case_name(t, level) << " K=" << k << " M=" << m << " threads=" << pool->size();
           }
+        }
+      }
+    }
+  }
+}
+
+// Every case of the prefill path's plan (qprefill_plan), for the register tiles of AVX-512 (4
+// rows) and AVX2 (2 rows), and every weight type: K within one chunk (12-row groups, nothing
+// parked) or over several (6-row groups, accumulators parked), one row block or several, packed
+// activations or (K > 4096) activations read in place, and row counts that are not a multiple
+// of the tile's rows (tiles of R and R − 1 rows). Each shape equals the scalar reference bit for
+// bit, and the shapes are checked to reach each case.
+TEST(QuantMatmul, PrefillCasesEqualReference) {
+  SimdRestore restore;
+  ThreadPool p1(1), p2(2);
+  struct Shape {
+    int64_t k, m;
+  };
+  const Shape shapes[] = {{512, 37}, {512, 300}, {1536, 160}, {4608, 37}, {4608, 64}};
+  for (int64_t tile_rows : {4, 2}) {
+    bool one_chunk = false, parked = false, blocks = false, packed = false, in_place = false;
+    bool odd = false;
+    for (const Shape& s : shapes) {
+      const QPrefillPlan p = qprefill_plan(s.m, s.k, tile_rows);
+      one_chunk |= s.k <= p.k_chunk && p.group_rows == kQGroupRowsMax;
+      parked |= s.k > p.k_chunk && p.group_rows == kQGroupRowsLargeK;
+      blocks |= s.m > p.block_rows;
+      packed |= p.packed && s.m > p.block_rows;
+      in_place |= !p.packed;
+      odd |= p.block_rows % tile_rows == 0 && s.m % tile_rows != 0;
+    }
+    EXPECT_TRUE(one_chunk && parked && blocks && packed && in_place && odd)
+        << "tile rows " << tile_rows << ": " << one_chunk << parked << blocks << packed << in_place
+        << odd;
+  }
+  const int64_t n = 37;
+  std::vector<DType> types(std::begin(kQuantTypes), std::end(kQuantTypes));
+  types.insert(types.end(), {DType::F32, DType::F16, DType::BF16});
+  for (DType t : types) {
+    for (const Shape& s : shapes) {
+      OwnedMatrix w = random_matrix(t, s.k, n, uint32_t(s.k + s.m + 7 * int(t)));
+      const auto x = random_activations(s.m * s.k, uint32_t(s.m * 3 + s.k));
+      std::vector<float> ref(size_t(s.m * n));
+      matmul_ref(w.m, x.data(), s.m, ref.data());
+      for (SimdLevel level : available_levels()) {
+        if (level == SimdLevel::scalar) continue;  // matmul is the reference itself
+        simd_set(level);
+        for (ThreadPool* pool : {&p1, &p2}) {
+          std::vector<float> y(size_t(s.m * n), std::numeric_limits<float>::quiet_NaN());
+          matmul(w.m, x.data(), s.m, y.data(), *pool);
+          EXPECT_EQ(bits_diff(y.data(), ref.data(), s.m * n, n), "")
+              << case_name(t, level) << " K=" << s.k << " M=" << s.m << " threads=" << pool->size();
         }
       }
     }

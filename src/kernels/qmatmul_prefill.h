@@ -1,0 +1,262 @@
+// Private to the matmul kernels (qmatmul_tiles.h): the product for many activation rows (prefill),
+// every weight type, over a 16-float vector type V (vec_avx2.h, vec_avx512.h).
+//
+// Every output keeps one 16-lane accumulator whose lane l sees k ≡ l (mod 16) in ascending k, one
+// FMA per term, and ends with the reduce.h tree: the canonical order of qmatmul.h. Which outputs
+// run side by side, how K is cut into chunks (an accumulator parked in the scratch between chunks
+// is stored and reloaded unchanged), where activations and weights are read from (the caller's
+// rows or a packed copy, the file or a dequantised copy: the same values) change no bit.
+//
+// Loop order (qprefill_plan in qmatmul.h gives the sizes), per block of activation rows (as many
+// as keep the block's packed activations in L2):
+//   pack the block's rows once (64-byte aligned, each tile's rows one sequential stream);
+//   for each group of weight rows, for each K-chunk:
+//     dequantise the group's chunk once into the L1 buffer (F32 is copied, F16/BF16 widened);
+//     run every register tile of the block over it (R activation rows × C outputs; a block whose
+//     rows are not a multiple of R gets tiles of R and R − 1 rows, not one nearly empty tile),
+//     prefetching the next chunk's weight bytes a slice per tile.
+// So each weight is dequantised once per row block, every activation vector comes from L2 once
+// per group, and a chunk of up to 1024 k parks each accumulator at most once per 64 FMAs.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/qmatmul.h"
+#include "kernels/qmatmul_decode.h"
+#include "kernels/qmatmul_dense.h"
+
+namespace invar::qprefill {
+namespace {
+
+#define QP_INLINE inline __attribute__((always_inline))
+
+// The activation rows of one tile: row r's 16 values of step s (k = k0 + 16s ..) at
+// at + r·row + s·step. Packed: row = 16, step = 16·rows; in place: row = K, step = 16.
+struct TileRows {
+  const float* at;
+  int64_t row, step;
+};
+
+// y[r·ldy + c] = V::sum(acc[r][c]), 16 outputs per V::sum16 where the ISA has it (the same
+// additions in the same order).
+template <class V, int R, int C>
+QP_INLINE void tile_sums(const V (&acc)[R][C], float* y, int64_t ldy) {
+  if constexpr (requires(const V(&a)[16], float* o) { V::sum16(a, o); }) {
+    constexpr int kN = R * C;
+    float out[(kN + 15) / 16 * 16];
+#pragma GCC unroll 4
+    for (int i0 = 0; i0 < kN; i0 += 16) {
+      V a[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) a[i] = i0 + i < kN ? acc[(i0 + i) / C][(i0 + i) % C] : V::zero();
+      V::sum16(a, out + i0);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) y[r * ldy + c] = out[r * C + c];
+    }
+  } else {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) y[r * ldy + c] = V::sum(acc[r][c]);
+    }
+  }
+}
+
+// One register tile of R activation rows × C outputs over `steps` × 16 weights (output c's at
+// wb + c·ldw). Lane accumulators start at +0 (first chunk) or come from the tile's slot in the
+// park ([R][C][16]); after the last chunk they are summed into y, else parked.
+template <class V, int R, int C>
+void tile(const float* wb, int64_t ldw, int64_t steps, TileRows x, float* park, bool first,
+          bool last, float* y, int64_t ldy) {
+  V acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = first ? V::zero() : V::load(park + (r * C + c) * 16);
+  }
+  const float* xs = x.at;
+  for (int64_t s = 0; s < steps; ++s, xs += x.step) {
+    V wv[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) wv[c] = V::load(wb + c * ldw + 16 * s);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const V xv = V::load(xs + r * x.row);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[r][c] = V::fma(wv[c], xv, acc[r][c]);
+    }
+  }
+  if (last) return tile_sums<V, R, C>(acc, y, ldy);
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) V::store(park + (r * C + c) * 16, acc[r][c]);
+  }
+}
+
+// A tile of `rows` (<= R) × `cols` (<= C) outputs.
+template <class V, int R, int C>
+void tile_any(int64_t rows, int64_t cols, const float* wb, int64_t ldw, int64_t steps, TileRows x,
+              float* park, bool first, bool last, float* y, int64_t ldy) {
+  if constexpr (R > 1) {
+    if (rows < R)
+      return tile_any<V, R - 1, C>(rows, cols, wb, ldw, steps, x, park, first, last, y, ldy);
+  }
+  if constexpr (C > 1) {
+    if (cols < C)
+      return tile_any<V, R, C - 1>(rows, cols, wb, ldw, steps, x, park, first, last, y, ldy);
+  }
+  tile<V, R, C>(wb, ldw, steps, x, park, first, last, y, ldy);
+}
+
+// The row tiles of a block of `rows` activation rows: as few as hold R rows each, their sizes
+// differing by at most one (37 rows: 7 tiles of 4 and 3 of 3, not 9 of 4 and one of 1).
+struct RowTiles {
+  int64_t count, small, n_large;  // tile t has small + (t < n_large) rows
+  RowTiles(int64_t rows, int64_t R)
+      : count((rows + R - 1) / R), small(rows / count), n_large(rows % count) {}
+  int64_t rows(int64_t t) const { return small + (t < n_large); }
+  int64_t first(int64_t t) const { return t * small + std::min(t, n_large); }
+};
+
+// The block's activation rows x[rows][K] (stride K) packed chunk by chunk (chunks of kc), then
+// tile by tile, then 16-k step by step: chunk [k0, k0 + kc) of the tile of rows r0.. (nr rows)
+// starts at panel + rows·k0 + r0·kc, and holds its steps one after the other, each nr rows × 16
+// floats.
+template <class V>
+void pack_rows(const float* x, int64_t K, int64_t chunk, const RowTiles& rt, int64_t rows,
+               float* panel) {
+  for (int64_t k0 = 0; k0 < K; k0 += chunk) {
+    const int64_t kc = std::min(chunk, K - k0);
+    for (int64_t t = 0; t < rt.count; ++t) {
+      const int64_t nr = rt.rows(t), r0 = rt.first(t);
+      float* dst = panel + rows * k0 + r0 * kc;
+      const float* src = x + r0 * K + k0;
+      for (int64_t s = 0; s < kc; s += 16) {
+        for (int64_t r = 0; r < nr; ++r, dst += 16) V::store(dst, V::load(src + r * K + s));
+      }
+    }
+  }
+}
+
+// Rows [n0, n0 + np), weights [k0, k0 + kc), dequantised into wb[np][kc].
+template <class V, class D>
+void decode_group(const QuantView& w, int64_t n0, int64_t np, int64_t k0, int64_t kc, float* wb) {
+  const int64_t b0 = k0 / D::kBlock, b1 = (k0 + kc) / D::kBlock;
+  for (int64_t p = 0; p < np; ++p) {
+    const uint8_t* row = w.data + (n0 + p) * w.row_bytes;
+    for (int64_t b = b0; b < b1; ++b) {
+      const D dec(row + b * D::kBytes);
+      float* dst = wb + p * kc + (b * D::kBlock - k0);
+#pragma GCC unroll 16
+      for (int c = 0; c < D::kBlock / 16; ++c) V::store(dst + 16 * c, dec.chunk(c));
+    }
+  }
+}
+
+// The weight bytes of the chunk decoded after the current one (the same rows further on, or the
+// next group's first chunk), fetched a slice at a time while the tiles run over the current one,
+// so they arrive from DRAM without a burst that would evict the working set. Past the matrix's end
+// a prefetch only touches memory and never faults.
+template <class D>
+class ChunkPrefetch {
+ public:
+  ChunkPrefetch(const QuantView& w, const QPrefillPlan& plan, int64_t n0, int64_t k0,
+                int64_t slices)
+      : slices_(slices) {
+    const bool group_end = k0 + plan.k_chunk >= w.k;
+    const int64_t next_k0 = group_end ? 0 : k0 + plan.k_chunk;
+    const int64_t next_n0 = group_end ? n0 + plan.group_rows : n0;
+    const int64_t next_kc = std::min(plan.k_chunk, w.k - next_k0);
+    at_ = w.data + next_n0 * w.row_bytes + next_k0 / D::kBlock * D::kBytes;
+    row_bytes_ = w.row_bytes;
+    lines_per_row_ = (next_kc / D::kBlock * D::kBytes + 63) / 64;
+    lines_ = plan.group_rows * lines_per_row_;
+    // A large chunk (F32) goes to L2 only: in L1 it would evict the chunk being computed.
+    to_l1_ = lines_ * 64 <= 8192;
+  }
+  // Slice `i` of `slices`.
+  QP_INLINE void slice(int64_t i) const {
+    const int64_t l0 = lines_ * i / slices_, l1 = lines_ * (i + 1) / slices_;
+    int64_t p = l0 / lines_per_row_, o = l0 % lines_per_row_;
+    for (int64_t l = l0; l < l1; ++l) {
+      const char* at = reinterpret_cast<const char*>(at_ + p * row_bytes_ + o * 64);
+      if (to_l1_)
+        _mm_prefetch(at, _MM_HINT_T0);
+      else
+        _mm_prefetch(at, _MM_HINT_T1);
+      if (++o == lines_per_row_) {
+        o = 0;
+        ++p;
+      }
+    }
+  }
+
+ private:
+  const uint8_t* at_;
+  int64_t row_bytes_, lines_per_row_, lines_, slices_;
+  bool to_l1_;
+};
+
+// Scratch regions, each 64-byte aligned (kQScratchFloats covers the alignment).
+struct Scratch {
+  float *wb, *park, *panel;
+  explicit Scratch(float* s) {
+    auto align = [](float* p) {
+      return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
+    };
+    wb = align(s);
+    park = align(wb + kQPanelWeights);
+    panel = align(park + kQMBlockMax * kQGroupRowsMax * 16);
+  }
+};
+
+// Outputs [n0, n1) of `rows` activation rows (rows > V::kDirectRows); K a multiple of 16.
+template <class V, class D>
+void tiles_run(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0, int64_t n1,
+               float* scratch) {
+  constexpr int R = V::kQTileRows, C = V::kQTileCols;
+  static_assert(kQGroupRowsMax % C == 0 && kQGroupRowsLargeK % C == 0 && kQMBlockMax % R == 0);
+  static_assert((kQPanelWeights / kQGroupRowsMax) % 256 == 0, "a chunk holds whole blocks");
+  const Scratch sc(scratch);
+  const int64_t K = w.k, N = w.n;
+  const QPrefillPlan plan = qprefill_plan(rows, K, R);
+  for (int64_t m0 = 0; m0 < rows; m0 += plan.block_rows) {
+    const int64_t mb = std::min(plan.block_rows, rows - m0);
+    const RowTiles rt(mb, R);
+    const bool packed = mb * K <= kQPanelFloats;
+    if (packed) pack_rows<V>(x + m0 * K, K, plan.k_chunk, rt, mb, sc.panel);
+    for (int64_t g = n0; g < n1; g += plan.group_rows) {
+      const int64_t np = std::min(plan.group_rows, n1 - g);
+      for (int64_t k0 = 0; k0 < K; k0 += plan.k_chunk) {
+        const int64_t kc = std::min(plan.k_chunk, K - k0);
+        // F32 rows are copied too: read in place (stride K) they measured 10-20% slower.
+        decode_group<V, D>(w, g, np, k0, kc, sc.wb);
+        const float* wb = sc.wb;
+        const int64_t ldw = kc;
+        const ChunkPrefetch<D> prefetch(w, plan, g, k0, rt.count);
+        for (int64_t t = 0; t < rt.count; ++t) {
+          prefetch.slice(t);
+          const int64_t nr = rt.rows(t), r0 = rt.first(t);
+          const TileRows xr = packed ? TileRows{sc.panel + mb * k0 + r0 * kc, 16, 16 * nr}
+                                     : TileRows{x + (m0 + r0) * K + k0, K, 16};
+          float* park = sc.park + t * R * plan.group_rows * 16;
+          for (int64_t c0 = 0; c0 < np; c0 += C) {
+            tile_any<V, R, C>(nr, std::min<int64_t>(C, np - c0), wb + c0 * ldw, ldw, kc / 16, xr,
+                              park + c0 * R * 16, k0 == 0, k0 + kc == K, y + (m0 + r0) * N + g + c0,
+                              N);
+          }
+        }
+      }
+    }
+  }
+}
+
+#undef QP_INLINE
+
+}  // namespace
+}  // namespace invar::qprefill
