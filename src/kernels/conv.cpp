@@ -57,8 +57,8 @@ void conv1d_silu(const float* x, const float* w, float* state, int64_t t, int64_
 void conv1d_silu(const float* x, const float* w, float* state, int64_t t, int64_t c, int64_t kc,
                  float* y, ThreadPool& pool) {
   check_kernel(kc);
-  // Fewer than ~64 tokens' worth of channels a thread costs more to hand out than to run.
-  const int64_t grain = t * c >= 4096 ? 16 : c;
+  // A decode step's few tokens cost less to run here than to hand out: only prefill splits.
+  const int64_t grain = t >= 8 ? 16 : c;
   pool.parallel_for(
       c, [&](int64_t a, int64_t b, int) { conv1d_silu_channels(x, w, state, t, c, kc, y, a, b); },
       grain);

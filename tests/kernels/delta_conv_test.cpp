@@ -148,7 +148,7 @@ TEST(Conv, SimdEqualsReferenceBits) {
 }
 
 // Channels split across 1-3 threads (runs of 16, a tail of 8 or 4): each channel's bits and state
-// as one thread computes them alone. C·T ≥ 4096 so that the pool really splits.
+// as one thread computes them alone. T ≥ 8 so that the pool really splits.
 TEST(Conv, ThreadsSplitChannelsBitIdentical) {
   for (const ConvCase cc : {ConvCase{64, 72, 4}, ConvCase{40, 132, 3}}) {
     const auto x = test::randn(size_t(cc.t * cc.c), 11);
