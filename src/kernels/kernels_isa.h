@@ -25,8 +25,9 @@ struct IsaKernels {
   void (*l2norm_rows)(const float* x, int64_t m, int64_t n, float eps, float* y);
   void (*rmsnorm_gated_rows)(const float* x, const float* w, const float* z, int64_t m, int64_t n,
                              float eps, float* y);
+  // Channels [ch0, ch1) of conv.h's conv1d_silu.
   void (*conv1d_silu)(const float* x, const float* w, float* state, int64_t t, int64_t c,
-                      int64_t kc, float* y);
+                      int64_t kc, float* y, int64_t ch0, int64_t ch1);
   // Value heads [h0, h1) over all tokens.
   void (*delta_rule_heads)(const DeltaRuleShape& s, float* state, const float* q, const float* k,
                            const float* v, const float* g, const float* beta, float* o, int64_t h0,

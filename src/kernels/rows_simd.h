@@ -129,10 +129,10 @@ void sigmoid_mul_inplace(float* y, const float* gate, int64_t n) {
 // channel's FMA chain j = 0..Kc−1 from +0, as conv.cpp does.
 template <class V>
 void conv1d_silu(const float* x, const float* w, float* state, int64_t t, int64_t c, int64_t kc,
-                 float* y) {
+                 float* y, int64_t ch0, int64_t ch1) {
   V win[16], wt[16];
-  for (int64_t ch = 0; ch < c; ch += 16) {
-    const int64_t r = c - ch;
+  for (int64_t ch = ch0; ch < ch1; ch += 16) {
+    const int64_t r = ch1 - ch;
     for (int64_t j = 0; j < kc; ++j) wt[j] = V::gather_n(w + ch * kc + j, kc, r);
     for (int64_t j = 0; j + 1 < kc; ++j) win[j] = V::load_n(state + j * c + ch, r);
     for (int64_t tt = 0; tt < t; ++tt) {

@@ -38,7 +38,7 @@ void ForwardScratch::reserve_rows(const Hparams& hp, int64_t m) {
   const int64_t K = hp.n_expert_used;
   const int64_t W = hp.is_moe() ? moe_wave_rows(hp, m) : m;
   for (auto* v : {&h, &x, &out}) grow(*v, m * E);
-  for (auto* v : {&ex_x, &ex_y}) grow(*v, W * E);
+  grow(ex_x, W * E);
   grow(qkv, m * CONV);
   grow(conv_out, m * CONV);
   grow(z, m * VAL);
@@ -63,7 +63,9 @@ void ForwardScratch::reserve_rows(const Hparams& hp, int64_t m) {
     grow(router, m * hp.n_expert);
     grow(sel, m * K);
     grow(sel_w, m * K);
+    grow(ex_off, hp.n_expert + 1);
     grow(ex_rows, m * K);
+    grow(ex_pos, m * K);
     grow(ex_out, m * K * E);
     grow(shexp_g, m);
     moe_jobs.reserve(2 * 64 + 1);
@@ -103,15 +105,21 @@ void layer_run(const Hparams& hp, const ModelWeights& w, const LayerWeights& lw,
   float* h = s.h.data();
   float* x = s.x.data();
   float* out = s.out.data();
-  rmsnorm_rows(h, lw.attn_norm.data(), m, E, hp.rms_eps, x);
+  // Every step here works row by row, so rows split across the pool's threads (rule N2).
+  rows_parallel(pool, m, [&](int64_t a, int64_t b) {
+    rmsnorm_rows(h + a * E, lw.attn_norm.data(), b - a, E, hp.rms_eps, x + a * E);
+  });
   if (lw.recurrent)
     gdn_layer(hp, lw, rows, s, pool, x, out);
   else
     attention_layer(hp, w, lw, rows, s, pool, x, out);
-  add_inplace(h, out, m * E);
-  rmsnorm_rows(h, lw.post_norm.data(), m, E, hp.rms_eps, x);
+  rows_parallel(pool, m, [&](int64_t a, int64_t b) {
+    add_inplace(h + a * E, out + a * E, (b - a) * E);
+    rmsnorm_rows(h + a * E, lw.post_norm.data(), b - a, E, hp.rms_eps, x + a * E);
+  });
   ffn_layer(hp, lw, m, s, pool, x, out);
-  add_inplace(h, out, m * E);
+  rows_parallel(pool, m,
+                [&](int64_t a, int64_t b) { add_inplace(h + a * E, out + a * E, (b - a) * E); });
 }
 
 void Model::forward(std::span<const SeqChunk> batch, ForwardScratch& s, ThreadPool& pool) const {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -51,9 +52,11 @@ struct ForwardScratch {
   ZeroedVector<float> router;        // [M][NE]
   std::vector<int32_t> sel;          // [M][K] chosen experts
   ZeroedVector<float> sel_w;         // [M][K] their weights
-  std::vector<int64_t> ex_rows;      // [M·K] (row·K + slot) entries of one wave, expert by expert
-  ZeroedVector<float> ex_x, ex_y;    // [W][E] gathered inputs / outputs of one wave of experts
-  ZeroedVector<float> ex_out;        // [M][K][E] expert outputs before weighting
+  std::vector<int64_t> ex_off;       // [NE + 1] where each expert's slots start in ex_rows
+  std::vector<int64_t> ex_rows;      // [M·K] slots (row·K + k) sorted by expert, rows ascending
+  std::vector<int64_t> ex_pos;       // [M·K] place of slot row·K + k in ex_rows
+  ZeroedVector<float> ex_x;          // [W][E] gathered inputs of one wave of experts
+  ZeroedVector<float> ex_out;        // [M·K][E] expert outputs before weighting, as ex_rows
   ZeroedVector<float> shexp_g;       // [M] shared-expert gate logits
   std::vector<MatmulJob> moe_jobs;   // the products of one wave of experts
   // Logits
@@ -87,6 +90,20 @@ void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeight
                      float* out);
 void ffn_layer(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s,
                ThreadPool& pool, const float* x, float* out);
+
+// fn(begin, end) or fn(begin, end, thread) over disjoint ranges of [0, m) rows on the pool's
+// threads; a step that runs row by row, so the split changes no bit (rule N2). Few rows (a decode
+// step) run on the calling thread.
+template <class Fn>
+void rows_parallel(ThreadPool& pool, int64_t m, Fn&& fn) {
+  const ThreadPool::RangeFn range = [&](int64_t a, int64_t b, int ti) {
+    if constexpr (std::is_invocable_v<Fn&, int64_t, int64_t, int>)
+      fn(a, b, ti);
+    else
+      fn(a, b);
+  };
+  pool.parallel_for(m, range, 4);
+}
 
 // Rows of one wave of routed experts (all of them in one decode step): the experts of a wave run
 // their gate and up products in one dispatch of the pool and their downs in a second.

@@ -38,15 +38,16 @@ void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeight
   float* o = s.ao.data();        // [M][H][D]
   const MatmulJob qkv[] = {{&lw.wq, x, m, qg}, {&lw.wk, x, m, k}, {&lw.wv, x, m, v}};
   matmul_jobs(qkv, pool, s.kernel);
-  for (int64_t t = 0; t < m; ++t) {
-    for (int64_t hh = 0; hh < H; ++hh) {
-      const float* src = qg + (t * H + hh) * 2 * D;
-      std::memcpy(q + (t * H + hh) * D, src, size_t(D) * 4);
-      std::memcpy(gate + (t * H + hh) * D, src + D, size_t(D) * 4);
+  rows_parallel(pool, m, [&](int64_t a, int64_t c) {
+    for (int64_t t = a; t < c; ++t) {
+      for (int64_t hh = 0; hh < H; ++hh) {
+        const float* src = qg + (t * H + hh) * 2 * D;
+        rmsnorm_rows(src, lw.q_norm.data(), 1, D, hp.rms_eps, q + (t * H + hh) * D);
+        std::memcpy(gate + (t * H + hh) * D, src + D, size_t(D) * 4);
+      }
     }
-  }
-  rmsnorm_rows(q, lw.q_norm.data(), m * H, D, hp.rms_eps, q);
-  rmsnorm_rows(k, lw.k_norm.data(), m * Hkv, D, hp.rms_eps, k);
+    rmsnorm_rows(k + a * KVD, lw.k_norm.data(), (c - a) * Hkv, D, hp.rms_eps, k + a * KVD);
+  });
 
   const AttentionShape shape0{0, 0, H, Hkv, D, det_rsqrt(float(D))};
   for (size_t i = 0; i < b.seqs.size(); ++i) {
@@ -55,14 +56,16 @@ void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeight
     // One block: [n_attn][2][bs][Hkv][D]; this layer's K then V sub-blocks.
     const int64_t k_off = (lw.attn_index * 2) * bs * KVD;
     const int64_t v_off = (lw.attn_index * 2 + 1) * bs * KVD;
-    for (int64_t t = 0; t < c.n_tokens; ++t) {
-      const int64_t pos = c.pos0 + t, r = r0 + t;
-      rope_apply(w.rope, q + r * HD, H, pos);
-      rope_apply(w.rope, k + r * KVD, Hkv, pos);
-      float* blk = c.kv_blocks[pos / bs];
-      std::memcpy(blk + k_off + (pos % bs) * KVD, k + r * KVD, size_t(KVD) * 4);
-      std::memcpy(blk + v_off + (pos % bs) * KVD, v + r * KVD, size_t(KVD) * 4);
-    }
+    rows_parallel(pool, c.n_tokens, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t pos = c.pos0 + t, r = r0 + t;
+        rope_apply(w.rope, q + r * HD, H, pos);
+        rope_apply(w.rope, k + r * KVD, Hkv, pos);
+        float* blk = c.kv_blocks[pos / bs];
+        std::memcpy(blk + k_off + (pos % bs) * KVD, k + r * KVD, size_t(KVD) * 4);
+        std::memcpy(blk + v_off + (pos % bs) * KVD, v + r * KVD, size_t(KVD) * 4);
+      }
+    });
     const int64_t n_blocks = (c.pos0 + c.n_tokens + bs - 1) / bs;
     if (int64_t(s.kblk.size()) < n_blocks) {
       s.kblk.resize(size_t(n_blocks));
@@ -79,7 +82,9 @@ void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeight
     attention(sh, view, q + r0 * HD, o + r0 * HD, pool, s.kernel);
   }
 
-  sigmoid_mul_inplace(o, gate, m * HD);
+  rows_parallel(pool, m, [&](int64_t a, int64_t c) {
+    sigmoid_mul_inplace(o + a * HD, gate + a * HD, (c - a) * HD);
+  });
   matmul(lw.wo, o, m, out, pool, s.kernel);
 }
 

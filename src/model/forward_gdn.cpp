@@ -52,10 +52,10 @@ void legacy_split(const Hparams& hp, const float* in, int64_t m, float* qkv, flo
 
 // β and g per row and v-head from the raw projections in ba (qwen3next's ssm_ba holds per
 // k-head [b(r), a(r)]; qwen35*'s rows are [b(Hv) | a(Hv)] in plain v-head order).
-void gates(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s) {
+void gates(const Hparams& hp, const LayerWeights& lw, int64_t t0, int64_t t1, ForwardScratch& s) {
   const int64_t Hv = hp.ssm_dt_rank, Hk = hp.ssm_n_group, r = Hv / Hk;
   const float* ba = s.ba.data();  // [M][2Hv]
-  for (int64_t t = 0; t < m; ++t) {
+  for (int64_t t = t0; t < t1; ++t) {
     const float* row = ba + t * 2 * Hv;
     for (int64_t h = 0; h < Hv; ++h) {
       float b, a;
@@ -134,7 +134,7 @@ void gdn_layer(const Hparams& hp, const LayerWeights& lw, const BatchRows& b, Fo
   float* qkv = s.qkv.data();  // [M][CONV]
   float* z = s.z.data();      // [M][VAL]
   gdn_project(hp, lw, x, m, s, pool);
-  gates(hp, lw, m, s);
+  rows_parallel(pool, m, [&](int64_t a, int64_t c) { gates(hp, lw, a, c, s); });
 
   // Causal conv + SiLU per sequence, token-sequential, cut at checkpoints.
   float* u = s.conv_out.data();  // [M][CONV]
@@ -148,7 +148,7 @@ void gdn_layer(const Hparams& hp, const LayerWeights& lw, const BatchRows& b, Fo
       int64_t e = ci < s.cuts.size() ? s.cuts[ci].first : c.n_tokens;
       if (e > a)
         conv1d_silu(qkv + (r0 + a) * CONV, lw.conv_w.data(), conv_state, e - a, CONV, Kc,
-                    u + (r0 + a) * CONV);
+                    u + (r0 + a) * CONV, pool);
       if (ci < s.cuts.size())
         std::memcpy(c.checkpoint_dst[s.cuts[ci].second] + state_off, conv_state,
                     size_t(conv_floats) * 4);
@@ -160,14 +160,14 @@ void gdn_layer(const Hparams& hp, const LayerWeights& lw, const BatchRows& b, Fo
   float* q = s.gq.data();
   float* k = s.gk.data();
   float* v = s.gv.data();
-  for (int64_t t = 0; t < m; ++t) {
-    const float* ur = u + t * CONV;
-    std::memcpy(q + t * KEY, ur, size_t(KEY) * 4);
-    std::memcpy(k + t * KEY, ur + KEY, size_t(KEY) * 4);
-    std::memcpy(v + t * VAL, ur + 2 * KEY, size_t(VAL) * 4);
-  }
-  l2norm_rows(q, m * Hk, Dk, hp.rms_eps, q);
-  l2norm_rows(k, m * Hk, Dk, hp.rms_eps, k);
+  rows_parallel(pool, m, [&](int64_t a, int64_t c) {
+    for (int64_t t = a; t < c; ++t) {
+      const float* ur = u + t * CONV;
+      l2norm_rows(ur, Hk, Dk, hp.rms_eps, q + t * KEY);
+      l2norm_rows(ur + KEY, Hk, Dk, hp.rms_eps, k + t * KEY);
+      std::memcpy(v + t * VAL, ur + 2 * KEY, size_t(VAL) * 4);
+    }
+  });
 
   // Delta rule per sequence, cut at the same checkpoints.
   float* o = s.go.data();  // [M][Hv][Dv]
@@ -194,8 +194,10 @@ void gdn_layer(const Hparams& hp, const LayerWeights& lw, const BatchRows& b, Fo
     }
   }
 
-  // Gated RMSNorm per v-head, then the output projection.
-  rmsnorm_gated_rows(o, lw.ssm_norm.data(), z, m * Hv, Dv, hp.rms_eps, o);
+  rows_parallel(pool, m, [&](int64_t a, int64_t c) {
+    rmsnorm_gated_rows(o + a * VAL, lw.ssm_norm.data(), z + a * VAL, (c - a) * Hv, Dv, hp.rms_eps,
+                       o + a * VAL);
+  });
   matmul(lw.ssm_out, o, m, out, pool, s.kernel);
 }
 

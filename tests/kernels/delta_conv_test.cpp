@@ -147,6 +147,27 @@ TEST(Conv, SimdEqualsReferenceBits) {
   }
 }
 
+// Channels split across 1-3 threads (runs of 16, a tail of 8 or 4): each channel's bits and state
+// as one thread computes them alone. T ≥ 8 so that the pool really splits.
+TEST(Conv, ThreadsSplitChannelsBitIdentical) {
+  for (const ConvCase cc : {ConvCase{64, 72, 4}, ConvCase{40, 132, 3}}) {
+    const auto x = test::randn(size_t(cc.t * cc.c), 11);
+    const auto w = test::randn(size_t(cc.c * cc.kc), 12);
+    const auto st0 = test::randn(size_t((cc.kc - 1) * cc.c), 13);
+    std::vector<float> ref_st = st0, ref_y(x.size());
+    conv1d_silu_ref(x.data(), w.data(), ref_st.data(), cc.t, cc.c, cc.kc, ref_y.data());
+    test::for_each_simd_level([&](SimdLevel) {
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        std::vector<float> st = st0, y(x.size(), -1.0f);
+        conv1d_silu(x.data(), w.data(), st.data(), cc.t, cc.c, cc.kc, y.data(), pool);
+        EXPECT_EQ(bit_diff(y, ref_y), "") << "C=" << cc.c << " threads " << threads;
+        EXPECT_EQ(bit_diff(st, ref_st), "") << "state C=" << cc.c << " threads " << threads;
+      }
+    });
+  }
+}
+
 TEST(Conv, ReferenceCloseToFloat64) {
   for (const auto& cc : kConv) {
     const auto x = test::randn(size_t(cc.t * cc.c), 4);
