@@ -93,17 +93,6 @@ QD_INLINE void k4_scales4(const uint8_t* const* b, float (*out)[16]) {
   }
 }
 
-// k4_scales4 for block b of each of P rows (P a multiple of 4).
-template <class V, int P>
-QD_INLINE void k4_scales_rows(const uint8_t* const* row, int64_t b, int64_t block_bytes,
-                              float (*out)[16]) {
-  const uint8_t* blk[P];
-#pragma GCC unroll 8
-  for (int p = 0; p < P; ++p) blk[p] = row[p] + b * block_bytes;
-#pragma GCC unroll 8
-  for (int p = 0; p < P; p += 4) k4_scales4<V>(blk + p, out + p);
-}
-
 // The activations of 64 weights (4 vectors) for R rows. At M = 1 they stay in registers across
 // the P weight rows; with more rows they would crowd out the R·P accumulators, so each FMA reads
 // its activation from memory (a load operand, and loads are not the bottleneck).
@@ -147,10 +136,17 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   // a 4-byte load: the block's first lookups waited for the stores to retire).
   alignas(64) float sc_buf[2][P][16];
   const int64_t n_blocks = w.k / 256;
-  k4_scales_rows<V, P>(row, 0, kBytes, sc_buf[0]);
+  auto scales = [&](int64_t b) __attribute__((always_inline)) {
+    const uint8_t* blk[P];
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) blk[p] = row[p] + b * kBytes;
+#pragma GCC unroll 8
+    for (int p = 0; p < P; p += 4) k4_scales4<V>(blk + p, sc_buf[b & 1] + p);
+  };
+  scales(0);
   for (int64_t b = 0; b < n_blocks; ++b) {
     qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
-    if (b + 1 < n_blocks) k4_scales_rows<V, P>(row, b + 1, kBytes, sc_buf[(b + 1) & 1]);
+    if (b + 1 < n_blocks) scales(b + 1);
     const uint8_t* blk[P];
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) blk[p] = row[p] + b * kBytes;
@@ -197,47 +193,10 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
     for (int p = 0; p < P; ++p) y[r * w.n + n0 + p] = V::sum(V{acc[r][p]});
 }
 
-// Q6_K block b of each of P rows unpacked: ds[p][i] = d · scale i (exact), codes[p] = the 16
-// chunks of 16 codes − 32 in k order. Half h of a block (weights 128h ..) takes its low nibbles
-// from ql[64h .. 64h + 64) — in 128-bit lane L: chunk 8h + L (low nibbles) and 8h + 4 + L (high
-// nibbles) — and its 2 high bits from qh[32h .. 32h + 32), byte i of part p = L % 2 shifted by
-// 2·g for group g = chunk's (c / 2) % 4 (see qdecode::Q6_K).
-template <class V, int P>
-QD_INLINE void q6k_unpack(const uint8_t* const* row, int64_t b, float (*ds)[16],
-                          int8_t (*codes)[256]) {
-  constexpr int kBytes = 210;
-  // qh broadcast to lanes (part 0, part 1, part 0, part 1); the low-nibble lanes hold groups
-  // 0, 0, 1, 1 (high bits at shift 0, 2: moved up to bits 4..5 by << 4, << 2) and the
-  // high-nibble lanes groups 2, 2, 3, 3 (shift 4, 6: >> 0, >> 2).
-  const __m512i shift_lo = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2);
-  const __m512i shift_hi = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
-  const __m512i lo4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
-  const __m512i k32 = _mm512_set1_epi8(32);
-#pragma GCC unroll 8
-  for (int p = 0; p < P; ++p) {
-    const uint8_t* blk = row[p] + b * kBytes;
-    // ds = d · scale (int8): exact.
-    const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
-    _mm512_store_ps(ds[p], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s)),
-                                         _mm512_set1_ps(qdecode::f16(blk + 208))));
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
-      const __m512i qh = _mm512_broadcast_i64x4(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h)));
-      // 0xF8: a | (b & c): nibble | high bits in bits 4..5
-      const __m512i lo = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, lo4),
-                                                   _mm512_sllv_epi64(qh, shift_lo), bits45, 0xF8);
-      const __m512i hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), lo4),
-                                                   _mm512_srlv_epi64(qh, shift_hi), bits45, 0xF8);
-      _mm512_store_si512(codes[p] + 128 * h, _mm512_sub_epi8(lo, k32));
-      _mm512_store_si512(codes[p] + 128 * h + 64, _mm512_sub_epi8(hi, k32));
-    }
-  }
-}
-
-// Q6_K, R activation rows × P weight rows from row n0: each weight vector is ds · code, the exact
-// product of qdecode::Q6_K.
+// Q6_K, R activation rows × P weight rows from row n0. Half h of a block (weights 128h ..) takes
+// its low nibbles from ql[64h .. 64h + 64) — in 128-bit lane L: chunk 8h + L (low nibbles) and
+// 8h + 4 + L (high nibbles) — and its 2 high bits from qh[32h .. 32h + 32), byte i of part
+// p = L % 2 shifted by 2·g for group g = chunk's (c / 2) % 4 (see qdecode::Q6_K).
 template <class V, int R, int P>
 void q6k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   constexpr int kBytes = 210;
@@ -255,11 +214,42 @@ void q6k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   // the stores to retire).
   alignas(64) float ds_buf[2][P][16];
   alignas(64) int8_t codes_buf[2][P][256];  // 16 chunks of 16 codes − 32
+  // qh broadcast to lanes (part 0, part 1, part 0, part 1); the low-nibble lanes hold groups
+  // 0, 0, 1, 1 (high bits at shift 0, 2: moved up to bits 4..5 by << 4, << 2) and the
+  // high-nibble lanes groups 2, 2, 3, 3 (shift 4, 6: >> 0, >> 2).
+  const __m512i shift_lo = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2);
+  const __m512i shift_hi = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
+  const __m512i lo4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
+  const __m512i k32 = _mm512_set1_epi8(32);
+  auto unpack = [&](int64_t b) __attribute__((always_inline)) {
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) {
+      const uint8_t* blk = row[p] + b * kBytes;
+      // ds = d · scale (int8): exact.
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
+      _mm512_store_ps(ds_buf[b & 1][p], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s)),
+                                                      _mm512_set1_ps(qdecode::f16(blk + 208))));
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h)));
+        // 0xF8: a | (b & c): nibble | high bits in bits 4..5
+        const __m512i lo = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, lo4),
+                                                     _mm512_sllv_epi64(qh, shift_lo), bits45, 0xF8);
+        const __m512i hi =
+            _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), lo4),
+                                      _mm512_srlv_epi64(qh, shift_hi), bits45, 0xF8);
+        _mm512_store_si512(codes_buf[b & 1][p] + 128 * h, _mm512_sub_epi8(lo, k32));
+        _mm512_store_si512(codes_buf[b & 1][p] + 128 * h + 64, _mm512_sub_epi8(hi, k32));
+      }
+    }
+  };
   const int64_t n_blocks = w.k / 256;
-  q6k_unpack<V, P>(row, 0, ds_buf[0], codes_buf[0]);
+  unpack(0);
   for (int64_t b = 0; b < n_blocks; ++b) {
     qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
-    if (b + 1 < n_blocks) q6k_unpack<V, P>(row, b + 1, ds_buf[(b + 1) & 1], codes_buf[(b + 1) & 1]);
+    if (b + 1 < n_blocks) unpack(b + 1);
     asm volatile("" ::: "memory");  // codes and scales are read back from memory
     const float(*ds)[16] = ds_buf[b & 1];
     const int8_t(*codes)[256] = codes_buf[b & 1];
@@ -404,18 +394,6 @@ QD_INLINE uint64_t q80_scales4(const uint8_t* p) {
   return uint64_t(h[0]) | uint64_t(h[1]) << 16 | uint64_t(h[2]) << 32 | uint64_t(h[3]) << 48;
 }
 
-// The scales of 8 consecutive blocks of P rows (row p at blk + p·rb) as F32.
-template <int P>
-QD_INLINE void q80_scales_rows(const uint8_t* blk, int64_t rb, float (*ds)[8]) {
-  constexpr int kBytes = 34;
-#pragma GCC unroll 8
-  for (int p = 0; p < P; ++p) {
-    const __m128i h = _mm_set_epi64x(int64_t(q80_scales4(blk + p * rb + 4 * kBytes)),
-                                     int64_t(q80_scales4(blk + p * rb)));
-    _mm256_store_ps(ds[p], _mm256_cvtph_ps(h));  // exact
-  }
-}
-
 // Q8_0, R activation rows × P weight rows from row n0, 8 blocks of each row a step. The F16
 // scales of a row's 8 blocks are packed in integer registers and converted together, instead of
 // an insert, a conversion and a broadcast per block.
@@ -429,19 +407,22 @@ void q80_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
-  // The scales of step s are converted during step s − 1 (two buffers), so the broadcasts that
-  // read them find them in the cache rather than waiting for the stores to retire.
-  alignas(64) float ds_buf[2][P][8];
-  const int64_t n_blocks = w.k / 32, n_steps = n_blocks / G;
-  if (n_steps > 0) q80_scales_rows<P>(rows, rb, ds_buf[0]);
-  for (int64_t s = 0; s < n_steps; ++s) {
-    qdecode::prefetch_ahead(rows, P * rb, P * G * kBytes, s);
-    if (s + 1 < n_steps) q80_scales_rows<P>(rows + (s + 1) * G * kBytes, rb, ds_buf[(s + 1) & 1]);
+  alignas(64) float ds[P][8];
+  const int64_t n_blocks = w.k / 32;
+  int64_t b = 0;
+  for (; b + G <= n_blocks; b += G) {
+    qdecode::prefetch_ahead(rows, P * rb, P * G * kBytes, b / G);
+    const uint8_t* blk = rows + b * kBytes;
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) {
+      const __m128i h = _mm_set_epi64x(int64_t(q80_scales4(blk + p * rb + 4 * kBytes)),
+                                       int64_t(q80_scales4(blk + p * rb)));
+      _mm256_store_ps(ds[p], _mm256_cvtph_ps(h));  // exact
+    }
     asm volatile("" ::: "memory");  // the scales are broadcast from memory
-    q80_blocks<R, P, G>(rows + s * G * kBytes, rb, ds_buf[s & 1], x + s * G * 32, w.k, acc);
+    q80_blocks<R, P, G>(blk, rb, ds, x + b * 32, w.k, acc);
   }
-  float(*ds)[8] = ds_buf[0];
-  for (int64_t b = n_steps * G; b < n_blocks; ++b) {
+  for (; b < n_blocks; ++b) {
     const uint8_t* blk = rows + b * kBytes;
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) ds[p][0] = qdecode::f16(blk + p * rb);
