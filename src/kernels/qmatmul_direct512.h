@@ -30,6 +30,12 @@
 #include "kernels/qmatmul.h"
 #include "kernels/qmatmul_decode.h"
 
+// GCC 12's false positive on the AVX-512 intrinsics' undefined pass-through operands (as in
+// vec_avx512.h, which the AVX-512 file includes after this header).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 namespace invar::qdirect512 {
 namespace {
 
@@ -125,40 +131,59 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
-  alignas(64) float sc[P][16];
+  // Block b's scales are unpacked during block b − 1: the broadcasts that read them then find
+  // them in the cache, not in flight in the store queue (a 64-byte store does not forward to
+  // a 4-byte load: the block's first lookups waited for the stores to retire).
+  alignas(64) float sc_buf[2][P][16];
   const int64_t n_blocks = w.k / 256;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
+  auto scales = [&](int64_t b) __attribute__((always_inline)) {
     const uint8_t* blk[P];
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) blk[p] = row[p] + b * kBytes;
 #pragma GCC unroll 8
-    for (int p = 0; p < P; p += 4) k4_scales4<V>(blk + p, sc + p);
+    for (int p = 0; p < P; p += 4) k4_scales4<V>(blk + p, sc_buf[b & 1] + p);
+  };
+  scales(0);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
+    if (b + 1 < n_blocks) scales(b + 1);
+    const uint8_t* blk[P];
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p) blk[p] = row[p] + b * kBytes;
     // The scales go through memory: broadcasts from memory are loads, while the register
     // shuffles the compiler would otherwise pick compete with the lookups for the shuffle units.
     asm volatile("" ::: "memory");
+    float(*sc)[16] = sc_buf[b & 1];
     const float* xb = x + b * 256;
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       const X4<V, R> xv(xb + 64 * j, w.k);
-#pragma GCC unroll 8
-      for (int p = 0; p < P; ++p) {
-        const uint8_t* qs = blk[p] + 16 + 32 * j;
-        const __m512i i0 =
-            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-        const __m512i i1 =
-            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16)));
-        const __m512 t0 =
-            _mm512_fmadd_ps(bcast<V>(&sc[p][2 * j]), codes, bcast<V>(&sc[p][8 + 2 * j]));
-        const __m512 t1 =
-            _mm512_fmadd_ps(bcast<V>(&sc[p][2 * j + 1]), codes, bcast<V>(&sc[p][9 + 2 * j]));
-        const __m512 wv[4] = {_mm512_permutexvar_ps(i0, t0), _mm512_permutexvar_ps(i1, t0),
-                              _mm512_permutexvar_ps(_mm512_srli_epi32(i0, 4), t1),
-                              _mm512_permutexvar_ps(_mm512_srli_epi32(i1, 4), t1)};
+#pragma GCC unroll 2
+      for (int p0 = 0; p0 < P; p0 += 4) {
+        __m512i idx[4][2];
+        __m512 tb[4][2];
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; ++c)
+        for (int q = 0; q < 4; ++q) {
+          const uint8_t* qs = blk[p0 + q] + 16 + 32 * j;
+          idx[q][0] = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+          idx[q][1] =
+              _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16)));
+          tb[q][0] = _mm512_fmadd_ps(bcast<V>(&sc[p0 + q][2 * j]), codes,
+                                     bcast<V>(&sc[p0 + q][8 + 2 * j]));
+          tb[q][1] = _mm512_fmadd_ps(bcast<V>(&sc[p0 + q][2 * j + 1]), codes,
+                                     bcast<V>(&sc[p0 + q][9 + 2 * j]));
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 4
+          for (int q = 0; q < 4; ++q) {
+            const __m512 wv = _mm512_permutexvar_ps(
+                c < 2 ? idx[q][c] : _mm512_srli_epi32(idx[q][c - 2], 4), tb[q][c / 2]);
 #pragma GCC unroll 8
-          for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv[c], xv.at(r, c), acc[r][p]);
+            for (int r = 0; r < R; ++r)
+              acc[r][p0 + q] = _mm512_fmadd_ps(wv, xv.at(r, c), acc[r][p0 + q]);
+          }
+        }
       }
     }
   }
@@ -183,8 +208,12 @@ void q6k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) acc[r][p] = _mm512_setzero_ps();
-  alignas(64) float ds[P][16];
-  alignas(64) int8_t codes[P][128];  // half a block: 8 chunks of 16 codes − 32
+  // Block b's scales and codes are unpacked during block b − 1 (two buffers): the loads that
+  // read them then find them in the cache, not in flight in the store queue (a 64-byte store
+  // does not forward to the 16-byte and 4-byte loads that read it back, so they would wait for
+  // the stores to retire).
+  alignas(64) float ds_buf[2][P][16];
+  alignas(64) int8_t codes_buf[2][P][256];  // 16 chunks of 16 codes − 32
   // qh broadcast to lanes (part 0, part 1, part 0, part 1); the low-nibble lanes hold groups
   // 0, 0, 1, 1 (high bits at shift 0, 2: moved up to bits 4..5 by << 4, << 2) and the
   // high-nibble lanes groups 2, 2, 3, 3 (shift 4, 6: >> 0, >> 2).
@@ -192,21 +221,16 @@ void q6k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
   const __m512i shift_hi = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
   const __m512i lo4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
   const __m512i k32 = _mm512_set1_epi8(32);
-  const int64_t n_blocks = w.k / 256;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
-    const float* xb = x + b * 256;
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
+  auto unpack = [&](int64_t b) __attribute__((always_inline)) {
 #pragma GCC unroll 8
-      for (int p = 0; p < P; ++p) {
-        const uint8_t* blk = row[p] + b * kBytes;
-        if (h == 0) {
-          // ds = d · scale (int8): exact.
-          const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
-          _mm512_store_ps(ds[p], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s)),
-                                               _mm512_set1_ps(qdecode::f16(blk + 208))));
-        }
+    for (int p = 0; p < P; ++p) {
+      const uint8_t* blk = row[p] + b * kBytes;
+      // ds = d · scale (int8): exact.
+      const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192));
+      _mm512_store_ps(ds_buf[b & 1][p], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s)),
+                                                      _mm512_set1_ps(qdecode::f16(blk + 208))));
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
         const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
         const __m512i qh = _mm512_broadcast_i64x4(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h)));
@@ -216,23 +240,32 @@ void q6k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
         const __m512i hi =
             _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), lo4),
                                       _mm512_srlv_epi64(qh, shift_hi), bits45, 0xF8);
-        _mm512_store_si512(codes[p], _mm512_sub_epi8(lo, k32));
-        _mm512_store_si512(codes[p] + 64, _mm512_sub_epi8(hi, k32));
+        _mm512_store_si512(codes_buf[b & 1][p] + 128 * h, _mm512_sub_epi8(lo, k32));
+        _mm512_store_si512(codes_buf[b & 1][p] + 128 * h + 64, _mm512_sub_epi8(hi, k32));
       }
-      asm volatile("" ::: "memory");  // codes and scales are read back from memory
+    }
+  };
+  const int64_t n_blocks = w.k / 256;
+  unpack(0);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
+    if (b + 1 < n_blocks) unpack(b + 1);
+    asm volatile("" ::: "memory");  // codes and scales are read back from memory
+    const float(*ds)[16] = ds_buf[b & 1];
+    const int8_t(*codes)[256] = codes_buf[b & 1];
+    const float* xb = x + b * 256;
+#pragma GCC unroll 16
+    for (int c = 0; c < 16; ++c) {
+      __m512 xv[R];
 #pragma GCC unroll 8
-      for (int c = 0; c < 8; ++c) {
-        __m512 xv[R];
+      for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(xb + r * w.k + 16 * c);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_ps(xb + r * w.k + 128 * h + 16 * c);
+      for (int p = 0; p < P; ++p) {
+        const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+            _mm_load_si128(reinterpret_cast<const __m128i*>(codes[p] + 16 * c))));
+        const __m512 wv = _mm512_mul_ps(bcast<V>(&ds[p][c]), q);
 #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) {
-          const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-              _mm_load_si128(reinterpret_cast<const __m128i*>(codes[p] + 16 * c))));
-          const __m512 wv = _mm512_mul_ps(bcast<V>(&ds[p][8 * h + c]), q);
-#pragma GCC unroll 8
-          for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv, xv[r], acc[r][p]);
-        }
+        for (int r = 0; r < R; ++r) acc[r][p] = _mm512_fmadd_ps(wv, xv[r], acc[r][p]);
       }
     }
   }
