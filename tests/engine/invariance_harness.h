@@ -59,6 +59,10 @@ class Collector {
       if (outcomes_.size() <= slot) outcomes_.resize(slot + 1);
     }
     return [this, slot](RequestEvent&& ev) {
+      {
+        std::unique_lock g(gate_mu_);
+        gate_cv_.wait(g, [&] { return !held_; });
+      }
       std::lock_guard lk(mu_);
       Outcome& o = outcomes_[slot];
       if (o.first_event < 0) o.first_event = n_events_;
@@ -74,6 +78,19 @@ class Collector {
         cv_.notify_all();
       }
     };
+  }
+  // While held, the engine thread waits at its first event: requests submitted together are
+  // all queued before any of them can finish, however the test thread is scheduled.
+  void hold() {
+    std::lock_guard g(gate_mu_);
+    held_ = true;
+  }
+  void release() {
+    {
+      std::lock_guard g(gate_mu_);
+      held_ = false;
+    }
+    gate_cv_.notify_all();
   }
   void wait(size_t n) {
     std::unique_lock lk(mu_);
@@ -94,6 +111,9 @@ class Collector {
   std::condition_variable cv_;
   std::vector<Outcome> outcomes_;
   int64_t n_events_ = 0;
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  bool held_ = false;
 };
 
 inline GenerationRequest request_make(std::vector<int32_t> prompt, int64_t max_tokens,
@@ -128,7 +148,14 @@ inline std::vector<Outcome> run_together(const Model& m, const EngineConfig& cfg
   Engine engine(m, nullptr, cfg);
   Collector col;
   for (size_t i = 0; i < reqs.size(); ++i) col.sink(i);
-  for (size_t i = 0; i < reqs.size(); ++i) engine.submit(reqs[i], col.sink(i));
+  col.hold();
+  try {
+    for (size_t i = 0; i < reqs.size(); ++i) engine.submit(reqs[i], col.sink(i));
+  } catch (...) {
+    col.release();  // the engine thread must not stay held while the engine joins it
+    throw;
+  }
+  col.release();
   col.wait(reqs.size());
   std::vector<Outcome> out;
   for (size_t i = 0; i < reqs.size(); ++i) out.push_back(col.take(i));
