@@ -38,8 +38,8 @@ struct TileRows {
   int64_t row, step;
 };
 
-// y[r·ldy + c] = V::sum(acc[r][c]), 16 outputs per V::sum16 where the ISA has it (the same
-// additions in the same order).
+// y[r·ldy + c] = V::sum(acc[r][c]), 16 outputs per V::sum16 where the ISA has it, a last 8 or
+// fewer per V::sum8 (the same additions in the same order).
 template <class V, int R, int C>
 QP_INLINE void tile_sums(const V (&acc)[R][C], float* y, int64_t ldy) {
   if constexpr (requires(const V(&a)[16], float* o) { V::sum16(a, o); }) {
@@ -47,6 +47,16 @@ QP_INLINE void tile_sums(const V (&acc)[R][C], float* y, int64_t ldy) {
     float out[(kN + 15) / 16 * 16];
 #pragma GCC unroll 4
     for (int i0 = 0; i0 < kN; i0 += 16) {
+      if constexpr (requires(const V(&a)[8], float* o) { V::sum8(a, o); }) {
+        if (kN - i0 <= 8) {  // a last, half-empty sum16 (the 4 × 6 tile's outputs 16..23)
+          V a[8];
+#pragma GCC unroll 8
+          for (int i = 0; i < 8; ++i)
+            a[i] = i0 + i < kN ? acc[(i0 + i) / C][(i0 + i) % C] : V::zero();
+          V::sum8(a, out + i0);
+          continue;
+        }
+      }
       V a[16];
 #pragma GCC unroll 16
       for (int i = 0; i < 16; ++i) a[i] = i0 + i < kN ? acc[(i0 + i) / C][(i0 + i) % C] : V::zero();

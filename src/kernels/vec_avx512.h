@@ -121,6 +121,30 @@ struct V512 {
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, e));
   }
+  // out[i] = sum(a[i]) for 8 vectors: sum16's additions for its first 8 outputs, without the
+  // shuffles and adds of the 8 it would sum from zeros (26 instructions instead of 47).
+  V512_INLINE void sum8(const V512 (&a)[8], float* out) {
+    __m512 b[4], c[2];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {  // lanes 0..7: s8 of output 2j; 8..15: of 2j+1
+      b[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j].v, a[2 * j + 1].v, 0x44),
+                           _mm512_shuffle_f32x4(a[2 * j].v, a[2 * j + 1].v, 0xee));
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; ++j) {  // 128-bit lane t: s4 of output 4j + t
+      c[j] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * j], b[2 * j + 1], 0x88),
+                           _mm512_shuffle_f32x4(b[2 * j], b[2 * j + 1], 0xdd));
+    }
+    // Lane t: s2 of output t, then 4 + t.
+    const __m512d lo = _mm512_castps_pd(c[0]), hi = _mm512_castps_pd(c[1]);
+    const __m512 d = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi)),
+                                   _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi)));
+    // Elements 4t and 4t + 1: the totals of outputs t and t + 4 (4t + 2, 4t + 3 repeat them).
+    const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d, d, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(d, d, _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 4, 8, 12, 1, 5, 9, 13);
+    _mm256_storeu_ps(out, _mm512_castps512_ps256(_mm512_permutexvar_ps(order, e)));
+  }
   V512_INLINE V512 from_f16(const uint16_t* p) {
     return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
   }
