@@ -94,56 +94,51 @@ struct V512 {
   V512_INLINE float sum(V512 a) {
     return simd_lanes::tree16(_mm512_extractf32x8_ps(a.v, 0), _mm512_extractf32x8_ps(a.v, 1));
   }
-  // out[i] = sum(a[i]) for 16 vectors: each output's reduce.h additions, s8 = l[i] + l[i+8],
-  // s4 = s8[i] + s8[i+4], s2 = s4[i] + s4[i+2], s2[0] + s2[1], with the operands of 2, 4, 8 and
-  // 16 outputs gathered into one register per level (47 instructions instead of 16 sums).
-  V512_INLINE void sum16(const V512 (&a)[16], float* out) {
-    __m512 b[8], c[4], d[2];
+  // The first three levels of the reduce.h additions of N = 8 or 16 vectors, s8 = l[i] + l[i+8],
+  // s4 = s8[i] + s8[i+4], s2 = s4[i] + s4[i+2], the operands of 2, 4 and 8 outputs gathered into
+  // one register per level: lane t of d[j] holds s2 of output 8j + t, then 8j + 4 + t.
+  template <int N>
+  V512_INLINE void sums_s2(const V512 (&a)[N], __m512 (&d)[N / 8]) {
+    __m512 b[N / 2], c[N / 4];
 #pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {  // lanes 0..7: s8 of output 2j; 8..15: of 2j+1
+    for (int j = 0; j < N / 2; ++j) {  // lanes 0..7: s8 of output 2j; 8..15: of 2j+1
       b[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j].v, a[2 * j + 1].v, 0x44),
                            _mm512_shuffle_f32x4(a[2 * j].v, a[2 * j + 1].v, 0xee));
     }
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {  // 128-bit lane t: s4 of output 4j + t
+    for (int j = 0; j < N / 4; ++j) {  // 128-bit lane t: s4 of output 4j + t
       c[j] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * j], b[2 * j + 1], 0x88),
                            _mm512_shuffle_f32x4(b[2 * j], b[2 * j + 1], 0xdd));
     }
 #pragma GCC unroll 2
-    for (int j = 0; j < 2; ++j) {  // lane t: s2 of outputs 8j + t, then 8j + 4 + t
+    for (int j = 0; j < N / 8; ++j) {
       const __m512d lo = _mm512_castps_pd(c[2 * j]), hi = _mm512_castps_pd(c[2 * j + 1]);
       d[j] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi)),
                            _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi)));
     }
-    // Element 4t + u: the total of output t + 4u.
-    const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_ps(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  // Element 4t + u of the result: s2[0] + s2[1] of output t + 4u (u = 2, 3 from d1).
+  V512_INLINE __m512 sums_last(__m512 d0, __m512 d1) {
+    return _mm512_add_ps(_mm512_shuffle_ps(d0, d1, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_ps(d0, d1, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  // out[i] = sum(a[i]) for 16 vectors: each output's reduce.h additions, gathered per level as
+  // sums_s2 does, then s2[0] + s2[1] (47 instructions instead of 16 sums).
+  V512_INLINE void sum16(const V512 (&a)[16], float* out) {
+    __m512 d[2];
+    sums_s2<16>(a, d);
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, e));
+    _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, sums_last(d[0], d[1])));
   }
   // out[i] = sum(a[i]) for 8 vectors: sum16's additions for its first 8 outputs, without the
   // shuffles and adds of the 8 it would sum from zeros (26 instructions instead of 47).
   V512_INLINE void sum8(const V512 (&a)[8], float* out) {
-    __m512 b[4], c[2];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {  // lanes 0..7: s8 of output 2j; 8..15: of 2j+1
-      b[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j].v, a[2 * j + 1].v, 0x44),
-                           _mm512_shuffle_f32x4(a[2 * j].v, a[2 * j + 1].v, 0xee));
-    }
-#pragma GCC unroll 2
-    for (int j = 0; j < 2; ++j) {  // 128-bit lane t: s4 of output 4j + t
-      c[j] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * j], b[2 * j + 1], 0x88),
-                           _mm512_shuffle_f32x4(b[2 * j], b[2 * j + 1], 0xdd));
-    }
-    // Lane t: s2 of output t, then 4 + t.
-    const __m512d lo = _mm512_castps_pd(c[0]), hi = _mm512_castps_pd(c[1]);
-    const __m512 d = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi)),
-                                   _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi)));
-    // Elements 4t and 4t + 1: the totals of outputs t and t + 4 (4t + 2, 4t + 3 repeat them).
-    const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d, d, _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm512_shuffle_ps(d, d, _MM_SHUFFLE(3, 1, 3, 1)));
+    __m512 d[1];
+    sums_s2<8>(a, d);
+    // Elements 4t and 4t + 1 hold outputs t and t + 4 (4t + 2, 4t + 3 repeat them).
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 4, 8, 12, 1, 5, 9, 13);
-    _mm256_storeu_ps(out, _mm512_castps512_ps256(_mm512_permutexvar_ps(order, e)));
+    _mm256_storeu_ps(out,
+                     _mm512_castps512_ps256(_mm512_permutexvar_ps(order, sums_last(d[0], d[0]))));
   }
   V512_INLINE V512 from_f16(const uint16_t* p) {
     return {_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))};
