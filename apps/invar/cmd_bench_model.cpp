@@ -8,11 +8,14 @@
 // (MoE: the K routed experts and the shared expert, not all NE), the output projection once per
 // prompt in prefill but once per token in decode, attention over the causal history, the delta
 // rule and the conv; decode also reads the recurrent state and writes it back, and reads the KV
-// history. The FMA peak (register-only FMA chains on the active SIMD level) and the read
-// bandwidth (repeated sums over a buffer of one decoded token's bytes: DRAM for a large model,
-// the caches for a small one) are measured before and after each thread count's runs; the best
-// of the two is the limit. A rate above its roofline means an input is
-// wrong, so the bench stops with an error that names it instead of printing a fraction > 100%.
+// history. The FMA peak (register-only FMA chains on the active SIMD level) is measured before
+// and after each thread count's runs; the best of the two is the limit. The read bandwidth
+// (repeated sums over a buffer of one decoded token's bytes: DRAM for a large model, the caches
+// for a small one) swings with the machine's other load by more than the decode rate does
+// between rounds, so it is measured before the first round and after every round's decode, and
+// the median of those probes is the limit (their spread is printed). A rate above its roofline
+// means an input is wrong, so the bench stops with an error that names it instead of printing a
+// fraction > 100%.
 #include <time.h>
 #include <unistd.h>
 
@@ -107,15 +110,38 @@ struct MachineLimits {
   Limit fma_gflops, read_gbs;
 };
 
-MachineLimits measure_limits(SimdLevel level, const std::vector<float>& buf, ThreadPool& pool) {
-  progress("%d thread(s): measuring the %s FMA peak and the read bandwidth", pool.size(),
+Limit measure_fma_peak(SimdLevel level, ThreadPool& pool) {
+  progress("%d thread(s): measuring the %s FMA peak", pool.size(),
            std::string(simd_name(level)).c_str());
   g_threads = pool.size();
-  MachineLimits m;
-  m.fma_gflops = {fma_peak_gflops(level, pool, wall_now), fma_peak_gflops(level, pool, cpu_now)};
-  m.read_gbs = {read_bandwidth_gbs(buf, pool, wall_now), read_bandwidth_gbs(buf, pool, cpu_now)};
-  return m;
+  return {fma_peak_gflops(level, pool, wall_now), fma_peak_gflops(level, pool, cpu_now)};
 }
+
+Limit measure_read_bandwidth(const std::vector<float>& buf, ThreadPool& pool) {
+  progress("%d thread(s): measuring the read bandwidth", pool.size());
+  g_threads = pool.size();
+  return {read_bandwidth_gbs(buf, pool, wall_now), read_bandwidth_gbs(buf, pool, cpu_now)};
+}
+
+// The read bandwidth probes of one thread count, one before the first round and one after each
+// round's decode: their median by each clock is the limit.
+struct BandwidthProbes {
+  std::vector<double> wall, cpu;
+  void add(const Limit& l) {
+    wall.push_back(l.wall);
+    cpu.push_back(l.cpu);
+  }
+  static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  }
+  Limit limit() const { return {median(wall), median(cpu)}; }
+  double spread_wall() const {
+    return *std::max_element(wall.begin(), wall.end()) -
+           *std::min_element(wall.begin(), wall.end());
+  }
+};
 
 // What the forward pass computes and reads, from the file's tensors and the hyperparameters.
 struct ModelWork {
@@ -355,7 +381,10 @@ int run_bench(const ModelBenchOptions& o) {
   for (int64_t nt64 : threads) {
     const int nt = int(nt64);
     ThreadPool pool(nt);
-    MachineLimits lim = measure_limits(level, bw_buf, pool);
+    MachineLimits lim;
+    lim.fma_gflops = measure_fma_peak(level, pool);
+    BandwidthProbes bandwidth;
+    bandwidth.add(measure_read_bandwidth(bw_buf, pool));
     struct Row {
       std::string phase, work;
       double n;
@@ -411,21 +440,23 @@ int run_bench(const ModelBenchOptions& o) {
         t += timed_forward(*model, sb, tokens.data() + p0 + k, 1, p0 + k, bs, pool);
       char w[32];
       std::snprintf(w, sizeof w, "%.1f MB", decode_bytes / 1e6);
+      bandwidth.add(measure_read_bandwidth(bw_buf, pool));
       const double peer_rate = peer_run("decode", {0, o.decode, p0, nt});
       keep_best(i++, {"decode", w, double(o.decode), t, decode_bytes, true}, peer_rate);
     }
-    const MachineLimits after = measure_limits(level, bw_buf, pool);
-    lim.fma_gflops.keep_best(after.fma_gflops);
-    lim.read_gbs.keep_best(after.read_gbs);
+    lim.fma_gflops.keep_best(measure_fma_peak(level, pool));
+    lim.read_gbs = bandwidth.limit();
 
     std::printf(
-        "\n%d thread(s), %s. Limits measured in this run (best of before and after the "
-        "runs), wall / CPU-time clock:\n"
-        "  FMA peak  %.0f / %.0f GFLOP/s  (register-only %s FMA chains, %d thread(s))\n"
+        "\n%d thread(s), %s. Limits measured in this run, wall / CPU-time clock:\n"
+        "  FMA peak  %.0f / %.0f GFLOP/s  (register-only %s FMA chains, %d thread(s); best of "
+        "before and after the runs)\n"
         "  read bandwidth  %.1f / %.1f GB/s  (repeated sums over a %.1f MB buffer, the bytes "
-        "of one decoded token, %d thread(s))\n",
+        "of one decoded token, %d thread(s); median of %zu probes, before the first round and "
+        "after each decode, wall spread %.1f GB/s)\n",
         nt, simd.c_str(), lim.fma_gflops.wall, lim.fma_gflops.cpu, simd.c_str(), nt,
-        lim.read_gbs.wall, lim.read_gbs.cpu, double(bw_buf.size()) * 4 / 1e6, nt);
+        lim.read_gbs.wall, lim.read_gbs.cpu, double(bw_buf.size()) * 4 / 1e6, nt,
+        bandwidth.wall.size(), bandwidth.spread_wall());
     std::printf("%-8s %-13s %-13s %10s %10s %7s %10s %10s %7s\n", "threads", "phase", "work/token",
                 "tok/s", "roofline", "of roof", "cpu tok/s", "cpu roof", "of roof");
     for (const Row& r : rows) {
