@@ -183,6 +183,7 @@ struct Options {
   int reps = 7;
   double min_sample_ms = 20;
   int64_t cold_mib = 320;  // M <= 16: weights rotate over copies totalling this much (> the LLC)
+  bool cold_all = false;   // every M rotates, as a forward pass meets its weights (prefill too)
   bool keep_openblas_env = false;
   bool quick = false;
   std::string clock = "wall";
@@ -260,9 +261,10 @@ int run_bench(const Options& opt) {
       if (!type) throw Error("unknown --dtypes entry '" + tname + "'");
       const std::vector<uint8_t> raw = random_weights(*type, s.k, s.n, rng);
       const int64_t weight_bytes = int64_t(raw.size());
-      // Decode reads weights from DRAM: rotate over enough copies to defeat the caches.
+      // Decode reads weights from DRAM: rotate over enough copies to defeat the caches (and
+      // prefill too with --cold: a forward pass meets each layer's weights out of cache).
       const int64_t copies =
-          s.m <= 16 ? std::max<int64_t>(1, (opt.cold_mib << 20) / weight_bytes) : 1;
+          s.m <= 16 || opt.cold_all ? std::max<int64_t>(1, (opt.cold_mib << 20) / weight_bytes) : 1;
       // Matrices are read in place: each needs bytes of its own to stay out of cache.
       std::vector<std::vector<uint8_t>> raws(size_t(copies), raw);
       std::vector<Matrix> ws;
@@ -375,6 +377,9 @@ BenchKind bench_matmul("matmul", [](CLI::App& bench) -> Command::Run {
   sub->add_option("--sample-ms", opt->min_sample_ms, "minimum duration of one sample (default 20)");
   sub->add_option("--cold-mib", opt->cold_mib,
                   "M <= 16: rotate over weight copies totalling this many MiB (default 320)");
+  sub->add_flag("--cold", opt->cold_all,
+                "every M rotates over the weight copies of --cold-mib (prefill as a forward pass "
+                "meets its weights: out of cache)");
   sub->add_flag(
       "--keep-openblas-env", opt->keep_openblas_env,
       "keep OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE (default: unset them for the best kernel)");
