@@ -137,10 +137,8 @@ struct BandwidthProbes {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
   }
   Limit limit() const { return {median(wall), median(cpu)}; }
-  double spread_wall() const {
-    return *std::max_element(wall.begin(), wall.end()) -
-           *std::min_element(wall.begin(), wall.end());
-  }
+  double best_wall() const { return *std::max_element(wall.begin(), wall.end()); }
+  double spread_wall() const { return best_wall() - *std::min_element(wall.begin(), wall.end()); }
 };
 
 // What the forward pass computes and reads, from the file's tensors and the hyperparameters.
@@ -453,10 +451,10 @@ int run_bench(const ModelBenchOptions& o) {
         "before and after the runs)\n"
         "  read bandwidth  %.1f / %.1f GB/s  (repeated sums over a %.1f MB buffer, the bytes "
         "of one decoded token, %d thread(s); median of %zu probes, before the first round and "
-        "after each decode, wall spread %.1f GB/s)\n",
+        "after each decode; wall best %.1f, spread %.1f GB/s)\n",
         nt, simd.c_str(), lim.fma_gflops.wall, lim.fma_gflops.cpu, simd.c_str(), nt,
         lim.read_gbs.wall, lim.read_gbs.cpu, double(bw_buf.size()) * 4 / 1e6, nt,
-        bandwidth.wall.size(), bandwidth.spread_wall());
+        bandwidth.wall.size(), bandwidth.best_wall(), bandwidth.spread_wall());
     std::printf("%-8s %-13s %-13s %10s %10s %7s %10s %10s %7s\n", "threads", "phase", "work/token",
                 "tok/s", "roofline", "of roof", "cpu tok/s", "cpu roof", "of roof");
     for (const Row& r : rows) {
