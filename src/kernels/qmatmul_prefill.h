@@ -168,26 +168,34 @@ void decode_group(const QuantView& w, int64_t n0, int64_t np, int64_t k0, int64_
   }
 }
 
-// The weight bytes of the chunk decoded after the current one (the same rows further on, or the
-// next group's first chunk), fetched a slice at a time while the tiles run over the current one,
-// so they arrive from DRAM without a burst that would evict the working set. Past the matrix's end
-// a prefetch only touches memory and never faults.
+// The weight bytes of the chunk decoded after the current one (the same rows further on, the next
+// group's first chunk, or at the last group of a row block the first group of the next block),
+// fetched a slice at a time while the tiles run over the current one, so they arrive from DRAM
+// without a burst that would evict the working set. After the job's last chunk nothing is fetched:
+// rows past n1 belong to another job. first() fetches a job's first chunk whole, before the
+// activations are packed, so that packing overlaps its arrival (an expert's product is often one
+// row block: without it each job started on a cold chunk).
 template <class D>
 class ChunkPrefetch {
  public:
+  // The chunk after (n0 group, k0) of a job over outputs [job_n0, job_n1); more_blocks: another
+  // row block follows this one.
   ChunkPrefetch(const QuantView& w, const QPrefillPlan& plan, int64_t n0, int64_t k0,
-                int64_t slices)
+                int64_t job_n0, int64_t job_n1, bool more_blocks, int64_t slices)
       : slices_(slices) {
     const bool group_end = k0 + plan.k_chunk >= w.k;
+    int64_t next_n0 = group_end ? n0 + plan.group_rows : n0;
+    if (next_n0 >= job_n1) next_n0 = more_blocks ? job_n0 : job_n1;
     const int64_t next_k0 = group_end ? 0 : k0 + plan.k_chunk;
-    const int64_t next_n0 = group_end ? n0 + plan.group_rows : n0;
-    const int64_t next_kc = std::min(plan.k_chunk, w.k - next_k0);
-    at_ = w.data + next_n0 * w.row_bytes + next_k0 / D::kBlock * D::kBytes;
-    row_bytes_ = w.row_bytes;
-    lines_per_row_ = (next_kc / D::kBlock * D::kBytes + 63) / 64;
-    lines_ = plan.group_rows * lines_per_row_;
-    // A large chunk (F32) goes to L2 only: in L1 it would evict the chunk being computed.
-    to_l1_ = lines_ * 64 <= 8192;
+    set(w, plan, next_n0, next_k0, job_n1);
+  }
+  // A job's first chunk, all of it at once.
+  static QP_INLINE void first(const QuantView& w, const QPrefillPlan& plan, int64_t job_n0,
+                              int64_t job_n1) {
+    ChunkPrefetch p;
+    p.slices_ = 1;
+    p.set(w, plan, job_n0, 0, job_n1);
+    p.slice(0);
   }
   // Slice `i` of `slices`.
   QP_INLINE void slice(int64_t i) const {
@@ -207,9 +215,21 @@ class ChunkPrefetch {
   }
 
  private:
-  const uint8_t* at_;
-  int64_t row_bytes_, lines_per_row_, lines_, slices_;
-  bool to_l1_;
+  ChunkPrefetch() = default;
+  void set(const QuantView& w, const QPrefillPlan& plan, int64_t n0, int64_t k0, int64_t job_n1) {
+    const int64_t kc = std::min(plan.k_chunk, w.k - k0);
+    const int64_t rows = std::max<int64_t>(0, std::min(plan.group_rows, job_n1 - n0));
+    at_ = w.data + n0 * w.row_bytes + k0 / D::kBlock * D::kBytes;
+    row_bytes_ = w.row_bytes;
+    lines_per_row_ = (kc / D::kBlock * D::kBytes + 63) / 64;
+    lines_ = rows * lines_per_row_;
+    // A large chunk (F32) goes to L2 only: in L1 it would evict the chunk being computed.
+    to_l1_ = lines_ * 64 <= 8192;
+  }
+
+  const uint8_t* at_ = nullptr;
+  int64_t row_bytes_ = 0, lines_per_row_ = 1, lines_ = 0, slices_ = 1;
+  bool to_l1_ = false;
 };
 
 // Scratch regions, each 64-byte aligned (kQScratchFloats covers the alignment).
@@ -239,6 +259,7 @@ void tiles_run(const QuantView& w, const float* x, int64_t rows, float* y, int64
     const int64_t mb = std::min(plan.block_rows, rows - m0);
     const RowTiles rt(mb, R);
     const bool packed = mb * K <= kQPanelFloats;
+    if (m0 == 0) ChunkPrefetch<D>::first(w, plan, n0, n1);
     if (packed) pack_rows<V>(x + m0 * K, K, plan.k_chunk, rt, mb, sc.panel);
     for (int64_t g = n0; g < n1; g += plan.group_rows) {
       const int64_t np = std::min(plan.group_rows, n1 - g);
@@ -248,7 +269,7 @@ void tiles_run(const QuantView& w, const float* x, int64_t rows, float* y, int64
         decode_group<V, D>(w, g, np, k0, kc, sc.wb);
         const float* wb = sc.wb;
         const int64_t ldw = kc;
-        const ChunkPrefetch<D> prefetch(w, plan, g, k0, rt.count);
+        const ChunkPrefetch<D> prefetch(w, plan, g, k0, n0, n1, m0 + mb < rows, rt.count);
         for (int64_t t = 0; t < rt.count; ++t) {
           prefetch.slice(t);
           const int64_t nr = rt.rows(t), r0 = rt.first(t);
