@@ -35,8 +35,22 @@ RopeFreqs rope_freqs_build(const RopeConfig& cfg) {
   return f;
 }
 
+namespace {
+
+// Pair j of heads x[n_heads][D] rotated by (c, s).
 // (x_j, x_{j+R/2}) ← (x_j·c − x_{j+R/2}·s, x_j·s + x_{j+R/2}·c), products rounded, then added.
-void rope_apply_ref(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos) {
+void rotate_pair(float* x, int64_t n_heads, int64_t d, int64_t half, int64_t j, float c, float s) {
+  for (int64_t hh = 0; hh < n_heads; ++hh) {
+    float* xh = x + hh * d;
+    const float x0 = xh[j], x1 = xh[j + half];
+    const float a = x0 * c, b = x1 * s, e = x0 * s, g = x1 * c;
+    xh[j] = a - b;
+    xh[j + half] = e + g;
+  }
+}
+
+// Every rotated pair j of q[nq][D] and k[nk][D] (nk may be 0), one sincos per pair.
+void rope_pairs(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk, int64_t pos) {
   const int64_t d = f.cfg.head_dim;
   const int64_t half = f.cfg.n_rot / 2;
   for (int64_t j = 0; j < half; ++j) {
@@ -44,14 +58,19 @@ void rope_apply_ref(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos) 
     double sd, cd;
     det_sincos(double(pos) * f.inv_freq[size_t(j)], &sd, &cd);
     const float s = float(sd), c = float(cd);
-    for (int64_t hh = 0; hh < n_heads; ++hh) {
-      float* xh = x + hh * d;
-      const float x0 = xh[j], x1 = xh[j + half];
-      const float a = x0 * c, b = x1 * s, e = x0 * s, g = x1 * c;
-      xh[j] = a - b;
-      xh[j + half] = e + g;
-    }
+    rotate_pair(q, nq, d, half, j, c, s);
+    rotate_pair(k, nk, d, half, j, c, s);
   }
+}
+
+}  // namespace
+
+void rope_apply_ref(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos) {
+  rope_pairs(f, x, n_heads, nullptr, 0, pos);
+}
+
+void rope_apply_qk(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk, int64_t pos) {
+  rope_pairs(f, q, nq, k, nk, pos);
 }
 
 void rope_apply(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos) {

@@ -30,5 +30,8 @@ RopeFreqs rope_freqs_build(const RopeConfig& cfg);
 // double, rounded to float: a pure function of (pos, j).
 void rope_apply(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos);
 void rope_apply_ref(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos);
+// q[nq][D] and k[nk][D] at the same position: the bits of rope_apply on each, with each pair's
+// sincos computed once for both (an attention layer's RoPE is mostly its sincos).
+void rope_apply_qk(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk, int64_t pos);
 
 }  // namespace invar

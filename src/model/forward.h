@@ -92,17 +92,18 @@ void ffn_layer(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScra
                ThreadPool& pool, const float* x, float* out);
 
 // fn(begin, end) or fn(begin, end, thread) over disjoint ranges of [0, m) rows on the pool's
-// threads; a step that runs row by row, so the split changes no bit (rule N2). Few rows (a decode
-// step) run on the calling thread.
+// threads; a step that runs row by row, so the split changes no bit (rule N2). Up to `grain` rows
+// (a decode step) run on the calling thread: a dispatch costs a few µs on a quiet machine and can
+// wait for a descheduled worker on a loaded one, more than a few cheap rows cost to run here.
 template <class Fn>
-void rows_parallel(ThreadPool& pool, int64_t m, Fn&& fn) {
+void rows_parallel(ThreadPool& pool, int64_t m, Fn&& fn, int64_t grain = 4) {
   const ThreadPool::RangeFn range = [&](int64_t a, int64_t b, int ti) {
     if constexpr (std::is_invocable_v<Fn&, int64_t, int64_t, int>)
       fn(a, b, ti);
     else
       fn(a, b);
   };
-  pool.parallel_for(m, range, 4);
+  pool.parallel_for(m, range, grain);
 }
 
 // Rows of one wave of routed experts (all of them in one decode step): the experts of a wave run

@@ -59,8 +59,7 @@ void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeight
     rows_parallel(pool, c.n_tokens, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t pos = c.pos0 + t, r = r0 + t;
-        rope_apply(w.rope, q + r * HD, H, pos);
-        rope_apply(w.rope, k + r * KVD, Hkv, pos);
+        rope_apply_qk(w.rope, q + r * HD, H, k + r * KVD, Hkv, pos);
         float* blk = c.kv_blocks[pos / bs];
         std::memcpy(blk + k_off + (pos % bs) * KVD, k + r * KVD, size_t(KVD) * 4);
         std::memcpy(blk + v_off + (pos % bs) * KVD, v + r * KVD, size_t(KVD) * 4);

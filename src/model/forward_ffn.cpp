@@ -33,6 +33,10 @@ void swiglu_block(const Matrix& gate, const Matrix& up, const Matrix& down, cons
   matmul(down, g, m, out, pool, s.kernel);
 }
 
+// Rows of a wave up to which its gather and SwiGLU run on the calling thread: one decode step's
+// K ≤ 16 routed rows cost ~1 µs each, less than a dispatch.
+constexpr int64_t kCheapRows = 16;
+
 // One routed expert's rows inside a wave: gathered rows [r0, r0 + n) of the wave.
 struct WaveExpert {
   int64_t e, r0, n;
@@ -101,21 +105,30 @@ void moe(const Hparams& hp, const LayerWeights& lw, int64_t m, ForwardScratch& s
       rows += n;
     }
     if (n_wave == 0) break;
-    rows_parallel(pool, rows, [&](int64_t a, int64_t b) {
-      for (int64_t i = a; i < b; ++i)
-        std::memcpy(ex_x + i * E, x + (order[base + i] / K) * E, size_t(E) * 4);
-    });
+    // One row (a decode step): every expert reads x itself, nothing to gather.
+    if (m > 1)
+      rows_parallel(
+          pool, rows,
+          [&](int64_t a, int64_t b) {
+            for (int64_t i = a; i < b; ++i)
+              std::memcpy(ex_x + i * E, x + (order[base + i] / K) * E, size_t(E) * 4);
+          },
+          kCheapRows);
+    const float* wave_x = m > 1 ? ex_x : x;
+    const int64_t wave_x_stride = m > 1 ? E : 0;
     jobs.clear();
     for (int64_t i = 0; i < n_wave; ++i) {
       const WaveExpert& we = wave[i];
       const ExpertWeights& ew = lw.experts[size_t(we.e)];
-      jobs.push_back({&ew.gate, ex_x + we.r0 * E, we.n, fg + we.r0 * Fe});
-      jobs.push_back({&ew.up, ex_x + we.r0 * E, we.n, fu + we.r0 * Fe});
+      const float* xe = wave_x + we.r0 * wave_x_stride;
+      jobs.push_back({&ew.gate, xe, we.n, fg + we.r0 * Fe});
+      jobs.push_back({&ew.up, xe, we.n, fu + we.r0 * Fe});
     }
     matmul_jobs(jobs, pool, s.kernel);
-    rows_parallel(pool, rows, [&](int64_t a, int64_t b) {
-      swiglu(fg + a * Fe, fu + a * Fe, (b - a) * Fe, fg + a * Fe);
-    });
+    rows_parallel(
+        pool, rows,
+        [&](int64_t a, int64_t b) { swiglu(fg + a * Fe, fu + a * Fe, (b - a) * Fe, fg + a * Fe); },
+        kCheapRows);
     jobs.clear();
     for (int64_t i = 0; i < n_wave; ++i) {
       const WaveExpert& we = wave[i];

@@ -177,5 +177,21 @@ TEST(Rope, PositionOnly) {
   });
 }
 
+// q and k heads rotated in one call (one sincos per pair) equal rope_apply on each, IMROPE too.
+TEST(Rope, QkTogetherEqualsEach) {
+  RopeConfig im{64, 32, 1e7, true, {}};
+  im.sections = {6, 5, 3, 0};
+  for (const RopeConfig& cfg : {RopeConfig{64, 32, 1e7, false, {}}, im}) {
+    const RopeFreqs f = rope_freqs_build(cfg);
+    const auto q0 = test::randn(3 * 64, 21), k0 = test::randn(2 * 64, 22);
+    auto q = q0, k = k0, qe = q0, ke = k0;
+    rope_apply_qk(f, q.data(), 3, k.data(), 2, 4321);
+    rope_apply_ref(f, qe.data(), 3, 4321);
+    rope_apply_ref(f, ke.data(), 2, 4321);
+    EXPECT_EQ(bit_diff(q, qe), "");
+    EXPECT_EQ(bit_diff(k, ke), "");
+  }
+}
+
 }  // namespace
 }  // namespace invar
