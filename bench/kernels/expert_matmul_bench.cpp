@@ -2,7 +2,8 @@
 // experts of `rows` gathered rows each, weights {K, N} of a K-quant type, every expert its own
 // weights and activations, so they come from memory as in a layer), for A/B runs of the prefill
 // kernels on a shared machine: the best of `reps` dispatches by process CPU time per thread
-// varies ~1–2% under load where wall-clock rates swing 20–50%.
+// repeats within ~1–3% while the neighbours' load is steady (5–10% when it changes: interleave
+// the binaries and run several rounds) where wall-clock rates swing 20–50%.
 //   expert_matmul_bench THREADS K N ROWS EXPERTS REPS [q4_K|q6_K]
 // e.g. gate/up: 2 2048 512 160 32 15; down: 2 512 2048 160 32 15.
 #include <time.h>
