@@ -69,7 +69,7 @@ TEST(QuantMatmul, EveryPathEqualsReferenceBitExact) {
 // Every case of the prefill path's plan (qprefill_plan), for the register tiles of AVX-512 (4
 // rows) and AVX2 (2 rows), and every weight type: K within one chunk (12-row groups, nothing
 // parked) or over several (6-row groups, accumulators parked), one row block or several, packed
-// activations or (K > 4096) activations read in place, and row counts that are not a multiple
+// activations or (K > 6144) activations read in place, and row counts that are not a multiple
 // of the tile's rows (tiles of R and R − 1 rows). Each shape equals the scalar reference bit for
 // bit, and the shapes are checked to reach each case.
 TEST(QuantMatmul, PrefillCasesEqualReference) {
@@ -78,7 +78,7 @@ TEST(QuantMatmul, PrefillCasesEqualReference) {
   struct Shape {
     int64_t k, m;
   };
-  const Shape shapes[] = {{512, 37}, {512, 300}, {1536, 160}, {4608, 37}, {4608, 64}};
+  const Shape shapes[] = {{512, 37}, {512, 300}, {1536, 160}, {4608, 37}, {4608, 64}, {6400, 64}};
   for (int64_t tile_rows : {4, 2}) {
     bool one_chunk = false, parked = false, blocks = false, packed = false, in_place = false;
     bool odd = false;
