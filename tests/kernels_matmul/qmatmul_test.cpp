@@ -154,6 +154,44 @@ TEST(QuantMatmul, ReferenceIsTheLaneOrderAndCloseToFloat64) {
   }
 }
 
+// Every F16 value as a Q8_0 scale (zero, subnormal, normal, negative, Inf, NaN) through every
+// path at M = 1 and M = 4, against dequant_row's bits: the few-rows kernels convert a step's
+// scales in their own ways (AVX-512: the words of a row packed by integer instructions, then one
+// vcvtph2ps), and any faster conversion must agree for all 65536. Row r holds scale s(r) in
+// block r % 8 of its one kernel step and ordinary scales elsewhere, so an Inf or NaN output has
+// a single origin. s(r) = r keeps the kinds apart (whole groups of 8 rows of one kind);
+// s(r) = 40503·r mod 2^16 mixes them within a group.
+TEST(QuantMatmul, Q8_0EveryF16Scale) {
+  SimdRestore restore;
+  ThreadPool pool(2);
+  const int64_t k = 256, n = 65536;
+  const int64_t row_bytes = dtype_row_bytes(DType::Q8_0, k);
+  for (uint32_t mul : {1u, 40503u}) {
+    OwnedMatrix w = random_matrix(DType::Q8_0, k, n, mul);
+    std::mt19937 rng(mul);
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t b = 0; b < k / kQ8Block; ++b) {
+        const uint16_t h =
+            b == r % 8 ? uint16_t(uint32_t(r) * mul) : f32_to_f16(uniform(rng, 1e-3f, 2e-2f));
+        std::memcpy(w.bytes.data() + r * row_bytes + b * kQ8BlockBytes, &h, 2);
+      }
+    }
+    for (int64_t m : {1, 4}) {
+      const auto x = random_activations(m * k, uint32_t(m + mul));
+      std::vector<float> ref(size_t(m * n));
+      matmul_ref(w.m, x.data(), m, ref.data());
+      for (SimdLevel level : available_levels()) {
+        if (level == SimdLevel::scalar) continue;  // matmul is the reference itself
+        simd_set(level);
+        std::vector<float> y(size_t(m * n), 7.0f);
+        matmul(w.m, x.data(), m, y.data(), pool);
+        EXPECT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "")
+            << simd_name(level) << " M=" << m << " scale multiplier " << mul;
+      }
+    }
+  }
+}
+
 // Weights stay where the file has them. Embedding rows decode too.
 TEST(QuantMatmul, ReadsWeightsInPlace) {
   for (DType t : kQuantTypes) {
