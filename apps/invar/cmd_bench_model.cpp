@@ -343,10 +343,13 @@ int run_bench(const ModelBenchOptions& o) {
     types += (types.empty() ? "" : ", ") + name + " x" + std::to_string(count);
   std::printf(
       "model: %s E=%lld L=%lld (%lld attention) NE=%lld K=%lld V=%lld, tensors %s, "
-      "file %.0f MB\n",
+      "file %.0f MB, %s\n",
       std::string(arch_name(hp.arch)).c_str(), (long long)hp.n_embd, (long long)hp.n_layer,
       (long long)hp.n_attention_layers(), (long long)hp.n_expert, (long long)hp.n_expert_used,
-      (long long)hp.n_vocab, types.c_str(), double(model->gguf().file_size()) / 1e6);
+      (long long)hp.n_vocab, types.c_str(), double(model->gguf().file_size()) / 1e6,
+      // The file's mapping is PMD-mapped only where the page cache holds 2 MiB folios, which
+      // varies from run to run: prefill rates vary with it (--huge-pages removes that).
+      o.huge_pages ? "weights copied into 2 MiB pages" : "weights read from the file mapping");
   std::printf(
       "per token: %.1f M active params (K of NE experts + shared expert), output "
       "projection %.1f M (prefill: once per prompt; decode: every token)\n",
