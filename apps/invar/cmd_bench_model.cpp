@@ -53,8 +53,9 @@ struct ModelBenchOptions {
   std::string threads = "1,2";
   std::string simd;
   bool keep = false;
-  std::string peer;    // "llama-bench=PATH": run llama.cpp's llama-bench between invar's runs
-  int64_t repeat = 1;  // rounds of the runs; each rate is the best round's
+  bool huge_pages = false;  // weights copied into 2 MiB pages (Model::load)
+  std::string peer;         // "llama-bench=PATH": run llama.cpp's llama-bench between invar's runs
+  int64_t repeat = 1;       // rounds of the runs; each rate is the best round's
 };
 
 // Progress of the slow steps, on stderr (flushed: it may be a pipe).
@@ -331,7 +332,7 @@ int run_bench(const ModelBenchOptions& o) {
   } cleanup{path, generated && !o.keep};
 
   progress("loading %s", path.c_str());
-  auto model = Model::load(path);
+  auto model = Model::load(path, /*populate_now=*/true, o.huge_pages);
   const Hparams& hp = model->hparams();
   const ModelWork work = model_work(*model);
   // Weight types as the file has them ("q4_K ×69, q6_K ×13, f32 ×…"), not the generator's flag.
@@ -342,10 +343,13 @@ int run_bench(const ModelBenchOptions& o) {
     types += (types.empty() ? "" : ", ") + name + " x" + std::to_string(count);
   std::printf(
       "model: %s E=%lld L=%lld (%lld attention) NE=%lld K=%lld V=%lld, tensors %s, "
-      "file %.0f MB\n",
+      "file %.0f MB, %s\n",
       std::string(arch_name(hp.arch)).c_str(), (long long)hp.n_embd, (long long)hp.n_layer,
       (long long)hp.n_attention_layers(), (long long)hp.n_expert, (long long)hp.n_expert_used,
-      (long long)hp.n_vocab, types.c_str(), double(model->gguf().file_size()) / 1e6);
+      (long long)hp.n_vocab, types.c_str(), double(model->gguf().file_size()) / 1e6,
+      // The file's mapping is PMD-mapped only where the page cache holds 2 MiB folios, which
+      // varies from run to run: prefill rates vary with it (--huge-pages removes that).
+      o.huge_pages ? "weights copied into 2 MiB pages" : "weights read from the file mapping");
   std::printf(
       "per token: %.1f M active params (K of NE experts + shared expert), output "
       "projection %.1f M (prefill: once per prompt; decode: every token)\n",
@@ -515,6 +519,9 @@ BenchKind model_bench("model", [](CLI::App& bench) -> Command::Run {
   c->add_option("--threads", o->threads, "thread counts (default 1,2)");
   c->add_option("--simd", o->simd, "off|avx2|avx512");
   c->add_flag("--keep", o->keep, "keep the generated GGUF");
+  c->add_flag("--huge-pages", o->huge_pages,
+              "weights in a private copy of 2 MiB pages instead of the file's mapping (fewer TLB "
+              "misses; same results)");
   c->add_option("--peer", o->peer,
                 "llama-bench=PATH: also run llama.cpp's llama-bench on the same --model file and "
                 "threads, each measure right after invar's, and print the ratio table");

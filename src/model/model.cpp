@@ -15,14 +15,14 @@ namespace invar {
 Model::Model() = default;
 Model::~Model() = default;
 
-std::unique_ptr<Model> Model::load(const std::string& path, bool populate_now) {
+std::unique_ptr<Model> Model::load(const std::string& path, bool populate_now, bool huge_pages) {
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Model> m(new Model());
-  m->file_ = GgufFile::open(path, populate_now);
+  m->file_ = GgufFile::open(path, populate_now, huge_pages);
   m->hp_ = hparams_from_gguf(*m->file_);
   m->w_ = std::make_unique<ModelWeights>(weights_bind(*m->file_, m->hp_));
   m->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!populate_now) {
+  if (!populate_now && !huge_pages) {
     const GgufFile* f = m->file_.get();
     m->populate_ =
         std::async(std::launch::async, [f] {

@@ -78,7 +78,9 @@ class Model {
   // invar::Error. Every page of the file is mapped before it returns, or, with
   // populate_now = false, by a thread of its own that populate_wait() waits for (a caller sets
   // itself up meanwhile: tokenizer, engine).
-  static std::unique_ptr<Model> load(const std::string& path, bool populate_now = true);
+  // huge_pages: the weights are a private copy in 2 MiB pages (GgufFile::open), loaded now.
+  static std::unique_ptr<Model> load(const std::string& path, bool populate_now = true,
+                                     bool huge_pages = false);
   // Seconds the pages took to map, once they all are (0 when load did it).
   double populate_wait() const;
   ~Model();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 
@@ -117,6 +118,31 @@ TEST(GgufWriter, EveryValueAndTensorTypeRoundTrips) {
   EXPECT_EQ(f->find_tensor("q8_0")->type, DType::Q8_0);
   // The file ends on an aligned boundary after the last tensor, as gguf-py writes it.
   EXPECT_EQ(f->file_size() % 32, 0u);
+  std::remove(path.c_str());
+}
+
+// open(..., huge_pages): the image is a private copy in 2 MiB pages; every byte, key and tensor is
+// the mapped file's, the tensors point into the copy.
+TEST(GgufWriter, HugePageCopyHoldsTheFilesBytes) {
+  GgufWriter w;
+  w.set_value("u32", scalar(GgufType::UINT32, 7, 0, 0));
+  w.add_tensor("a", DType::F32, {1024, 3}, pattern(3 * 4096, 5));
+  w.add_tensor("b", DType::Q8_0, {64, 5}, pattern(5 * 68, 6));
+  const std::string path = test::temp_path("huge.gguf");
+  w.write(path);
+  auto mapped = GgufFile::open(path);
+  auto copied = GgufFile::open(path, /*populate=*/false, /*huge_pages=*/true);
+  ASSERT_EQ(copied->file_size(), mapped->file_size());
+  EXPECT_NE(copied->bytes(), mapped->bytes());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(copied->bytes()) % (uintptr_t(2) << 20), 0u);
+  EXPECT_EQ(std::memcmp(copied->bytes(), mapped->bytes(), size_t(mapped->file_size())), 0);
+  EXPECT_EQ(copied->get_int("u32"), 7);
+  for (const char* name : {"a", "b"}) {
+    const GgufTensorInfo* t = copied->find_tensor(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->data - copied->bytes(), mapped->find_tensor(name)->data - mapped->bytes());
+  }
+  copied->populate();  // a no-op on the copy, as on a populated mapping
   std::remove(path.c_str());
 }
 
