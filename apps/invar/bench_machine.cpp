@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <new>
+
+#include "core/zero_pages.h"
 
 namespace invar::app {
 namespace {
@@ -102,7 +105,22 @@ double fma_peak_gflops(SimdLevel level, ThreadPool& pool, double (*now)()) {
   return best;
 }
 
-double read_bandwidth_gbs(const std::vector<float>& buf, ThreadPool& pool, double (*now)()) {
+ProbeBuffer::ProbeBuffer(size_t n, bool huge) : n_(n) {
+  if (huge) {
+    data_ = static_cast<float*>(huge_pages_alloc(n * sizeof(float), &mapped_));
+    if (data_ == nullptr) throw std::bad_alloc();
+    std::fill(data_, data_ + n, 1.0f);
+  } else {
+    heap_.assign(n, 1.0f);
+    data_ = heap_.data();
+  }
+}
+
+ProbeBuffer::~ProbeBuffer() {
+  if (mapped_ != 0) zero_pages_free(data_, mapped_);
+}
+
+double read_bandwidth_gbs(const ProbeBuffer& buf, ThreadPool& pool, double (*now)()) {
   std::vector<double> gbs;
   std::vector<float> sink(size_t(pool.size()));
   for (int rep = 0; rep < 5; ++rep) {

@@ -118,7 +118,7 @@ Limit measure_fma_peak(SimdLevel level, ThreadPool& pool) {
   return {fma_peak_gflops(level, pool, wall_now), fma_peak_gflops(level, pool, cpu_now)};
 }
 
-Limit measure_read_bandwidth(const std::vector<float>& buf, ThreadPool& pool) {
+Limit measure_read_bandwidth(const ProbeBuffer& buf, ThreadPool& pool) {
   progress("%d thread(s): measuring the read bandwidth", pool.size());
   g_threads = pool.size();
   return {read_bandwidth_gbs(buf, pool, wall_now), read_bandwidth_gbs(buf, pool, cpu_now)};
@@ -376,8 +376,9 @@ int run_bench(const ModelBenchOptions& o) {
       work.embd_row_bytes / 1e6, work.state_bytes / 1e6,
       (decode_bytes - work.decode_bytes(-1)) / 1e6);
   // The bandwidth that bounds decode is that of reading its bytes over and over: DRAM for a
-  // model far larger than the caches, the caches' for a small one.
-  std::vector<float> bw_buf(size_t(std::max(decode_bytes / 4, double(1 << 18))), 1.0f);
+  // model far larger than the caches, the caches' for a small one. Read through the pages the
+  // weights are in (--huge-pages): the page size alone moves the rate.
+  const ProbeBuffer bw_buf(size_t(std::max(decode_bytes / 4, double(1 << 18))), o.huge_pages);
 
   std::vector<PeerRow> peer_rows;
   for (int64_t nt64 : threads) {
@@ -458,12 +459,14 @@ int run_bench(const ModelBenchOptions& o) {
         "\n%d thread(s), %s. Limits measured in this run, wall / CPU-time clock:\n"
         "  FMA peak  %.0f / %.0f GFLOP/s  (register-only %s FMA chains, %d thread(s); best of "
         "before and after the runs)\n"
-        "  read bandwidth  %.1f / %.1f GB/s  (repeated sums over a %.1f MB buffer, the bytes "
-        "of one decoded token, %d thread(s); median of %zu probes, before the first round and "
+        "  read bandwidth  %.1f / %.1f GB/s  (repeated sums over a %.1f MB buffer in %s pages, "
+        "the bytes of one decoded token, %d thread(s); median of %zu probes, before the first "
+        "round and "
         "after each decode; wall best %.1f, spread %.1f GB/s)\n",
         nt, simd.c_str(), lim.fma_gflops.wall, lim.fma_gflops.cpu, simd.c_str(), nt,
-        lim.read_gbs.wall, lim.read_gbs.cpu, double(bw_buf.size()) * 4 / 1e6, nt,
-        bandwidth.wall.size(), bandwidth.best_wall(), bandwidth.spread_wall());
+        lim.read_gbs.wall, lim.read_gbs.cpu, double(bw_buf.size()) * 4 / 1e6,
+        bw_buf.huge() ? "2 MiB" : "4 KiB", nt, bandwidth.wall.size(), bandwidth.best_wall(),
+        bandwidth.spread_wall());
     std::printf("%-8s %-13s %-13s %10s %10s %7s %10s %10s %7s\n", "threads", "phase", "work/token",
                 "tok/s", "roofline", "of roof", "cpu tok/s", "cpu roof", "of roof");
     for (const Row& r : rows) {

@@ -20,6 +20,14 @@ void* zero_pages_alloc(size_t bytes);
 void zero_pages_free(void* p, size_t bytes);
 inline constexpr size_t kZeroPagesMapBytes = size_t{64} << 10;
 
+// `bytes` of zeros, rounded up to whole 2 MiB pages, in an anonymous mapping that starts on a
+// 2 MiB boundary and is advised for transparent huge pages (MADV_HUGEPAGE: a hint, so the pages
+// may still be 4 KiB ones). Every page of it can then be huge, which an ordinary mapping's
+// unaligned ends forbid. Null on failure (errno set); the mapped length in *mapped_bytes, which
+// zero_pages_free takes.
+void* huge_pages_alloc(size_t bytes, size_t* mapped_bytes);
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
 // A std::vector allocator over zero_pages_alloc whose value-initialisation writes nothing: the
 // memory is zero already. So resize(n) of a vector that never held more than its size leaves
 // zeros without touching them. Unlike std::vector's, a vector shrunk and grown again within its

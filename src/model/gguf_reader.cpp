@@ -13,6 +13,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "core/zero_pages.h"
 #include "model/gguf.h"
 #include "model/gguf_types.h"
 
@@ -267,24 +268,12 @@ std::optional<FileIdentity> file_identity_of(const std::string& path) {
 
 namespace {
 
-// The file's bytes copied into a private anonymous region of 2 MiB pages (MADV_HUGEPAGE; the
-// region is 2 MiB aligned so that every page of it can be huge). Returns the region; its length
-// in *bytes_out.
+// The file's bytes copied into a private anonymous region of 2 MiB pages (huge_pages_alloc).
+// Returns the region; its length in *bytes_out.
 void* huge_page_copy(const void* file, size_t size, size_t* bytes_out) {
-  constexpr size_t kHuge = size_t(2) << 20;
-  const size_t bytes = (size + kHuge - 1) / kHuge * kHuge;
-  void* raw =
-      ::mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  // Trim the region to its 2 MiB aligned part: [at, at + bytes).
-  const uintptr_t r = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t at = (r + kHuge - 1) & ~uintptr_t(kHuge - 1);
-  if (at > r) ::munmap(raw, at - r);
-  ::munmap(reinterpret_cast<void*>(at + bytes), r + kHuge - at);  // at < r + kHuge
-  void* region = reinterpret_cast<void*>(at);
-#ifdef MADV_HUGEPAGE
-  ::madvise(region, bytes, MADV_HUGEPAGE);  // a hint: without it the copy is still correct
-#endif
+  size_t bytes = 0;
+  void* region = huge_pages_alloc(size, &bytes);
+  if (region == nullptr) return nullptr;
   std::memcpy(region, file, size);
   ::mprotect(region, bytes, PROT_READ);
   *bytes_out = bytes;

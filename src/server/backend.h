@@ -54,6 +54,8 @@ struct BackendOptions {
   // --sha256-cache: where the model file's SHA-256 is kept between starts ("": hashed at every
   // start; model/sha256_cache.h).
   std::string sha256_cache_dir;
+  // --huge-pages: the weights are a private copy in 2 MiB pages, made at start (Model::load).
+  bool huge_pages = false;
 };
 
 // Tests: the model's vocabulary and chat template without weights, answering each request with

@@ -29,8 +29,9 @@ class EngineBackend : public VocabBackend {
   EngineBackend(const std::string& path, EngineConfig cfg, BackendOptions opts) : opts_(opts) {
     const auto t0 = std::chrono::steady_clock::now();
     // The file's pages are mapped (read from the page cache, or from disk) by a thread of the
-    // model's while the tokenizer and the engine are set up here.
-    model_ = Model::load(path, /*populate_now=*/false);
+    // model's while the tokenizer and the engine are set up here; with --huge-pages they are
+    // copied into 2 MiB pages first, before anything else starts.
+    model_ = Model::load(path, /*populate_now=*/false, opts_.huge_pages);
     // The hash reads the whole file again at about 1.4 GB/s (SHA-NI), slower than mapping it:
     // it is taken from the cache when the file has not changed since it was recorded, and
     // otherwise runs beside the tokenizer set-up instead of after it.
@@ -51,14 +52,16 @@ class EngineBackend : public VocabBackend {
     const double ready_s = seconds_since(t0);
     const double bytes = double(model_->gguf().file_size());
     const auto gbps = [bytes](double s) { return bytes / 1e9 / std::max(s, 1e-9); };
-    std::fprintf(stderr,
-                 "invar serve: model %s: %.1f MiB mapped and bound in place in %.2f s, every page "
-                 "mapped in %.2f s (%.2f GB/s); ready in %.2f s (%.2f GB/s, tokenizer, engine and "
-                 "the file's SHA-256 included: tokenizer %.3f s, engine %.3f s)\n"
-                 "invar serve: model SHA-256 %s: %s\n",
-                 id_.c_str(), bytes / 1048576.0, model_->load_seconds(), populate_s,
-                 gbps(populate_s), ready_s, gbps(ready_s), tokenizer_s, engine_s,
-                 model_->sha256().c_str(), model_->sha256_origin().c_str());
+    std::fprintf(
+        stderr,
+        "invar serve: model %s: %.1f MiB %s in %.2f s, every page "
+        "mapped in %.2f s (%.2f GB/s); ready in %.2f s (%.2f GB/s, tokenizer, engine and "
+        "the file's SHA-256 included: tokenizer %.3f s, engine %.3f s)\n"
+        "invar serve: model SHA-256 %s: %s\n",
+        id_.c_str(), bytes / 1048576.0,
+        opts_.huge_pages ? "copied into 2 MiB pages and bound" : "mapped and bound in place",
+        model_->load_seconds(), populate_s, gbps(populate_s), ready_s, gbps(ready_s), tokenizer_s,
+        engine_s, model_->sha256().c_str(), model_->sha256_origin().c_str());
     // What memory the engine may add to the model's: the cache budget, and the live recurrent
     // state of each running request, which the budget does not cover.
     const int64_t live_bytes = SlotArena::slot_bytes_for(model_->state_floats());

@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
+#include <string>
+#include <vector>
 
 #include "sanitizer_build.h"
 #include "serve_process.h"
@@ -110,23 +112,52 @@ std::string generated_model(const std::string& flags, const std::string& name) {
   return path;
 }
 
-// Serves `model`, answers one completion (every layer's weights read), and checks the process's
-// resident memory: at least the file (the weights really are resident: MAP_POPULATE) and below
-// file × (1 + slack) + the cache budget.
-void expect_resident_near_file(const std::string& model, int64_t min_mib, double slack) {
+// AnonHugePages of the process in KiB (smaps_rollup), -1 where the kernel does not say.
+int64_t anon_huge_kib(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("AnonHugePages:", 0) == 0) return std::stoll(line.substr(14));
+  return -1;
+}
+
+// Whether this kernel hands out transparent huge pages to a region that asks (madvise or always).
+bool thp_available() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(f, mode);
+  return mode.find("[always]") != std::string::npos || mode.find("[madvise]") != std::string::npos;
+}
+
+// Serves `model` (with --huge-pages when `huge`), answers one completion (every layer's weights
+// read; its choice with top-5 logprobs in *answer), and checks the process's resident memory: at
+// least the file (the weights really are resident: MAP_POPULATE, or the copy) and below file ×
+// (1 + slack) + the cache budget.
+void expect_resident_near_file(const std::string& model, int64_t min_mib, double slack,
+                               bool huge = false, json* answer = nullptr) {
   ASSERT_FALSE(model.empty()) << "make-model failed";
   const int64_t file_bytes = int64_t(std::filesystem::file_size(model));
   ASSERT_GT(file_bytes, min_mib << 20) << "the model is smaller than this test means it to be";
-  ServeProcess srv({"--model", model, "--threads", "2", "--cache-bytes", std::to_string(kBudget)},
-                   "serve_memory_inplace");
+  std::vector<std::string> args{"--model", model,           "--threads",
+                                "2",       "--cache-bytes", std::to_string(kBudget)};
+  if (huge) args.push_back("--huge-pages");
+  ServeProcess srv(args, "serve_memory_inplace");
   ASSERT_NE(srv.port(), 0) << "server did not start:\n" << srv.log();
-  EXPECT_NE(srv.log().find("mapped and bound in place in"), std::string::npos) << srv.log();
+  EXPECT_NE(srv.log().find(huge ? "copied into 2 MiB pages and bound in"
+                                : "mapped and bound in place in"),
+            std::string::npos)
+      << srv.log();
   httplib::Client c("127.0.0.1", srv.port());
   c.set_read_timeout(60, 0);
-  const json body = {{"prompt", json::array({1, 2, 3, 4, 5, 6, 7, 8})}, {"max_tokens", 2}};
+  const json body = {{"prompt", json::array({1, 2, 3, 4, 5, 6, 7, 8})},
+                     {"max_tokens", 4},
+                     {"temperature", 0},
+                     {"logprobs", 5},
+                     {"echo", true}};
   auto res = c.Post("/v1/completions", body.dump(), "application/json");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200) << res->body;
+  if (answer) *answer = json::parse(res->body)["choices"][0];
 
   if (invar::test::kSanitizerBuild) GTEST_SKIP() << invar::test::kResidentSkip;
   const int64_t rss = status_kib(srv.pid(), "VmRSS") * 1024;
@@ -135,6 +166,12 @@ void expect_resident_near_file(const std::string& model, int64_t min_mib, double
   EXPECT_LT(rss, bound) << "resident " << rss << " B, file " << file_bytes << " B";
   std::printf("resident %.1f MiB: file %.1f MiB + %.1f MiB; bound %.1f MiB\n", rss / 1048576.0,
               file_bytes / 1048576.0, (rss - file_bytes) / 1048576.0, bound / 1048576.0);
+  if (huge && thp_available()) {
+    // The copy really is in huge pages (the kernel may still fall back for some of it).
+    const int64_t huge_kib = anon_huge_kib(srv.pid());
+    EXPECT_GT(huge_kib, 0) << "no 2 MiB page in the process: the copy did not get any";
+    std::printf("anonymous huge pages %.1f MiB\n", huge_kib / 1024.0);
+  }
 }
 
 // 8 layers of 8 experts, E = 1024: about 1 GB in F32.
@@ -156,6 +193,22 @@ TEST(ServeMemory, Q4KMWeightsResidentOnce) {
                       "--v-heads 8",
                       "inplace_q4_k_m"),
       250, 0.05);
+}
+
+// --huge-pages: the weights a private copy in 2 MiB pages (the file mapping dropped), still
+// resident once, and the same logprobs to the bit as from the file's mapping.
+TEST(ServeMemory, HugePageCopyResidentOnceSameLogprobs) {
+  const std::string model = generated_model(
+      "--type q4_k_m --embd 1024 --layers 8 --experts 8 --ff-exp 2048 --ff-shexp 2048 --heads 8 "
+      "--head-dim 128 --rot 64 --state 128 --groups 4 --v-heads 8",
+      "inplace_q4_k_m");
+  json mapped, copied;
+  expect_resident_near_file(model, 250, 0.05, /*huge=*/false, &mapped);
+  expect_resident_near_file(model, 250, 0.05, /*huge=*/true, &copied);
+  ASSERT_TRUE(mapped.contains("logprobs") && mapped["logprobs"].contains("top_logprobs"))
+      << mapped.dump();
+  EXPECT_EQ(mapped["logprobs"]["top_logprobs"].size(), 12u) << mapped.dump();  // 8 echoed + 4
+  EXPECT_EQ(mapped.dump(), copied.dump());
 }
 
 }  // namespace
