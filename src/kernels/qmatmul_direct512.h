@@ -12,9 +12,14 @@
 //   - Q8_0: the F16 scales of a row's 8 blocks are packed by integer instructions and converted
 //     in one instruction (an insert, a conversion and a broadcast per block before; a gather
 //     was slower still);
-//   - 8 rows at M = 1 (4 rows above): 8 independent FMA chains cover the FMA latency. Every loop
-//     over rows and lanes is unrolled so the R·P accumulators stay in registers (an accumulator
-//     array indexed by a loop counter lives in memory: 3-4x slower at M = 4).
+//   - 4 rows side by side: at M = 1 their 4 FMA chains still cover the FMA latency, since each
+//     FMA waits on 2-4 cycles of decoding. 8 rows (the choice on Zen 5) were the same speed from
+//     L2 on an Intel Xeon (Emerald Rapids) but slower from DRAM, where 8 interleaved streams per
+//     thread defeat the hardware prefetchers: 2 threads over a 151669 × 2048 matrix
+//     (bench/kernels/decode_matmul_bench) streamed Q8_0 at 19.1 → 21.1-22.6 GB/s, Q4_K 14.1 →
+//     18.5, Q6_K 16.5 → 17.4-18.7. Every loop over rows and lanes is unrolled so the R·P
+//     accumulators stay in registers (an accumulator array indexed by a loop counter lives in
+//     memory: 3-4x slower at M = 4).
 // The weights are the same exact F32 values (same products, same single rounded add for Q4_K and
 // Q5_K), fed to the same per-lane FMA chains in the same k order: nothing in the canonical order
 // changes.

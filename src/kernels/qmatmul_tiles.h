@@ -111,7 +111,8 @@ void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int6
   int64_t n = n0;
   if constexpr (is_avx512<V>()) {
     // AVX-512 kernels of the K-quant types of Q4_K_M / Q5_K_M files (qmatmul_direct512.h).
-    constexpr int P = R == 1 ? 8 : 4;
+    // 4 weight rows side by side at every M (qmatmul_direct512.h says why not 8 at M = 1).
+    constexpr int P = 4;
     if constexpr (std::is_same_v<D, qdecode::Q8_0<V>>) {
       for (; n + P <= n1; n += P) qdirect512::q80_rows<V, R, P>(w, n, x, y);
     } else if constexpr (std::is_same_v<D, qdecode::Q4_K<V>>) {
