@@ -67,15 +67,24 @@ __attribute__((target("fma"))) float fma_loop_scalar(int64_t iters) {
 
 // Σ p[0..n) read as 8 streams side by side (the 8 contiguous eighths of the range), as the
 // matmul's direct path reads 4 weight panels at once: one sequential stream leaves a core's
-// memory parallelism unused and measures less than the kernels reach.
+// memory parallelism unused and measures less than the kernels reach. Each stream prefetches 1
+// KiB ahead, as the decode kernels do: without it the loop read ~10% less than the F32 decode
+// kernel on an Intel Xeon (Emerald Rapids; 27 vs 31 GB/s on 2 threads), and decode rows came out
+// above their roofline.
 __attribute__((target("avx2"))) float sum_floats(const float* p, int64_t n) {
   constexpr int kStreams = 8;
-  const int64_t len = n / kStreams / 8 * 8;
+  constexpr int64_t kAhead = 256;  // floats: 1 KiB, as the F32 decode kernel prefetches
+  const int64_t len = n / kStreams / 16 * 16;
   __m256 a[kStreams];
   for (int s = 0; s < kStreams; ++s) a[s] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < len; i += 8) {
+  for (int64_t i = 0; i < len; i += 16) {
 #pragma GCC unroll 8
-    for (int s = 0; s < kStreams; ++s) a[s] = _mm256_add_ps(a[s], _mm256_loadu_ps(p + s * len + i));
+    for (int s = 0; s < kStreams; ++s) {
+      const float* q = p + s * len + i;
+      _mm_prefetch(reinterpret_cast<const char*>(q + kAhead), _MM_HINT_T0);
+      a[s] = _mm256_add_ps(a[s], _mm256_loadu_ps(q));
+      a[s] = _mm256_add_ps(a[s], _mm256_loadu_ps(q + 8));
+    }
   }
   float t[8], sum = 0;
   for (int s = 0; s < kStreams; ++s) {
