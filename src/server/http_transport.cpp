@@ -78,12 +78,23 @@ struct Shared {
 
 // The engine's side of a connection: wakes are posted to the connection's strand until the
 // connection (or the transport) is gone. Wakes coalesce while one is queued.
+//
+// The engine may hold the slot (in a request's event callback) after the connection and the
+// io_context are gone: a finished request's callback is released by the engine thread some time
+// after its last event. The strand executor refers to the io_context's strand service, so
+// close() drops it while the io_context lives; a slot released later holds no executor.
 struct WakeSlot {
   std::mutex mu;
   bool closed = false;
   std::atomic<bool> queued{false};
   asio::any_io_executor executor;
   std::weak_ptr<Connection> conn;
+
+  void close() {
+    std::lock_guard<std::mutex> lock(mu);
+    closed = true;
+    executor = asio::any_io_executor();
+  }
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -97,6 +108,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         scanner_(sh_->cfg.head),
         wake_(std::make_shared<WakeSlot>()) {}
   ~Connection() {
+    wake_->close();
     std::lock_guard<std::mutex> lock(sh_->mu);
     sh_->live.erase(this);
   }
@@ -115,13 +127,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // The transport is stopping and its IO threads are joined: close without ceremony.
-  void detach() {
-    {
-      std::lock_guard<std::mutex> lock(wake_->mu);
-      wake_->closed = true;
-    }
-    close();
-  }
+  void detach() { close(); }
 
  private:
   enum class Phase { idle, head, body, responding, closing };
@@ -339,10 +345,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close() {
     if (closed_) return;
     closed_ = true;
-    {
-      std::lock_guard<std::mutex> lock(wake_->mu);
-      wake_->closed = true;
-    }
+    wake_->close();
     if (pending_ && !pending_done_) pending_->client_gone();
     pending_.reset();
     read_timer_.cancel();

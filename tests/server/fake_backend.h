@@ -36,6 +36,9 @@ class FakeBackend : public Backend {
   std::chrono::microseconds token_delay{200};
   int64_t ctx = 256;
   std::atomic<bool> hold{false};  // while true, no request makes progress
+  // While true, a finished request's sink is kept (as the engine thread may hold one for a
+  // while after the request's last event) until release_kept_sinks().
+  std::atomic<bool> keep_sinks{false};
 
   // Observations.
   std::atomic<int64_t> cancels{0}, submits{0};
@@ -46,6 +49,14 @@ class FakeBackend : public Backend {
   int64_t active() {
     std::lock_guard<std::mutex> lock(mu_);
     return int64_t(reqs_.size());
+  }
+  int64_t release_kept_sinks() {
+    std::vector<EventSink> gone;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      gone.swap(kept_);
+    }
+    return int64_t(gone.size());  // destroyed here, on the caller's thread
   }
 
   std::string model_id() const override { return "fake-model"; }
@@ -168,6 +179,7 @@ class FakeBackend : public Backend {
       for (auto it = reqs_.begin(); it != reqs_.end();) {
         bool done = false;
         step(it->second, &done);
+        if (done && keep_sinks) kept_.push_back(std::move(it->second.sink));
         it = done ? reqs_.erase(it) : std::next(it);
       }
       lock.unlock();
@@ -185,6 +197,7 @@ class FakeBackend : public Backend {
   std::condition_variable cv_;
   std::map<RequestId, Req> reqs_;
   std::vector<GenerationRequest> log_;
+  std::vector<EventSink> kept_;
   RequestId next_ = 0;
   bool quit_ = false;
   std::thread worker_;

@@ -335,3 +335,19 @@ TEST(HttpServer, DrainFinishesStreamsThenStops) {
   EXPECT_EQ(st.text.size(), 50u) << "drain cut an in-flight stream";
   EXPECT_LT(connect_local(s.port), 0) << "still listening after shutdown";
 }
+
+// The engine may release a finished request's event sink (and the connection's waker in it)
+// after the transport has stopped and its io_context is gone: releasing it then must touch
+// nothing of the transport's (AddressSanitizer reports the use after free this guards).
+TEST(HttpServer, SinkReleasedAfterShutdownTouchesNoTransportState) {
+  FakeServer s({}, false, [](FakeBackend& f) { f.keep_sinks = true; });
+  auto r = s.post("/v1/completions", R"({"prompt":"a","max_tokens":3})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  auto r2 = s.post("/v1/completions", R"({"prompt":"b","max_tokens":3,"stream":true})");
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->status, 200);
+  s.server->shutdown(5);
+  ASSERT_EQ(s.server->state(), "stopped");
+  EXPECT_EQ(s.fake->release_kept_sinks(), 2) << "both requests' sinks outlived the transport";
+}

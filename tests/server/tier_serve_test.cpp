@@ -206,7 +206,7 @@ TEST_F(TierServe, DamagedFileIsSkippedCountedAndRemoved) {
     ServeProcess a(serve_args({"--cache-dir", dir}), "tier_corrupt_a");
     ASSERT_NE(a.port(), 0) << a.log();
     complete(a, long_prompt(), "");
-    EXPECT_EQ(a.stop(SIGTERM, 60), 0);
+    EXPECT_EQ(a.stop(SIGTERM, 60), 0) << a.log();
   }
   auto files = files_with(dir, ".blk");
   ASSERT_EQ(static_cast<int64_t>(files.size()), kFullHit / kBlock);
@@ -227,7 +227,7 @@ TEST_F(TierServe, DamagedFileIsSkippedCountedAndRemoved) {
   writes_settle(b, "disk");
   ASSERT_TRUE(fs::exists(victim));
   EXPECT_EQ(fs::file_size(victim), fs::file_size(files[0]));
-  EXPECT_EQ(b.stop(SIGTERM, 60), 0);
+  EXPECT_EQ(b.stop(SIGTERM, 60), 0) << b.log();
   ServeProcess c(serve_args({"--cache-dir", dir}), "tier_corrupt_c");
   ASSERT_NE(c.port(), 0) << c.log();
   const json whole = complete(c, long_prompt(), "");
@@ -264,7 +264,7 @@ TEST_F(TierServe, SaltsStayApartInMemoryOnDiskAndInRedis) {
     EXPECT_EQ(cached_of(other), 0) << "memory: another salt";
     expect_cold_bits(other, "memory, other salt");
     EXPECT_EQ(cached_of(complete(a, long_prompt(), "tenant-a")), kFullHit) << "memory: same salt";
-    EXPECT_EQ(a.stop(SIGTERM, 60), 0);
+    EXPECT_EQ(a.stop(SIGTERM, 60), 0) << a.log();
   }
   // Only tenant-a's blocks are in the tiers now; tenant-b's were computed and written too, so
   // wipe them by starting over with tenant-a alone.
@@ -274,7 +274,7 @@ TEST_F(TierServe, SaltsStayApartInMemoryOnDiskAndInRedis) {
     ServeProcess a(serve_args({"--cache-dir", dir, "--cache-redis", redis.url()}), "tier_salt_w");
     ASSERT_NE(a.port(), 0) << a.log();
     complete(a, long_prompt(), "tenant-a");
-    EXPECT_EQ(a.stop(SIGTERM, 60), 0);
+    EXPECT_EQ(a.stop(SIGTERM, 60), 0) << a.log();
   }
   {
     ServeProcess disk(serve_args({"--cache-dir", dir}), "tier_salt_disk");
