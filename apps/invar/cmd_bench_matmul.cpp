@@ -103,13 +103,16 @@ struct Shape {
 std::vector<uint8_t> random_weights(DType type, int64_t k, int64_t n, std::mt19937& rng) {
   std::vector<uint8_t> bytes(size_t(n * dtype_row_bytes(type, k)));
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  // Block scales in [0.005, 0.02): normal F16 values, as real files have (a scale near 0 would be
+  // F16-subnormal, which some conversion paths handle more slowly).
+  std::uniform_real_distribution<float> scale(0.005f, 0.02f);
   if (dtype_is_quantized(type) && type != DType::Q8_0) {
     // Random quants, ordinary scales (no subnormal F32 weights to slow any path down).
     for (auto& b : bytes) b = uint8_t(rng());
     const size_t block = size_t(dtype_block_bytes(type));
     for (size_t b = 0; b < bytes.size(); b += block) {
       for (size_t off : quant_f16_offsets(type)) {
-        const uint16_t d = f32_to_f16(0.01f * (1.0f + u(rng)));
+        const uint16_t d = f32_to_f16(scale(rng));
         std::memcpy(&bytes[b + size_t(off)], &d, 2);
       }
     }
@@ -117,7 +120,7 @@ std::vector<uint8_t> random_weights(DType type, int64_t k, int64_t n, std::mt199
   }
   if (type == DType::Q8_0) {
     for (size_t b = 0; b < bytes.size(); b += kQ8BlockBytes) {
-      const uint16_t d = f32_to_f16(0.01f * (1.0f + u(rng)));
+      const uint16_t d = f32_to_f16(scale(rng));
       std::memcpy(&bytes[b], &d, 2);
       for (int j = 0; j < 32; ++j) bytes[b + 2 + size_t(j)] = uint8_t(rng());
     }

@@ -17,7 +17,10 @@
 //     L2 on an Intel Xeon (Emerald Rapids) but slower from DRAM, where 8 interleaved streams per
 //     thread defeat the hardware prefetchers: 2 threads over a 151669 × 2048 matrix
 //     (bench/kernels/decode_matmul_bench) streamed Q8_0 at 19.1 → 21.1-22.6 GB/s, Q4_K 14.1 →
-//     18.5, Q6_K 16.5 → 17.4-18.7. Every loop over rows and lanes is unrolled so the R·P
+//     18.5, Q6_K 16.5 → 17.4-18.7. On the AMD EPYC (Zen 5) VM, where 8 rows had been chosen,
+//     4 rows were faster from DRAM as well (same bench, medians of 5-7 samples, 8 → 4 rows):
+//     Q8_0 20-31 → 35-39 GB/s, Q4_K 20-22 → 30-33, Q6_K 23-26 → 27-31. Every loop over rows
+//     and lanes is unrolled so the R·P
 //     accumulators stay in registers (an accumulator array indexed by a loop counter lives in
 //     memory: 3-4x slower at M = 4).
 // The weights are the same exact F32 values (same products, same single rounded add for Q4_K and
