@@ -103,11 +103,9 @@ struct Shape {
 std::vector<uint8_t> random_weights(DType type, int64_t k, int64_t n, std::mt19937& rng) {
   std::vector<uint8_t> bytes(size_t(n * dtype_row_bytes(type, k)));
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  // Block scales in [0.005, 0.02): normal F16 values, as real files have (a scale near 0 would be
-  // F16-subnormal, which some conversion paths handle more slowly).
+  // Block scales: normal F16 values, as real files have (none subnormal, in F16 or as weights).
   std::uniform_real_distribution<float> scale(0.005f, 0.02f);
   if (dtype_is_quantized(type) && type != DType::Q8_0) {
-    // Random quants, ordinary scales (no subnormal F32 weights to slow any path down).
     for (auto& b : bytes) b = uint8_t(rng());
     const size_t block = size_t(dtype_block_bytes(type));
     for (size_t b = 0; b < bytes.size(); b += block) {

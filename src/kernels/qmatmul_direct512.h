@@ -20,9 +20,8 @@
 //     18.5, Q6_K 16.5 → 17.4-18.7. On the AMD EPYC (Zen 5) VM, where 8 rows had been chosen,
 //     4 rows were faster from DRAM as well (same bench, medians of 5-7 samples, 8 → 4 rows):
 //     Q8_0 20-31 → 35-39 GB/s, Q4_K 20-22 → 30-33, Q6_K 23-26 → 27-31. Every loop over rows
-//     and lanes is unrolled so the R·P
-//     accumulators stay in registers (an accumulator array indexed by a loop counter lives in
-//     memory: 3-4x slower at M = 4).
+//     and lanes is unrolled so the R·P accumulators stay in registers (an accumulator array
+//     indexed by a loop counter lives in memory: 3-4x slower at M = 4).
 // The weights are the same exact F32 values (same products, same single rounded add for Q4_K and
 // Q5_K), fed to the same per-lane FMA chains in the same k order: nothing in the canonical order
 // changes.
