@@ -26,8 +26,8 @@ function(invar_library name)
   invar_isa_flags("${srcs}")
 endfunction()
 
-set(INVAR_AVX2_FLAGS -mavx2 -mfma -mf16c)
-set(INVAR_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx512vnni -mavx2 -mfma -mf16c)
+set(INVAR_AVX2_FLAGS -mavx2 -mfma -mf16c -mprfchw)
+set(INVAR_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx512vnni -mavx2 -mfma -mf16c -mprfchw)
 
 function(invar_isa_flags srcs)
   foreach(f ${srcs})

@@ -76,6 +76,23 @@ QP_INLINE void tile_sums(const V (&acc)[R][C], float* y, int64_t ldy) {
   }
 }
 
+// The lines a tile stores when it ends (its park slot, or its outputs' parts of R rows of y),
+// claimed for writing while it computes: they are rarely in L1 (a row block's park slots take
+// more than L1, y rows are N floats apart), and stores that miss stalled the next tile.
+template <int R, int C>
+QP_INLINE void store_prefetch(float* park, bool last, float* y, int64_t ldy) {
+  if (last) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      __builtin_prefetch(y + r * ldy, 1, 3);
+      __builtin_prefetch(y + r * ldy + C - 1, 1, 3);
+    }
+  } else {
+#pragma GCC unroll 8
+    for (int i = 0; i < R * C; ++i) __builtin_prefetch(park + i * 16, 1, 3);
+  }
+}
+
 // One register tile of R activation rows × C outputs over `steps` × 16 weights (output c's at
 // wb + c·ldw). Lane accumulators start at +0 (first chunk) or come from the tile's slot in the
 // park ([R][C][16]); after the last chunk they are summed into y, else parked.
@@ -88,6 +105,7 @@ void tile(const float* wb, int64_t ldw, int64_t steps, TileRows x, float* park, 
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[r][c] = first ? V::zero() : V::load(park + (r * C + c) * 16);
   }
+  store_prefetch<R, C>(park, last, y, ldy);
   const float* xs = x.at;
   for (int64_t s = 0; s < steps; ++s, xs += x.step) {
     V wv[C];
