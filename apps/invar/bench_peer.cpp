@@ -5,8 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -62,6 +64,22 @@ std::string file_tail(const std::string& path, size_t max_bytes) {
   return s.size() > max_bytes ? s.substr(s.size() - max_bytes) : s;
 }
 
+// How a peer process ended, in words; a SIGILL says the usual cause (a build for an instruction
+// set this machine, or this VM's guest, cannot run: e.g. llama.cpp's AMX kernels in a guest
+// without AMX state).
+std::string peer_exit_text(int status) {
+  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  if (!WIFSIGNALED(status)) return "ended abnormally";
+  const int sig = WTERMSIG(status);
+  std::string text = "killed by signal " + std::to_string(sig);
+  if (const char* name = sigabbrev_np(sig)) text += std::string(" (SIG") + name + ")";
+  if (sig == SIGILL)
+    text +=
+        ": it uses an instruction this machine does not run; rebuild it without them (e.g. "
+        "llama.cpp with -DGGML_NATIVE=OFF and the AMX options off)";
+  return text;
+}
+
 }  // namespace
 
 double bench_peer_run(const BenchPeer& peer, const std::string& model, const PeerTest& t) {
@@ -110,8 +128,7 @@ double bench_peer_run(const BenchPeer& peer, const std::string& model, const Pee
   const std::string err = file_tail(err_path, 600);
   unlink(err_path);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("llama-bench failed (" + cmd + "), exit status " +
-                std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+    throw Error("llama-bench failed (" + cmd + "), " + peer_exit_text(status) +
                 "; its stderr ends:\n" + err);
   try {
     return bench_peer_parse_json(text, t);

@@ -132,6 +132,17 @@ TEST(BenchPeer, AFailingOrGarbledPeerStopsTheBenchWithItsMessage) {
   EXPECT_NE(r.status, 0);
   EXPECT_TRUE(has(r.out, "llama-bench failed")) << r.out;
   EXPECT_TRUE(has(r.out, "error: failed to load model")) << r.out;
+  EXPECT_TRUE(has(r.out, "exit status 1")) << r.out;
+
+  // A peer built for instructions this machine cannot run dies of SIGILL: the message names the
+  // signal and the remedy instead of a bare status.
+  const std::string illegal =
+      script("illegal", "echo 'load_backend: loaded CPU' >&2\nkill -ILL $$\n");
+  r = bench(" --model " + model() + kSmall + " --peer llama-bench=" + illegal);
+  EXPECT_NE(r.status, 0);
+  EXPECT_TRUE(has(r.out, "killed by signal 4 (SIGILL)")) << r.out;
+  EXPECT_TRUE(has(r.out, "GGML_NATIVE=OFF")) << r.out;
+  EXPECT_TRUE(has(r.out, "load_backend: loaded CPU")) << r.out;
 
   const std::string garbled = script("garbled", "echo 'main: not json'\n");
   r = bench(" --model " + model() + kSmall + " --peer llama-bench=" + garbled);
