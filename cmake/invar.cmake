@@ -2,8 +2,9 @@
 # Files named *_avx2.cpp / *_avx512.cpp get their ISA flags; dispatch happens at run time.
 function(invar_library name)
   # SOURCES: these files instead of every *.cpp of the directory; EXCLUDE: files left out;
-  # PCH: headers precompiled once for the library's files (invar_pch).
-  cmake_parse_arguments(A "" "" "DEPS;INCLUDES;SOURCES;EXCLUDE;PCH" ${ARGN})
+  # PCH: headers precompiled once for the library's files (invar_pch); NO_UNITY: files compiled
+  # on their own in a unity build (invar_unity).
+  cmake_parse_arguments(A "" "" "DEPS;INCLUDES;SOURCES;EXCLUDE;PCH;NO_UNITY" ${ARGN})
   if(A_SOURCES)
     list(TRANSFORM A_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/ OUTPUT_VARIABLE srcs)
   else()
@@ -28,6 +29,37 @@ function(invar_library name)
   if(A_PCH)
     invar_pch(${name} ${A_PCH})
   endif()
+  list(TRANSFORM A_NO_UNITY PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
+  invar_unity(${name} ${A_NO_UNITY})
+endfunction()
+
+# Unity builds (CI time, issue 20): a target's files are compiled in batches of
+# INVAR_UNITY_BATCH, one translation unit each, so the templates and inline functions of the
+# heavy headers (nlohmann/json, CLI11, the standard library) are instantiated and optimised once
+# per batch instead of once per file: src/probe's 11 files took 45 s of CPU apart and 17 s as one
+# unit (GCC 12, -O2). Files built for one ISA keep their own flags and stay apart, as do the
+# files given (names in an anonymous namespace that another file of the target also defines).
+option(INVAR_UNITY_BUILD "compile each library and the invar binary in unity batches" ON)
+set(INVAR_UNITY_BATCH 8 CACHE STRING "files per unity translation unit")
+# A unity batch #includes its .cpp files, so GCC takes each for a header and warns about a class
+# whose member has a type of the file's anonymous namespace (a real ODR hazard only in headers).
+if(INVAR_UNITY_BUILD)
+  list(APPEND INVAR_WARNINGS -Wno-subobject-linkage)
+endif()
+function(invar_unity target)
+  if(NOT INVAR_UNITY_BUILD)
+    return()
+  endif()
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${INVAR_UNITY_BATCH})
+  get_target_property(srcs ${target} SOURCES)
+  foreach(f ${srcs})
+    if(f MATCHES "_avx(2|512)\\.cpp$")
+      set_source_files_properties(${f} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    endif()
+  endforeach()
+  foreach(f ${ARGN})
+    set_source_files_properties(${f} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+  endforeach()
 endfunction()
 
 set(INVAR_AVX2_FLAGS -mavx2 -mfma -mf16c -mprfchw)
@@ -92,7 +124,7 @@ function(invar_test_target name)
   endforeach()
   target_link_libraries(${name} PRIVATE GTest::gtest GTest::gtest_main nlohmann_json::nlohmann_json
                         PkgConfig::INVAR_TEST_HTTPLIB)
-  target_compile_definitions(${name} PRIVATE
+  target_compile_definitions(${name} PRIVATE _FILE_OFFSET_BITS=64
     INVAR_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     INVAR_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data"
     INVAR_BINARY_DIR="${PROJECT_BINARY_DIR}")
@@ -127,4 +159,31 @@ endfunction()
 function(invar_label_target label target)
   set_property(GLOBAL APPEND PROPERTY INVAR_TEST_LABELS ${label})
   set_property(GLOBAL APPEND PROPERTY INVAR_TEST_TARGETS_${label} ${target})
+endfunction()
+
+# invar_clang_fuzzer(NAME CLANGXX SOURCES...): a libFuzzer binary built by clang with ASan and
+# UBSan (the main compiler is g++). One object per source, so that the build runs them in
+# parallel and recompiles only what changed (header dependencies from clang's depfiles).
+function(invar_clang_fuzzer name clangxx)
+  set(flags -std=c++20 -O1 -g -ffp-contract=off -fsanitize=fuzzer,address,undefined
+      -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR}/src)
+  set(objs)
+  foreach(src ${ARGN})
+    file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${src})
+    string(REPLACE "/" "_" stem ${rel})
+    set(obj ${CMAKE_CURRENT_BINARY_DIR}/${name}.dir/${stem}.o)
+    add_custom_command(OUTPUT ${obj}
+      COMMAND ${clangxx} ${flags} -MD -MF ${obj}.d -c ${src} -o ${obj}
+      DEPENDS ${src}
+      DEPFILE ${obj}.d
+      COMMENT "Building ${name}: ${rel} with clang (libFuzzer, ASan, UBSan)"
+      VERBATIM)
+    list(APPEND objs ${obj})
+  endforeach()
+  add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${name}
+    COMMAND ${clangxx} ${flags} ${objs} -o ${CMAKE_CURRENT_BINARY_DIR}/${name}
+    DEPENDS ${objs}
+    COMMENT "Linking ${name}"
+    VERBATIM)
+  add_custom_target(${name}_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/${name})
 endfunction()

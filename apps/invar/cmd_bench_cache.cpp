@@ -2,7 +2,6 @@
 // tasks with different questions: task 1 runs cold, task 2 right after it (the document served
 // from cache); time to first token of each and the ratio. Then prefill throughput of the
 // document alone (cache off) under token budgets 64 / 512 / 4096 per step.
-#include <sys/resource.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_clock.h"
 #include "bench_registry.h"
 #include "core/error.h"
 #include "engine/engine.h"
@@ -43,13 +43,6 @@ struct Timed {
 
 // CPU seconds of the whole process: on a shared machine wall time includes waiting for a core,
 // CPU time does not, so the table shows both.
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
 // Submits one request and waits for it; ttft = submit → first generated token.
 Timed timed_run(Engine& e, const std::vector<int32_t>& prompt, int64_t max_tokens) {
   std::mutex mu;

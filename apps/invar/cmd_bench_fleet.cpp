@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "bench_clock.h"
 #include "bench_registry.h"
 #include "core/error.h"
 #include "fleet_processes.h"
@@ -74,12 +75,6 @@ std::string tenant_prefix(int tenant, int words) {
   for (int w = 0; w < words; ++w)
     s += std::string(" ") + kWords[(w * 7 + tenant * 5 + w / 12) % 12];
   return s;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5))];
 }
 
 double metric_read(const std::string& text, const std::string& name) {

@@ -49,7 +49,7 @@ double clock_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double seconds_since(double t0) {
+double clock_seconds_since(double t0) {
   return clock_now() - t0;
 }
 
@@ -160,14 +160,14 @@ void run_interleaved(std::vector<Variant>& vs, double flops, int reps, double mi
   for (size_t i = 0; i < vs.size(); ++i) {  // warm-up and calibration
     const auto t0 = clock_now();
     vs[i].call();
-    const double s = std::max(seconds_since(t0), 1e-6);
+    const double s = std::max(clock_seconds_since(t0), 1e-6);
     calls[i] = std::max(1, int(std::ceil(min_sample_s / s)));
   }
   for (int r = 0; r < reps; ++r) {
     for (size_t i = 0; i < vs.size(); ++i) {
       const auto t0 = clock_now();
       for (int c = 0; c < calls[i]; ++c) vs[i].call();
-      vs[i].rates.push_back(flops * calls[i] / seconds_since(t0) / 1e9);
+      vs[i].rates.push_back(flops * calls[i] / clock_seconds_since(t0) / 1e9);
     }
   }
 }

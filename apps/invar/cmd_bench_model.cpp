@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_clock.h"
 #include "bench_machine.h"
 #include "bench_peer.h"
 #include "bench_registry.h"
@@ -69,19 +70,9 @@ void progress(const char* fmt, A... a) {
   std::fflush(stderr);
 }
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // CPU seconds of the whole process: on a machine shared with other work, wall time measures
 // the neighbours too; tokens ÷ (CPU seconds ÷ threads) is the rate the threads would reach
 // if they had their cores to themselves (an estimate: waiting threads block, they do not spin).
-double cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
 // The two clocks of the machine limits: wall seconds, and CPU seconds per pool thread.
 int g_threads = 1;
 double wall_now() {

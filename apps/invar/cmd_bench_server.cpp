@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "bench_clock.h"
 #include "bench_registry.h"
 #include "core/error.h"
 #include "server/http_server.h"
@@ -46,13 +47,6 @@ int64_t rss_kib() {
   while (std::getline(f, line))
     if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6);
   return 0;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = size_t(p * double(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 std::string document(int i) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 
+#include "bench_clock.h"
 #include "bench_registry.h"
 #include "core/error.h"
 #include "core/file_read.h"
@@ -20,10 +21,6 @@ struct TokBenchArgs {
   int repeat = 100;
   int runs = 3;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Best of `runs` timings of fn().
 template <class F>

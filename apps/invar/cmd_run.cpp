@@ -48,7 +48,7 @@ struct RunOptions {
   EngineConfig engine;      // --spec flags
 };
 
-std::vector<int32_t> parse_ids(const std::string& s) {
+std::vector<int32_t> run_ids_parse(const std::string& s) {
   std::vector<int32_t> ids;
   std::string cur;
   auto flush = [&] {
@@ -155,7 +155,7 @@ int run(const RunOptions& o) {
   Tokenizer tok(vocab_from_gguf(model->gguf()));
   std::vector<int32_t> prompt;
   if (!o.tokens.empty())
-    prompt = parse_ids(o.tokens);
+    prompt = run_ids_parse(o.tokens);
   else if (o.chat)
     prompt = chat_prompt_tokens(tok, o);
   else

@@ -22,7 +22,7 @@ struct TokenizeArgs {
 };
 
 // "1,2,3", "1 2 3" or "[1, 2, 3]".
-std::vector<int32_t> parse_ids(const std::string& s) {
+std::vector<int32_t> decode_ids_parse(const std::string& s) {
   std::vector<int32_t> ids;
   size_t i = 0;
   while (i < s.size()) {
@@ -50,7 +50,7 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 int run_tokenize(const TokenizeArgs& a) {
   const auto tok = Tokenizer::from_file(a.source);
   if (!a.decode.empty()) {
-    const std::string text = utf8::lossy(tok->decode(parse_ids(a.decode)));
+    const std::string text = utf8::lossy(tok->decode(decode_ids_parse(a.decode)));
     if (a.json) {
       std::cout << nlohmann::json({{"text", text}}).dump() << "\n";
     } else {

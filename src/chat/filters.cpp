@@ -12,10 +12,6 @@
 namespace invar::chat::filters {
 namespace {
 
-bool flag(const Value* v) {
-  return v && truthy(*v);
-}
-
 // soft_str: a string stays what it is (Markup included), anything else becomes str(x).
 Value soft_str(const Value& v) {
   return v.is_string() ? v : Value::string(py_str(v));

@@ -7,6 +7,11 @@
 
 namespace invar::chat::filters {
 
+// A filter's optional boolean argument: absent counts as false.
+inline bool flag(const Value* v) {
+  return v && truthy(*v);
+}
+
 // jinja2's make_attrgetter: "a.b.0" looked up item by item (digits as indexes).
 Value attr_path(Interp& in, const Value& item, const Value& attribute);
 

@@ -129,10 +129,6 @@ Value sort_key(Interp& in, const Value& x, const Value* attribute, bool case_sen
   return k;
 }
 
-bool flag(const Value* v) {
-  return v && truthy(*v);
-}
-
 }  // namespace
 
 Value f_select(Interp& in, const Value& v, CallArgs& a) {

@@ -41,6 +41,17 @@ enum class GgufType : uint32_t {
   FLOAT64 = 12,
 };
 std::string_view gguf_type_name(GgufType t);
+inline bool gguf_type_is_unsigned(GgufType t) {
+  return t == GgufType::UINT8 || t == GgufType::UINT16 || t == GgufType::UINT32 ||
+         t == GgufType::UINT64;
+}
+inline bool gguf_type_is_signed(GgufType t) {
+  return t == GgufType::INT8 || t == GgufType::INT16 || t == GgufType::INT32 ||
+         t == GgufType::INT64;
+}
+inline bool gguf_type_is_float(GgufType t) {
+  return t == GgufType::FLOAT32 || t == GgufType::FLOAT64;
+}
 
 // One metadata value. Scalars of any integer width are held in i64/u64, floats in f64; arrays
 // hold their elements in the vector that matches elem_type.

@@ -23,13 +23,6 @@ bool is_int(GgufType t) {
       return false;
   }
 }
-bool is_unsigned(GgufType t) {
-  return t == GgufType::UINT8 || t == GgufType::UINT16 || t == GgufType::UINT32 ||
-         t == GgufType::UINT64;
-}
-bool is_float(GgufType t) {
-  return t == GgufType::FLOAT32 || t == GgufType::FLOAT64;
-}
 
 [[noreturn]] void wrong_type(std::string_view key, const GgufValue& v, const char* wanted) {
   std::string got(gguf_type_name(v.type));
@@ -45,14 +38,14 @@ const GgufValue& must_find(const GgufFile& f, std::string_view key) {
 
 int64_t as_int(std::string_view key, const GgufValue& v) {
   if (!is_int(v.type)) wrong_type(key, v, "an integer");
-  if (!is_unsigned(v.type)) return v.i64;
+  if (!gguf_type_is_unsigned(v.type)) return v.i64;
   if (v.u64 > uint64_t(std::numeric_limits<int64_t>::max()))
     throw GgufError("gguf: key '" + std::string(key) + "' = " + std::to_string(v.u64) +
                     " is out of range");
   return int64_t(v.u64);
 }
 double as_float(std::string_view key, const GgufValue& v) {
-  if (!is_float(v.type)) wrong_type(key, v, "float32 or float64");
+  if (!gguf_type_is_float(v.type)) wrong_type(key, v, "float32 or float64");
   return v.f64;
 }
 bool as_bool(std::string_view key, const GgufValue& v) {
@@ -107,7 +100,7 @@ std::vector<int64_t> GgufFile::get_int_array(std::string_view key) const {
 
 std::vector<double> GgufFile::get_float_array(std::string_view key) const {
   const GgufValue& v = must_find(*this, key);
-  if (v.type != GgufType::ARRAY || !is_float(v.elem_type))
+  if (v.type != GgufType::ARRAY || !gguf_type_is_float(v.elem_type))
     wrong_type(key, v, "array of float32 or float64");
   return v.arr_float;
 }

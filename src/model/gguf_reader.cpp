@@ -108,14 +108,6 @@ int scalar_bytes(uint32_t t) {
   return -1;
 }
 
-bool is_float(GgufType t) {
-  return t == GgufType::FLOAT32 || t == GgufType::FLOAT64;
-}
-bool is_signed(GgufType t) {
-  return t == GgufType::INT8 || t == GgufType::INT16 || t == GgufType::INT32 ||
-         t == GgufType::INT64;
-}
-
 // Reads one fixed-size scalar (the type is known valid and not STRING/ARRAY).
 void read_scalar(Cursor& c, GgufType t, const std::string& field, GgufValue& v) {
   switch (t) {
@@ -226,7 +218,7 @@ GgufValue read_value(Cursor& c, GgufType t, const std::string& field) {
     for (uint64_t i = 0; i < n; ++i) v.arr_str.push_back(c.read_string_element(field, i));
     return v;
   }
-  if (is_float(et)) {
+  if (gguf_type_is_float(et)) {
     v.arr_float.reserve(size_t(n));
   } else {
     v.arr_int.reserve(size_t(n));
@@ -234,11 +226,11 @@ GgufValue read_value(Cursor& c, GgufType t, const std::string& field) {
   GgufValue e;
   for (uint64_t i = 0; i < n; ++i) {
     read_scalar(c, et, field, e);
-    if (is_float(et)) {
+    if (gguf_type_is_float(et)) {
       v.arr_float.push_back(e.f64);
     } else {
       // Unsigned 64-bit elements above INT64_MAX wrap; no key invar reads can hold such values.
-      v.arr_int.push_back(is_signed(et) ? e.i64 : int64_t(e.u64));
+      v.arr_int.push_back(gguf_type_is_signed(et) ? e.i64 : int64_t(e.u64));
     }
   }
   return v;

@@ -14,16 +14,8 @@ namespace invar {
 
 namespace {
 
-constexpr int64_t kMaxDim = int64_t(1) << 24;  // keeps every product of three dims inside int64
-
 [[noreturn]] void fail(const std::string& msg) {
   throw GgufError("model: " + msg);
-}
-
-std::string shape_str(const std::vector<int64_t>& ne) {
-  std::string s = "{";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "}";
 }
 
 // Trailing dimensions of 1 do not change a tensor (llama.cpp accepts {E, 1} for {E}).
@@ -53,9 +45,9 @@ class KeyReader {
       x = f_.get_int(name);
     }
     if (!v && x < 1) fail("missing required key '" + name + "'");
-    if (x < 1 || x > kMaxDim)
+    if (x < 1 || x > kMaxTensorDim)
       fail("key '" + name + "' = " + std::to_string(x) + " is out of range (1 to " +
-           std::to_string(kMaxDim) + ")");
+           std::to_string(kMaxTensorDim) + ")");
     return x;
   }
   int64_t int_or(const char* k, int64_t def) const { return f_.get_int_or(key(k), def); }
@@ -80,7 +72,8 @@ class TensorChecker {
     if (!t) return nullptr;
     used_.insert(name);
     if (strip_ones(t->ne) != strip_ones(want))
-      fail("tensor '" + name + "' has shape " + shape_str(t->ne) + ", expected " + shape_str(want));
+      fail("tensor '" + name + "' has shape " + tensor_shape_str(t->ne) + ", expected " +
+           tensor_shape_str(want));
     const auto id = static_cast<uint32_t>(t->type);
     if (!dtype_supported(id))
       fail("tensor '" + name + "' has type " + ggml_type_label(id) + ", invar supports " +
@@ -94,7 +87,7 @@ class TensorChecker {
   const GgufTensorInfo* required(const std::string& name, const std::vector<int64_t>& want,
                                  bool f32_only = false) {
     const GgufTensorInfo* t = optional(name, want, f32_only);
-    if (!t) fail("missing tensor '" + name + "' (expected shape " + shape_str(want) + ")");
+    if (!t) fail("missing tensor '" + name + "' (expected shape " + tensor_shape_str(want) + ")");
     return t;
   }
   bool used(const std::string& name) const { return used_.count(name) != 0; }
@@ -179,7 +172,7 @@ void read_keys(const GgufFile& f, Hparams& hp) {
       fail("key '" + key + "' has " + std::to_string(s.size()) + " entries, at most 4 allowed");
     int64_t sum = 0;
     for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] < 0 || s[i] > kMaxDim)
+      if (s[i] < 0 || s[i] > kMaxTensorDim)
         fail("key '" + key + "' entry " + std::to_string(s[i]) + " is out of range");
       hp.rope_sections[i] = int32_t(s[i]);
       sum += s[i];
@@ -319,7 +312,7 @@ void check_tensors(const GgufFile& f, Hparams& hp) {
   const GgufTensorInfo* emb = f.find_tensor("token_embd.weight");
   if (!emb) fail("missing tensor 'token_embd.weight'");
   if (emb->ne.size() < 2 || emb->ne[0] != E)
-    fail("tensor 'token_embd.weight' has shape " + shape_str(emb->ne) + ", expected {" +
+    fail("tensor 'token_embd.weight' has shape " + tensor_shape_str(emb->ne) + ", expected {" +
          std::to_string(E) + ", n_vocab}");
   hp.n_vocab = emb->ne[1];
   const int64_t V = hp.n_vocab;
@@ -472,6 +465,12 @@ std::string hparams_describe(const Hparams& hp) {
   line("tied_embeddings", hp.tied_embeddings ? "true" : "false", "no output.weight");
   if (hp.legacy_ssm_in) line("legacy_ssm_in", "true", "ssm_in instead of attn_qkv + attn_gate");
   return o.str();
+}
+
+std::string tensor_shape_str(const std::vector<int64_t>& ne) {
+  std::string s = "{";
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "}";
 }
 
 }  // namespace invar

@@ -9,13 +9,13 @@
 #include <cstring>
 
 #include "core/quantize.h"
+#include "model/hparams.h"
 #include "model/quant_preset.h"
 
 namespace invar {
 
 namespace {
 
-constexpr int64_t kMaxDim = int64_t(1) << 24;
 // 256 GiB of F32: the writer streams, one chunk of rows at a time, so only the disk limits it.
 constexpr int64_t kMaxElements = int64_t(64) << 30;
 
@@ -135,7 +135,7 @@ std::array<int32_t, 4> sections_for(const MakeModelConfig& c) {
 }
 
 void check_dim(const char* flag, int64_t v) {
-  if (v < 1 || v > kMaxDim)
+  if (v < 1 || v > kMaxTensorDim)
     bad(std::string(flag) + " " + std::to_string(v) + " is out of range (1 to 16777216)");
 }
 

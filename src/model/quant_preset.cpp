@@ -10,13 +10,13 @@
 namespace invar {
 namespace {
 
-struct Preset {
+struct QuantPresetRow {
   std::string_view name;
   DType base;
   uint32_t file_type;  // llama_ftype
 };
 
-constexpr Preset kPresets[] = {
+constexpr QuantPresetRow kQuantPresets[] = {
     {"q4_k_m", DType::Q4_K, 15}, {"q5_k_m", DType::Q5_K, 17},   {"q6_k", DType::Q6_K, 18},
     {"q8_0", DType::Q8_0, 7},    {"iq4_xs", DType::IQ4_XS, 30}, {"q3_k_m", DType::Q3_K, 12},
     {"q2_k", DType::Q2_K, 10},   {"q4_0", DType::Q4_0, 2},
@@ -118,7 +118,7 @@ DType fallback(const std::string& name, int64_t ncols, DType t) {
 std::optional<QuantScheme> quant_scheme_parse(std::string_view s) {
   std::string l(s);
   for (auto& c : l) c = char(std::tolower(static_cast<unsigned char>(c)));
-  for (const Preset& p : kPresets)
+  for (const QuantPresetRow& p : kQuantPresets)
     if (p.name == l) return QuantScheme{l, true, p.base, p.file_type};
   const auto t = dtype_parse(l);
   if (!t) return std::nullopt;
@@ -131,7 +131,7 @@ QuantScheme quant_scheme_pure(DType t) {
 
 std::string quant_preset_names() {
   std::string s;
-  for (const Preset& p : kPresets) s += (s.empty() ? "" : ", ") + std::string(p.name);
+  for (const QuantPresetRow& p : kQuantPresets) s += (s.empty() ? "" : ", ") + std::string(p.name);
   return s;
 }
 

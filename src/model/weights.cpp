@@ -8,12 +8,6 @@
 namespace invar {
 namespace {
 
-std::string shape_str(const std::vector<int64_t>& ne) {
-  std::string s = "{";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "}";
-}
-
 class Binder {
  public:
   explicit Binder(const GgufFile& f) : f_(f) {}
@@ -31,8 +25,8 @@ class Binder {
     while (got.size() > 1 && got.back() == 1) got.pop_back();
     while (want.size() > 1 && want.back() == 1) want.pop_back();
     if (got != want)
-      throw GgufError("gguf: tensor '" + t.name + "' has shape " + shape_str(t.ne) + ", expected " +
-                      shape_str(want));
+      throw GgufError("gguf: tensor '" + t.name + "' has shape " + tensor_shape_str(t.ne) +
+                      ", expected " + tensor_shape_str(want));
   }
 
   // {K, N} matrix over the mapping, used in place.

@@ -12,9 +12,6 @@
 #include "model/make_model.h"
 
 // Test binaries outside tests/model link the harness for its generators only and name no model.
-#ifndef INVAR_TEST_MODEL
-#define INVAR_TEST_MODEL ""
-#endif
 
 namespace invar::test {
 
@@ -150,7 +147,8 @@ void write_generated(const MakeModelConfig& c, const std::string& path,
 
 std::string test_model_name() {
   const char* env = std::getenv("INVAR_TEST_MODEL");
-  return env && *env ? env : INVAR_TEST_MODEL;
+  INVAR_CHECK(env && *env, "INVAR_TEST_MODEL names no model (tests/model/CMakeLists.txt sets it)");
+  return env;
 }
 
 std::string test_model_path(const std::string& name) {

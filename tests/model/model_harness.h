@@ -53,10 +53,10 @@ MakeModelConfig quant_test_config(Arch arch, const std::string& quant);
 void write_generated(const MakeModelConfig& c, const std::string& path,
                      const std::string& vocab_from = "");
 
-// The model a test binary runs on: the environment's INVAR_TEST_MODEL if set, else the
-// compiled-in one. It names a reference model in tests/data/models, "qwen35moe-generated" for
-// write_tiny_qwen35moe, or "generated:ARCH:TYPE" for quant_test_config(ARCH, TYPE), both
-// written into the binary dir.
+// The model a test binary runs on: the environment's INVAR_TEST_MODEL (each CTest entry sets
+// it, so one executable serves every model). It names a reference model in tests/data/models,
+// "qwen35moe-generated" for write_tiny_qwen35moe, or "generated:ARCH:TYPE" for
+// quant_test_config(ARCH, TYPE), both written into the binary dir.
 std::string test_model_name();
 std::string test_model_path(const std::string& name);
 
