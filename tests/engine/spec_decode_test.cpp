@@ -9,8 +9,8 @@
 
 #include "engine/ngram_drafter.h"
 #include "invariance_harness.h"
-#include "script_drafter.h"
 #include "model/model_harness.h"
+#include "script_drafter.h"
 
 namespace invar::testing_engine {
 namespace {
