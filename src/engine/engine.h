@@ -65,6 +65,13 @@ struct SamplingParams {
   int64_t top_k = 0;   // 0: off
   float min_p = 0.0f;  // drop candidates with probability < min_p × the best's (0: off)
   uint64_t seed = 0;   // counter-based RNG keyed by (seed, position)
+  // Applied to the logits before selection, greedy included, in vLLM's order (engine/penalties.h):
+  // a pure function of the request's tokens. Logprobs stay those of the model's own logits.
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit)
+  float repetition_penalty = 1.0f;  // > 0: a seen token's l > 0 ? l / r : l × r (1: off)
+  int64_t repetition_last_n = -1;   // the tokens it sees: the last N of prompt + output (-1: all)
+  float frequency_penalty = 0.0f;   // l −= f × (the token's count in the output)
+  float presence_penalty = 0.0f;    // l −= p when the token is in the output
 };
 
 struct GenerationRequest {

@@ -60,7 +60,12 @@ FinishReason Postprocessor::token_emit(Sequence& s, const float* row, TextAssemb
   RequestEvent ev;
   ev.kind = EventKind::token;
   ev.position = position;
-  ev.token = sample_token(row, n_vocab_, s.req.sampling, position, scratch_);
+  // Penalties see s.tokens, the verified sequence: in a verification chunk the drafts kept so
+  // far are its last tokens, exactly as plain decoding would have generated them.
+  const float* penalised =
+      penalties_apply(row, n_vocab_, s.req.sampling, s.tokens, s.n_prompt, penalty_scratch_);
+  ev.token = sample_token(penalised, n_vocab_, s.req.sampling, position, scratch_);
+  // Logprobs of the model's own row (vLLM's default logprobs_mode, raw_logprobs).
   logprobs_top(row, n_vocab_, ev.token, s.req.top_logprobs, scratch_, &ev.logprob, &ev.top);
   ev.logits = std::move(s.logits_pending);
   s.logits_pending.clear();

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/penalties.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -59,6 +60,7 @@ class Postprocessor {
   const Tokenizer* tokenizer_;
   const int64_t n_vocab_, n_ctx_;
   SamplerScratch scratch_;
+  PenaltyScratch penalty_scratch_;
   uint64_t generated_total_ = 0;
 };
 

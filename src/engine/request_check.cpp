@@ -37,6 +37,20 @@ void request_check(const GenerationRequest& r, const RequestLimits& lim) {
   if (!(sp.top_p > 0.0f && sp.top_p <= 1.0f)) refuse("top_p", "top_p must be in (0, 1]");
   if (sp.top_k < 0) refuse("top_k", "top_k must be ≥ 0");
   if (!(sp.min_p >= 0.0f && sp.min_p <= 1.0f)) refuse("min_p", "min_p must be in [0, 1]");
+  for (const auto& [id, bias] : sp.logit_bias) {
+    if (id < 0 || id >= lim.n_vocab)
+      refuse("logit_bias", "logit_bias names token " + std::to_string(id) +
+                               ", outside the vocabulary [0, " + std::to_string(lim.n_vocab) + ")");
+    if (!(bias >= -100.0f && bias <= 100.0f))
+      refuse("logit_bias", "logit_bias values must be in [-100, 100]");
+  }
+  if (!(sp.repetition_penalty > 0.0f) || !std::isfinite(sp.repetition_penalty))
+    refuse("repetition_penalty", "repetition_penalty must be a finite number > 0");
+  if (sp.repetition_last_n < -1) refuse("repeat_last_n", "repeat_last_n must be ≥ -1");
+  if (!(sp.frequency_penalty >= -2.0f && sp.frequency_penalty <= 2.0f))
+    refuse("frequency_penalty", "frequency_penalty must be in [-2, 2]");
+  if (!(sp.presence_penalty >= -2.0f && sp.presence_penalty <= 2.0f))
+    refuse("presence_penalty", "presence_penalty must be in [-2, 2]");
   if (r.top_logprobs < 0 || r.top_logprobs > 20)
     refuse("top_logprobs", "top_logprobs must be in 0..20");
   if (r.prompt_logprobs > 20) refuse("prompt_logprobs", "prompt_logprobs must be in 0..20");

@@ -1,5 +1,7 @@
 #include "server/api_request.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,9 @@ constexpr int64_t kMaxTopLogprobs = 20;
 constexpr size_t kMaxStops = 16;
 constexpr int64_t kMaxChoices = 128;
 constexpr size_t kMaxIdBytes = 256;
+constexpr int64_t kRepeatLastNDefault = 64;  // llama-server's repeat_last_n default
+// OpenAI's limits on metadata.
+constexpr size_t kMaxMetadataPairs = 16, kMaxMetadataKey = 64, kMaxMetadataValue = 512;
 
 const char* type_name(const json& v) {
   if (v.is_null()) return "null";
@@ -112,19 +117,8 @@ void parse_prompt(const json& body, ApiRequest& r) {
 
 // Fields whose non-default values would change the output in a way invar does not implement.
 void reject_unsupported(const json& body, bool chat) {
-  for (const char* k : {"presence_penalty", "frequency_penalty"}) {
-    if (const json* v = field(body, k); v && number_in(*v, k, -2, 2, false) != 0)
-      throw bad_request(k, std::string("'") + k + "' is not supported (must be 0)");
-  }
-  if (const json* v = field(body, "repetition_penalty");
-      v && number_in(*v, "repetition_penalty", 0, 2, true) != 1)
-    throw bad_request("repetition_penalty", "'repetition_penalty' is not supported (must be 1)");
   if (const json* v = field(body, "min_tokens"); v && as_int(*v, "min_tokens") != 0)
     throw bad_request("min_tokens", "'min_tokens' is not supported (must be 0)");
-  if (const json* v = field(body, "logit_bias")) {
-    if (!v->is_object()) wrong_type("logit_bias", "an object", *v);
-    if (!v->empty()) throw bad_request("logit_bias", "'logit_bias' is not supported");
-  }
   if (const json* v = field(body, "suffix")) {
     if (!v->is_string()) wrong_type("suffix", "a string", *v);
     if (!v->get<std::string>().empty())
@@ -213,6 +207,92 @@ void parse_logprobs(const json& body, ApiRequest& r) {
     r.prompt_logprobs = int_in(*v, "prompt_logprobs", 0, kMaxTopLogprobs);
   if (const json* v = field(body, "return_tokens_as_token_ids"))
     r.tokens_as_ids = as_bool(*v, "return_tokens_as_token_ids");
+}
+
+// OpenAI's logit_bias: {"token id": bias in [-100, 100]}, keys as decimal strings.
+void parse_logit_bias(const json& body, ApiRequest& r) {
+  const json* v = field(body, "logit_bias");
+  if (!v) return;
+  if (!v->is_object()) wrong_type("logit_bias", "an object of token id strings to numbers", *v);
+  for (auto it = v->begin(); it != v->end(); ++it) {
+    const std::string& key = it.key();
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        key.find_first_not_of("0123456789") == std::string::npos;
+    const long long id = digits ? std::stoll(key) : -1;
+    if (id < 0 || id > std::numeric_limits<int32_t>::max())
+      throw bad_request("logit_bias",
+                        "'logit_bias' keys must be token ids in decimal, got '" + key + "'");
+    const double bias = it->is_number() ? it->get<double>() : NAN;
+    if (!(bias >= -100 && bias <= 100))  // NaN fails too
+      throw bad_request("logit_bias", "'logit_bias' values must be numbers in [-100, 100], got " +
+                                          it->dump() + " for token " + key);
+    r.logit_bias.emplace_back(int32_t(id), float(bias));
+  }
+  // In id order ("5" and "05" are one token: a 400, not a silent choice between them).
+  std::sort(r.logit_bias.begin(), r.logit_bias.end());
+  for (size_t i = 1; i < r.logit_bias.size(); ++i)
+    if (r.logit_bias[i].first == r.logit_bias[i - 1].first)
+      throw bad_request("logit_bias", "'logit_bias' names token " +
+                                          std::to_string(r.logit_bias[i].first) + " twice");
+}
+
+// The penalties: OpenAI's presence/frequency, vLLM's repetition_penalty, llama-server's
+// repeat_penalty (the same multiplicative rule) over its repeat_last_n window.
+void parse_penalties(const json& body, ApiRequest& r) {
+  for (const char* k : {"presence_penalty", "frequency_penalty"})
+    if (const json* v = field(body, k))
+      (std::string_view(k) == "presence_penalty" ? r.presence_penalty : r.frequency_penalty) =
+          float(number_in(*v, k, -2, 2, false));
+  const json* vllm = field(body, "repetition_penalty");
+  const json* llama = field(body, "repeat_penalty");
+  double rep_vllm = vllm ? number_in(*vllm, "repetition_penalty", 0, 100, true) : 1;
+  double rep_llama = llama ? number_in(*llama, "repeat_penalty", 0, 100, true) : 1;
+  if (rep_vllm != 1 && rep_llama != 1)
+    throw bad_request(
+        "repeat_penalty",
+        "'repeat_penalty' (llama-server) and 'repetition_penalty' (vLLM) are the same "
+        "penalty: send one of them");
+  r.repetition_penalty = float(rep_vllm != 1 ? rep_vllm : rep_llama);
+  if (rep_llama != 1) r.repetition_last_n = kRepeatLastNDefault;
+  if (const json* v = field(body, "repeat_last_n"))
+    r.repetition_last_n = int_in(*v, "repeat_last_n", -1, std::numeric_limits<int32_t>::max());
+  parse_logit_bias(body, r);
+}
+
+// Characters of UTF-8 text (what OpenAI's length limits count).
+size_t utf8_chars(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// Chat fields of OpenAI's platform: metadata (validated as OpenAI limits it; it tags stored
+// completions, and invar stores none) and service_tier.
+void parse_platform(const json& body, ApiRequest& r) {
+  if (const json* v = field(body, "metadata")) {
+    if (!v->is_object()) wrong_type("metadata", "an object of strings", *v);
+    if (v->size() > kMaxMetadataPairs)
+      throw bad_request("metadata", "'metadata' may hold at most " +
+                                        std::to_string(kMaxMetadataPairs) + " pairs");
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      const std::string name = "metadata." + it.key();
+      if (utf8_chars(it.key()) > kMaxMetadataKey)
+        throw bad_request("metadata", "'metadata' keys may be at most " +
+                                          std::to_string(kMaxMetadataKey) + " characters");
+      if (!it->is_string()) wrong_type(name, "a string", *it);
+      if (utf8_chars(it->get<std::string>()) > kMaxMetadataValue)
+        throw bad_request(name, "'" + name + "' may be at most " +
+                                    std::to_string(kMaxMetadataValue) + " characters");
+    }
+  }
+  if (const json* v = field(body, "service_tier")) {
+    if (!v->is_string()) wrong_type("service_tier", "a string", *v);
+    const std::string& t = v->get_ref<const std::string&>();
+    if (t != "auto" && t != "default" && t != "flex" && t != "priority")
+      throw bad_request("service_tier",
+                        "'service_tier' must be auto, default, flex or priority, not '" + t + "'");
+    r.service_tier = t;
+  }
 }
 
 // The fields beyond OpenAI's core that invar implements (request_fields.h): n, min_p,
@@ -312,6 +392,8 @@ ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
   }
   if (const json* v = field(body, "ignore_eos")) r.ignore_eos = as_bool(*v, "ignore_eos");
   parse_surface(body, r);
+  parse_penalties(body, r);
+  if (endpoint == Endpoint::chat) parse_platform(body, r);
   return r;
 }
 

@@ -1,14 +1,15 @@
 // OpenAI request bodies (/v1/completions, /v1/chat/completions) parsed and validated into one
 // flat struct. Pure: no model, no tokenizer. Every rejection is a 400 naming the field. Every
 // top-level field is checked against the registry of request_fields.h first: unknown fields and
-// fields invar cannot honour exactly (penalties, logit_bias, guided decoding, ...) are rejected
-// rather than silently dropped. The chat fields are parsed by chat_request_parse.h.
+// fields invar cannot honour exactly (guided decoding, ...) are rejected rather than silently
+// dropped. The chat fields are parsed by chat_request_parse.h.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "server/chat_prompt.h"
@@ -54,6 +55,18 @@ struct ApiRequest {
   std::string request_id;               // vLLM: the response id's suffix ("" → random)
   std::string user;                     // OpenAI: end-user id, written to the request log
   std::string served_name;              // set by the server: the name responses carry
+
+  // Penalties and logit_bias (docs/api.md): vLLM's formulas, in vLLM's order (engine/penalties.h).
+  float presence_penalty = 0.0f;    // [-2, 2]
+  float frequency_penalty = 0.0f;   // [-2, 2]
+  float repetition_penalty = 1.0f;  // (0, 100]: vLLM's repetition_penalty or llama-server's
+                                    // repeat_penalty, never both
+  int64_t repetition_last_n = -1;   // its window: repeat_last_n; else 64 for repeat_penalty
+                                    // (llama-server's default), all tokens for repetition_penalty
+  std::vector<std::pair<int32_t, float>> logit_bias;  // ids are checked against the vocabulary
+                                                      // by the job that knows it
+  // Chat fields OpenAI defines for its own platform (docs/api.md).
+  std::string service_tier;  // as sent ("" absent); responses name the tier used: "default"
 };
 
 // Throws ApiError (400) naming the first bad field.

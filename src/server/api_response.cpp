@@ -45,16 +45,23 @@ json legacy_logprobs(json toks, json lps, json tops, json offs) {
               {"text_offset", std::move(offs)}};
 }
 
-// One SSE chunk: the envelope every streamed object shares, around its choices and usage.
+// The envelope every response object shares, around its choices and usage.
+json envelope(const ResponseContext& c, const char* object, json choices, json usage) {
+  json j{{"id", c.id},
+         {"object", object},
+         {"created", c.created},
+         {"model", c.model},
+         {"system_fingerprint", c.fingerprint}};
+  if (!c.service_tier.empty()) j["service_tier"] = c.service_tier;
+  j["choices"] = std::move(choices);
+  j["usage"] = std::move(usage);
+  return j;
+}
+
+// One SSE chunk.
 json stream_chunk(const ResponseContext& c, json choices, json usage) {
-  return json{
-      {"id", c.id},
-      {"object", c.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion"},
-      {"created", c.created},
-      {"model", c.model},
-      {"system_fingerprint", c.fingerprint},
-      {"choices", std::move(choices)},
-      {"usage", std::move(usage)}};
+  return envelope(c, c.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion",
+                  std::move(choices), std::move(usage));
 }
 
 }  // namespace
@@ -177,13 +184,8 @@ json response_json(const ResponseContext& c, const std::string& text, const json
   choice["logprobs"] = logprobs;
   choice["finish_reason"] = finish_value(finish_reason);
   if (!prompt_logprobs.is_null()) choice["prompt_logprobs"] = prompt_logprobs;
-  return json{{"id", c.id},
-              {"object", c.endpoint == Endpoint::chat ? "chat.completion" : "text_completion"},
-              {"created", c.created},
-              {"model", c.model},
-              {"system_fingerprint", c.fingerprint},
-              {"choices", json::array({std::move(choice)})},
-              {"usage", usage_json(u)}};
+  return envelope(c, c.endpoint == Endpoint::chat ? "chat.completion" : "text_completion",
+                  json::array({std::move(choice)}), usage_json(u));
 }
 
 json chunk_json(const ResponseContext& c, const std::string& text, const json& logprobs,

@@ -39,6 +39,7 @@ struct ResponseContext {
   int64_t created = 0;  // unix seconds
   std::string model;
   std::string fingerprint;
+  std::string service_tier;  // the tier that served the request ("": not asked, not sent)
   bool logprobs = false;
   int64_t top_logprobs = 0;
   bool tokens_as_ids = false;

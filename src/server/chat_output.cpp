@@ -18,8 +18,20 @@ chat::OutputParserOptions parser_options(const ChatPrompt& prompt, const ChatInp
 
 ChatOutput::ChatOutput(const ChatPrompt& prompt, const ChatInput& in, bool prompt_in_reasoning)
     : parser_(parser_options(prompt, in, prompt_in_reasoning)),
+      parallel_(in.parallel_tool_calls),
       choice_(in.tool_choice),
       choice_name_(in.tool_choice_name) {}
+
+std::vector<chat::ToolCall> ChatOutput::calls() const {
+  std::vector<chat::ToolCall> c = parser_.tool_calls();
+  if (!parallel_ && c.size() > 1) c.resize(1);
+  return c;
+}
+
+chat::OutputDelta ChatOutput::calls_limit(chat::OutputDelta d) const {
+  if (!parallel_) std::erase_if(d.tool_calls, [](const auto& c) { return c.index > 0; });
+  return d;
+}
 
 json ChatOutput::delta_json(const chat::OutputDelta& d) {
   json delta = json::object();
@@ -46,7 +58,7 @@ json ChatOutput::delta_json(const chat::OutputDelta& d) {
 
 json ChatOutput::message_json() const {
   json m = {{"role", "assistant"}};
-  const auto& calls = parser_.tool_calls();
+  const std::vector<chat::ToolCall> calls = this->calls();
   // OpenAI sends null content beside tool calls; a plain answer keeps its (possibly empty) text.
   if (parser_.content().empty() && !calls.empty())
     m["content"] = nullptr;
@@ -65,13 +77,13 @@ json ChatOutput::message_json() const {
 }
 
 std::string ChatOutput::finish_reason(const std::string& engine_reason) const {
-  if (engine_reason == "stop" && !parser_.tool_calls().empty()) return "tool_calls";
+  if (engine_reason == "stop" && !calls().empty()) return "tool_calls";
   return engine_reason;
 }
 
 std::optional<ApiError> ChatOutput::unmet() const {
   if (choice_ != ToolChoice::required && choice_ != ToolChoice::named) return std::nullopt;
-  const auto& calls = parser_.tool_calls();
+  const std::vector<chat::ToolCall> calls = this->calls();
   bool ok = !calls.empty();
   for (const chat::ToolCall& c : calls)
     if (choice_ == ToolChoice::named && c.name != choice_name_) ok = false;

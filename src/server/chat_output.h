@@ -7,6 +7,9 @@
 // write no call (or call another function). Then the request fails honestly: unmet() returns a
 // 502 "tool_choice_unmet" error (the model, upstream of the server, did not deliver; neither the
 // client nor invar is at fault) naming what was asked, never a plain answer passed off as done.
+//
+// parallel_tool_calls: false returns the first tool call only, whole and streamed (vLLM's
+// filter): the model still writes what it writes, and later calls are dropped from the output.
 #pragma once
 
 #include <optional>
@@ -22,8 +25,8 @@ class ChatOutput {
  public:
   ChatOutput(const ChatPrompt& prompt, const ChatInput& in, bool prompt_in_reasoning);
 
-  chat::OutputDelta feed(const std::string& text) { return parser_.feed(text); }
-  chat::OutputDelta finish() { return parser_.finish(); }
+  chat::OutputDelta feed(const std::string& text) { return calls_limit(parser_.feed(text)); }
+  chat::OutputDelta finish() { return calls_limit(parser_.finish()); }
 
   // The stream delta object for `d` (no role; fields only when they have something).
   static json delta_json(const chat::OutputDelta& d);
@@ -35,7 +38,12 @@ class ChatOutput {
   std::optional<ApiError> unmet() const;
 
  private:
+  // The calls returned: the parser's, or the first of them without parallel_tool_calls.
+  std::vector<chat::ToolCall> calls() const;
+  chat::OutputDelta calls_limit(chat::OutputDelta d) const;
+
   chat::OutputParser parser_;
+  bool parallel_;
   ToolChoice choice_;
   std::string choice_name_;
 };

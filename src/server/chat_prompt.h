@@ -34,7 +34,9 @@ struct ChatInput {
   nlohmann::ordered_json request = nlohmann::ordered_json::object();
   bool continue_final_message = false;  // the prompt ends inside the last message
   ToolChoice tool_choice = ToolChoice::auto_;
-  std::string tool_choice_name;  // ToolChoice::named
+  std::string tool_choice_name;     // ToolChoice::named
+  bool parallel_tool_calls = true;  // false: the first tool call only is returned
+  std::string reasoning_effort;     // as sent ("" absent); already in chat_template_kwargs
 };
 
 struct ChatTemplateConfig {
@@ -64,6 +66,8 @@ class ChatPrompt {
   const std::string& sha256() const { return sha256_; }  // hex of the template text
   chat::ToolCallSyntax tool_call_syntax() const { return syntax_; }
   bool reasoning() const { return cfg_.reasoning; }
+  // The template reads enable_thinking (Qwen3's switch), which reasoning_effort sets.
+  bool thinking_switch() const { return cfg_.source.find("enable_thinking") != std::string::npos; }
   std::string describe() const;  // one line for the startup log
 
  private:

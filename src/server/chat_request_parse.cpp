@@ -215,6 +215,29 @@ bool bool_member(const ojson& body, const char* name, bool dflt) {
   return v->get<bool>();
 }
 
+// OpenAI's reasoning_effort as the template's thinking switch: none and minimal turn thinking
+// off, low and above on (the completion job checks that the template has the switch).
+void reasoning_effort_apply(const ojson& body, ChatInput& in) {
+  const ojson* v = member(body, "reasoning_effort");
+  if (!v) return;
+  if (!v->is_string()) wrong_type("reasoning_effort", "a string", *v);
+  const std::string& e = v->get_ref<const std::string&>();
+  if (e != "none" && e != "minimal" && e != "low" && e != "medium" && e != "high" && e != "xhigh")
+    throw bad_request(
+        "reasoning_effort",
+        "'reasoning_effort' must be none, minimal, low, medium, high or xhigh, not '" + e + "'");
+  const bool thinking = e != "none" && e != "minimal";
+  ojson& kw = in.request["chat_template_kwargs"];
+  if (kw.is_null()) kw = ojson::object();
+  if (const ojson* set = member(kw, "enable_thinking"); set && *set != ojson(thinking))
+    throw bad_request("reasoning_effort", "'reasoning_effort' \"" + e + "\" turns thinking " +
+                                              (thinking ? "on" : "off") +
+                                              ", but chat_template_kwargs.enable_thinking is " +
+                                              set->dump());
+  kw["enable_thinking"] = thinking;
+  in.reasoning_effort = e;
+}
+
 }  // namespace
 
 ChatInput chat_request_parse(const ojson& body) {
@@ -222,10 +245,7 @@ ChatInput chat_request_parse(const ojson& body) {
   check_messages(body);
   const std::set<std::string> names = check_tools(body);
   parse_tool_choice(body, names, in);
-  if (!bool_member(body, "parallel_tool_calls", true))
-    throw bad_request("parallel_tool_calls",
-                      "'parallel_tool_calls': false is not supported (invar does not constrain "
-                      "how many calls the model writes)");
+  in.parallel_tool_calls = bool_member(body, "parallel_tool_calls", true);
   const bool add_generation_prompt = bool_member(body, "add_generation_prompt", true);
   in.continue_final_message = bool_member(body, "continue_final_message", false);
   if (in.continue_final_message && add_generation_prompt && member(body, "add_generation_prompt"))
@@ -241,6 +261,7 @@ ChatInput chat_request_parse(const ojson& body) {
   for (const char* k : {"messages", "tools", "chat_template_kwargs"})
     if (const ojson* v = member(body, k)) in.request[k] = *v;
   in.request["add_generation_prompt"] = add_generation_prompt && !in.continue_final_message;
+  reasoning_effort_apply(body, in);
   return in;
 }
 

@@ -51,6 +51,11 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
         throw Error(
             "this model carries no chat template (tokenizer.chat_template): start the server "
             "with --chat-template FILE, or send the prompt to /v1/completions");
+      if (!req_.chat.reasoning_effort.empty() && !tmpl->thinking_switch())
+        throw bad_request("reasoning_effort",
+                          "'reasoning_effort' needs a chat template with a thinking switch "
+                          "(enable_thinking); " +
+                              tmpl->origin() + " has none");
       ChatTokens t = backend_.chat_encode(req_.chat);
       prompt_ = std::move(t.tokens);
       chat_out_ = std::make_unique<ChatOutput>(*tmpl, req_.chat, t.in_reasoning);
@@ -71,6 +76,11 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
                                       "] = " + std::to_string(prompt_[i]) +
                                       " is not a token id (vocabulary size " +
                                       std::to_string(backend_.n_vocab()) + ")");
+  for (const auto& [id, bias] : req_.logit_bias)
+    if (id >= backend_.n_vocab())
+      throw bad_request("logit_bias", "'logit_bias' names token " + std::to_string(id) +
+                                          ", which is not a token id (vocabulary size " +
+                                          std::to_string(backend_.n_vocab()) + ")");
   int64_t n_ctx = backend_.n_ctx();
   int64_t p = int64_t(prompt_.size());
   max_tokens_ = req_.max_tokens ? *req_.max_tokens : (chat ? std::max<int64_t>(n_ctx - p, 1) : 16);
@@ -96,6 +106,8 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
                      .count();
   ctx_.model = req_.served_name.empty() ? backend_.model_id() : req_.served_name;
   ctx_.fingerprint = backend_.system_fingerprint();
+  // One tier serves every request: OpenAI answers with the tier used, whatever was asked.
+  if (!req_.service_tier.empty()) ctx_.service_tier = "default";
   ctx_.logprobs = req_.logprobs;
   ctx_.top_logprobs = req_.top_logprobs;
   ctx_.tokens_as_ids = req_.tokens_as_ids;
@@ -121,6 +133,11 @@ void CompletionJob::start(int64_t queue_limit, std::function<void()> notify) {
   g.sampling.top_k = req_.top_k;
   g.sampling.seed = req_.seed;
   g.sampling.min_p = req_.min_p;
+  g.sampling.logit_bias = req_.logit_bias;
+  g.sampling.repetition_penalty = req_.repetition_penalty;
+  g.sampling.repetition_last_n = req_.repetition_last_n;
+  g.sampling.frequency_penalty = req_.frequency_penalty;
+  g.sampling.presence_penalty = req_.presence_penalty;
   g.skip_special_tokens = req_.skip_special_tokens;
   g.max_tokens = max_tokens_;
   g.stop_tokens = eos_ids_;

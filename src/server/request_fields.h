@@ -30,7 +30,8 @@ struct RequestField {
   FieldStatus status;
   // no_op: the accepted JSON values separated by " or "; "any" (the field acts only together
   // with another field that is itself held at its no-op value); "n" (equal to n).
-  // implemented: a value the live test sends ("" for the prompt fields every request has).
+  // implemented: a value the live test sends ("" for the prompt fields every request has, and
+  // for reasoning_effort, which needs a template with a thinking switch: tested on its own).
   const char* values;
   const char* note;  // why, in a few words (docs/api.md repeats it)
 };

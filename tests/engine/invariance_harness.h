@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cache/prefix_cache.h"
+#include "core/sha256.h"
 #include "engine/engine.h"
 #include "model/model.h"
 
@@ -41,6 +42,9 @@ inline const Model& model_get(const std::string& name) {
 struct Outcome {
   std::map<int64_t, std::vector<float>> logits;  // position → [V]
   std::vector<int32_t> generated;
+  std::vector<float> logprobs;                  // of each generated token
+  std::vector<std::vector<TokenLogprob>> tops;  // its top_logprobs candidates
+  int64_t drafted = 0, accepted = 0;            // speculative decoding
   int64_t cached_tokens = -1;
   int64_t prompt_tokens = 0;
   FinishReason finish = FinishReason::none;
@@ -68,9 +72,15 @@ class Collector {
       if (o.first_event < 0) o.first_event = n_events_;
       o.last_event = n_events_++;
       for (auto& [pos, row] : ev.logits) o.logits[pos] = std::move(row);
-      if (ev.kind == EventKind::token) o.generated.push_back(ev.token);
+      if (ev.kind == EventKind::token) {
+        o.generated.push_back(ev.token);
+        o.logprobs.push_back(ev.logprob);
+        o.tops.push_back(ev.top);
+      }
       if (ev.kind == EventKind::finished) {
         o.cached_tokens = ev.cached_tokens;
+        o.drafted = ev.draft_tokens;
+        o.accepted = ev.accepted_draft_tokens;
         o.prompt_tokens = ev.prompt_tokens;
         o.finish = ev.finish;
         o.error = ev.error;
@@ -126,18 +136,21 @@ inline GenerationRequest request_make(std::vector<int32_t> prompt, int64_t max_t
 }
 
 // Runs the requests one after another (each waits for the previous): the cache-warming order.
+// With the caller's drafter when one is given, else the one cfg.spec names.
 inline std::vector<Outcome> run_sequential(const Model& m, const EngineConfig& cfg,
                                            const std::vector<GenerationRequest>& reqs,
-                                           EngineMetrics* metrics = nullptr) {
-  Engine engine(m, nullptr, cfg);
+                                           EngineMetrics* metrics = nullptr,
+                                           std::unique_ptr<Drafter> drafter = nullptr) {
+  auto engine = drafter ? std::make_unique<Engine>(m, nullptr, cfg, std::move(drafter))
+                        : std::make_unique<Engine>(m, nullptr, cfg);
   Collector col;
   std::vector<Outcome> out;
   for (size_t i = 0; i < reqs.size(); ++i) {
-    engine.submit(reqs[i], col.sink(i));
+    engine->submit(reqs[i], col.sink(i));
     col.wait(i + 1);
     out.push_back(col.take(i));
   }
-  if (metrics) *metrics = engine.metrics();
+  if (metrics) *metrics = engine->metrics();
   return out;
 }
 
@@ -188,6 +201,24 @@ inline void expect_same_bits(const Outcome& ref, const Outcome& got, int64_t pro
     ++compared;
   }
   EXPECT_GE(compared, last - (prompt_len - 1) + 1) << what;
+}
+
+// The probe's digest of a completion (docs/digest.md): SHA-256 over every generated token id,
+// its logprob bits and its candidates (ids and logprob bits) in engine order.
+inline std::string digest_of(const Outcome& o) {
+  std::string bytes;
+  auto put = [&bytes](const void* p, size_t n) { bytes.append(static_cast<const char*>(p), n); };
+  for (size_t i = 0; i < o.generated.size(); ++i) {
+    put(&o.generated[i], 4);
+    put(&o.logprobs[i], 4);
+    const auto n = static_cast<uint32_t>(o.tops[i].size());
+    put(&n, 4);
+    for (const TokenLogprob& t : o.tops[i]) {
+      put(&t.id, 4);
+      put(&t.logprob, 4);
+    }
+  }
+  return sha256_hex(bytes);
 }
 
 inline std::vector<int32_t> tokens_random(std::mt19937& rng, int64_t n, int64_t n_vocab) {

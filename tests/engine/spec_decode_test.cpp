@@ -1,8 +1,8 @@
 // Contract C5: speculative decoding is a speed feature only. With n-gram drafts, every token id,
 // every top-20 logprob list and every captured logits row equals plain decoding bit for bit —
 // greedy and seeded sampling, k = 1..6, 1 and 2 threads, cache cold and warm, batched with other
-// requests, on every architecture — and the runs really did accept and reject drafts. A
-// rejected draft leaves no trace in the prefix cache.
+// requests, on every architecture, with penalties and logit_bias on too — and the runs really
+// did accept and reject drafts. A rejected draft leaves no trace in the prefix cache.
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,6 +10,7 @@
 #include "engine/ngram_drafter.h"
 #include "invariance_harness.h"
 #include "model/model_harness.h"
+#include "script_drafter.h"
 
 namespace invar::testing_engine {
 namespace {
@@ -32,45 +33,6 @@ const Model& qwen35moe_generated() {
 const Model& model_of(const std::string& name) {
   return name == "qwen35moe" ? qwen35moe_generated() : model_get(name);
 }
-
-// Random weights rarely repeat themselves, so n-gram drafts are rarely right. This drafter
-// knows each request's plain-decoding continuation (its script) and proposes it with mistakes
-// at positions that vary with the length, so runs see full acceptance, partial acceptance and
-// immediate rejection at every offset. Requests without a script get a wrong guess.
-class ScriptDrafter : public Drafter {
- public:
-  explicit ScriptDrafter(std::vector<std::vector<int32_t>> scripts)
-      : scripts_(std::move(scripts)) {}
-  std::string_view name() const override { return "script"; }
-  std::unique_ptr<DraftSeq> seq_make(std::span<const int32_t> prompt) override {
-    auto s = std::make_unique<Seq>();
-    for (const auto& sc : scripts_)
-      if (sc.size() >= prompt.size() && std::equal(prompt.begin(), prompt.end(), sc.begin()))
-        s->script = &sc;
-    return s;
-  }
-  void propose(std::span<DraftJob> jobs, ThreadPool&) override {
-    for (DraftJob& j : jobs) {
-      const auto* script = static_cast<Seq*>(j.seq)->script;
-      const size_t L = j.tokens.size();
-      uint64_t h = L * 0x9e3779b97f4a7c15ull;  // which draft is wrong, if any: a hash of L
-      h ^= h >> 29;
-      for (int64_t i = 0; i < j.max_k; ++i) {
-        const size_t at = L + static_cast<size_t>(i);
-        int32_t t = script && at < script->size() ? (*script)[at] : j.tokens[L - 1];
-        if (h % 3 == 0 && static_cast<uint64_t>(i) == (h / 3) % static_cast<uint64_t>(j.max_k + 1))
-          t = (t + 1) % 398;
-        j.out->push_back(t);
-      }
-    }
-  }
-
- private:
-  struct Seq : DraftSeq {
-    const std::vector<int32_t>* script = nullptr;
-  };
-  std::vector<std::vector<int32_t>> scripts_;
-};
 
 // Everything a request reported, kept as raw bits.
 struct Reported {
@@ -317,6 +279,50 @@ TEST_P(SpecDecode, BatchedWithOthers) {
       // Others (wrong guesses) were verified alongside.
       const EngineMetrics em = engine.metrics();
       EXPECT_GT(em.spec_drafted_total, static_cast<uint64_t>(got.drafted)) << what;
+    }
+  }
+}
+
+// Penalties and logit_bias on: verification penalises row j with the tokens verified before it
+// (the drafts kept so far), which are the tokens plain decoding generated there, so spec equals
+// plain decoding — greedy and sampled, cold and warm, drafts kept and rejected — and the
+// penalties really changed the completion.
+TEST_P(SpecDecode, PenalisedEqualsPlainDecoding) {
+  const Model& m = model_of(GetParam());
+  std::mt19937 rng(13);
+  for (bool sampled : {false, true}) {
+    for (int64_t k : {2, 5}) {
+      GenerationRequest req = request_of(prompt_repeating(rng, m.hparams().n_vocab), sampled,
+                                         200 + static_cast<uint64_t>(k));
+      const Reported unpenalised = run_in_order(m, config_plain(1), {req})[0];
+      req.sampling.repetition_penalty = 1.25f;
+      req.sampling.frequency_penalty = 0.3f;
+      req.sampling.presence_penalty = 0.4f;
+      req.sampling.logit_bias = {{3, 1.5f}, {50, -2.0f}};
+      const Reported plain = run_in_order(m, config_plain(1), {req})[0];
+      const std::string what =
+          GetParam() + (sampled ? " sampled" : " greedy") + " penalised k=" + std::to_string(k);
+      EXPECT_NE(plain.ids, unpenalised.ids) << what << ": the penalties changed nothing";
+      const auto scripted =
+          run_in_order(m, config_spec(k, 2), {req, req},
+                       std::make_unique<ScriptDrafter>(
+                           std::vector<std::vector<int32_t>>{script_of(req, plain)}));
+      // Drafts of the unpenalised continuation: right where the penalties changed nothing.
+      const auto unscripted =
+          run_in_order(m, config_spec(k, 1), {req},
+                       std::make_unique<ScriptDrafter>(
+                           std::vector<std::vector<int32_t>>{script_of(req, unpenalised)}));
+      const auto ngram = run_in_order(m, config_spec(k, 1), {req});
+      for (size_t i = 0; i < 2; ++i) {
+        const std::string run = what + (i == 0 ? " cold" : " warm");
+        expect_same(plain, scripted[i], run + " script");
+        EXPECT_GT(scripted[i].accepted, 0) << run;
+        EXPECT_GT(scripted[i].drafted, scripted[i].accepted) << run;
+      }
+      EXPECT_GT(scripted[1].cached_tokens, 0) << what << ": the warm run missed the cache";
+      expect_same(plain, unscripted[0], what + " unpenalised script");
+      EXPECT_GT(unscripted[0].drafted, unscripted[0].accepted) << what;
+      expect_same(plain, ngram[0], what + " ngram");
     }
   }
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "parse_rejection.h"
 #include "server/api_error.h"
 
 using namespace invar::server;
@@ -11,13 +12,7 @@ using namespace invar::server;
 namespace {
 
 ApiError reject(const std::string& body, Endpoint ep = Endpoint::completions) {
-  try {
-    api_request_parse(body, ep);
-  } catch (const ApiError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "accepted: " << body;
-  return {};
+  return invar::server::testing::parse_rejection(body, ep);
 }
 
 }  // namespace
@@ -107,9 +102,9 @@ TEST(ApiRequest, RangesAndUnsupported) {
       {R"({"prompt":"a","n":0})", "n"},
       {R"({"prompt":"a","unknown":{"a":[1]}})", "unknown"},
       {R"({"prompt":"a","best_of":3})", "best_of"},
-      {R"({"prompt":"a","presence_penalty":0.5})", "presence_penalty"},
-      {R"({"prompt":"a","frequency_penalty":1})", "frequency_penalty"},
-      {R"({"prompt":"a","logit_bias":{"5":1}})", "logit_bias"},
+      {R"({"prompt":"a","presence_penalty":2.5})", "presence_penalty"},
+      {R"({"prompt":"a","frequency_penalty":-3})", "frequency_penalty"},
+      {R"({"prompt":"a","logit_bias":{"5":101}})", "logit_bias"},
       {R"({"prompt":"a","suffix":"z"})", "suffix"},
       {R"({"prompt":"a","stop":""})", "stop"},
       {R"({"prompt":"a","stop":[1]})", "stop[0]"},

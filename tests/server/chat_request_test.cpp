@@ -107,7 +107,8 @@ TEST(ChatRequest, RejectsNamingTheField) {
                 with_tools(u, R"(,"tool_choice":{"type":"function","function":{"name":"nope"}})")),
             "tool_choice.function.name");
   EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"tool_choice":"required"})"), "tool_choice");
-  EXPECT_EQ(rejected_param(with_tools(u, ",\"parallel_tool_calls\":false")), "parallel_tool_calls");
+  EXPECT_EQ(rejected_param(with_tools(u, ",\"parallel_tool_calls\":\"no\"")),
+            "parallel_tool_calls");
   EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"chat_template_kwargs":[]})"),
             "chat_template_kwargs");
   EXPECT_EQ(rejected_param(R"({"messages":)" + u +
