@@ -34,8 +34,9 @@ const char* content_format_name(ContentFormat f);
 //   string: content null or absent -> "" (what vLLM renders for a tool-call turn's null),
 //           an array of parts -> the parts' texts joined by "\n" (vLLM's join);
 //   openai: content null or absent -> [] (vLLM's empty part list); a string or a part array
-//           as sent (vLLM wraps a string in one text part: the templates that iterate parts
-//           render the two alike, and keeping the string keeps every earlier rendering).
+//           as sent. vLLM wraps a string in one text part (the templates of tests/data render
+//           the two alike) and, lately, joins a tool message's text parts with "\n" (Qwen3.5
+//           concatenates them with none): kept as sent, every earlier rendering stays.
 void content_format_apply(ContentFormat f, nlohmann::ordered_json& messages);
 
 }  // namespace invar::chat
