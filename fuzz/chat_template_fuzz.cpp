@@ -1,11 +1,13 @@
 // libFuzzer target: arbitrary bytes as a chat template, rendered over a fixed chat context
-// (messages with tool calls, tools, kwargs) with small limits. Any input must end in text or
-// in invar::Error (a chat::TemplateError); a crash, a sanitizer report, another exception, a
-// timeout or an allocation past -malloc_limit_mb is a bug.
+// (messages with tool calls, tools, kwargs) with small limits, and its content format detected
+// (a walk of the syntax tree that never throws). Any input must end in text or in invar::Error
+// (a chat::TemplateError); a crash, a sanitizer report, another exception, a timeout or an
+// allocation past -malloc_limit_mb is a bug.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "chat/content_format.h"
 #include "chat/template.h"
 
 namespace {
@@ -36,6 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opt.render.max_steps = 200000;
   opt.render.max_alloc_bytes = 64 << 20;
   opt.render.max_string_bytes = 4 << 20;
+  (void)invar::chat::content_format_detect(source);
   std::tm now{};
   now.tm_year = 126;
   now.tm_mday = 1;

@@ -16,6 +16,7 @@ namespace {
 
 struct ChatFormatArgs {
   std::string model, template_path, request, now;
+  std::string content_format = "auto";
   std::optional<std::string> bos, eos;
   bool json = false;
 };
@@ -42,7 +43,9 @@ int run_chat_format(const ChatFormatArgs& a) {
   } catch (const nlohmann::json::exception& e) {
     throw Error("--request: not valid JSON: " + std::string(e.what()));
   }
-  const nlohmann::ordered_json context = chat::chat_template_context(request, bos, eos);
+  const chat::ContentFormat format =
+      chat::content_format_parse(a.content_format).value_or(chat::content_format_detect(source));
+  const nlohmann::ordered_json context = chat::chat_template_context(request, bos, eos, format);
   std::optional<std::tm> now;
   if (!a.now.empty()) now = chat::parse_iso8601(a.now);
   std::string prompt;
@@ -81,6 +84,10 @@ Command chat_format_command("chat-format", [](CLI::App& root) -> Command::Run {
   sub->add_option("--bos-token", a->bos, "bos_token text (default: the model's, else empty)");
   sub->add_option("--eos-token", a->eos, "eos_token text (default: the model's, else empty)");
   sub->add_option("--now", a->now, "the time strftime_now() formats, ISO-8601 (default: now)");
+  sub->add_option("--chat-template-content-format", a->content_format,
+                  "auto | string | openai: how message content reaches the template, as in "
+                  "invar serve")
+      ->capture_default_str();
   sub->add_flag("--json", a->json, "print {\"prompt\": ...} instead of the bare prompt");
   sub->callback([model, tmpl] {
     if (model->count() == 0 && tmpl->count() == 0) {

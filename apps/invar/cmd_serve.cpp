@@ -43,6 +43,7 @@ struct ServeOptions {
   server::BackendOptions backend;
   std::string tool_call_parser;  // "": from the template
   std::string reasoning_format = "auto";
+  std::string content_format = "auto";
   std::string replay_outputs;  // tests: replay fixture outputs instead of running the model
 };
 
@@ -84,6 +85,7 @@ int run_serve(ServeOptions& o) {
   if (o.reasoning_format != "auto" && o.reasoning_format != "none")
     throw Error("--reasoning-format must be auto or none, not '" + o.reasoning_format + "'");
   o.backend.reasoning = o.reasoning_format == "auto";
+  o.backend.content_format = chat::content_format_parse(o.content_format);
   if (o.backend.sha256_cache_dir == "none") o.backend.sha256_cache_dir.clear();
   if (!o.backend.chat_template_file.empty() &&
       !std::filesystem::exists(o.backend.chat_template_file))
@@ -223,6 +225,12 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
   s->add_option("--reasoning-format", o->reasoning_format,
                 "chat: auto: text inside <think>...</think> goes to reasoning_content; none: it "
                 "stays in content")
+      ->capture_default_str();
+  s->add_option("--chat-template-content-format", o->content_format,
+                "chat: how message content reaches the template, as in vLLM: string (text "
+                "parts joined by newlines, null content as \"\"), openai (part arrays as sent, "
+                "null content as []), auto (openai if the template loops over a message's "
+                "content, else string)")
       ->capture_default_str();
   o->backend.sha256_cache_dir = sha256_cache_dir_default();
   s->add_option("--sha256-cache", o->backend.sha256_cache_dir,

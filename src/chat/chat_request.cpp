@@ -35,7 +35,8 @@ void parse_tool_call_arguments(nlohmann::ordered_json& messages) {
 
 nlohmann::ordered_json chat_template_context(const nlohmann::ordered_json& request,
                                              const std::string& bos_token,
-                                             const std::string& eos_token) {
+                                             const std::string& eos_token,
+                                             ContentFormat content_format) {
   if (!request.is_object()) throw Error("the request must be a JSON object");
   if (!request.contains("messages") || !request["messages"].is_array()) {
     throw Error("'messages' must be an array");
@@ -43,10 +44,15 @@ nlohmann::ordered_json chat_template_context(const nlohmann::ordered_json& reque
   nlohmann::ordered_json ctx = nlohmann::ordered_json::object();
   ctx["messages"] = request["messages"];
   parse_tool_call_arguments(ctx["messages"]);
+  content_format_apply(content_format, ctx["messages"]);
+  // transformers passes tools=None and documents=None when there are none: a template's
+  // `tools is defined` is true, `tools is none` too, and a loop over them fails as in jinja2.
+  ctx["tools"] = nullptr;
   if (request.contains("tools") && !request["tools"].is_null()) {
     if (!request["tools"].is_array()) throw Error("'tools' must be an array");
-    if (!request["tools"].empty()) ctx["tools"] = request["tools"];
+    ctx["tools"] = request["tools"];
   }
+  ctx["documents"] = nullptr;
   bool add_generation_prompt = true;
   if (request.contains("add_generation_prompt")) {
     if (!request["add_generation_prompt"].is_boolean()) {

@@ -63,6 +63,9 @@ Value f_items(Interp& in, const Value& v, CallArgs& a) {
 }
 
 Value f_map(Interp& in, const Value& v, CallArgs& a) {
+  // jinja2's do_map starts with `if value:`: a falsy value (none, as tools are without any)
+  // maps to nothing, before its arguments are looked at.
+  if (!truthy(v)) return in.make_list({});
   const Value* attribute = nullptr;
   const Value* dflt = nullptr;
   for (const auto& [k, x] : a.kw) {
@@ -100,6 +103,7 @@ namespace {
 
 // select/reject/selectattr/rejectattr: keep items whose test (or truthiness) equals `keep`.
 Value select_impl(Interp& in, const Value& v, CallArgs& a, bool by_attr, bool keep) {
+  if (!truthy(v)) return in.make_list({});  // jinja2's select_or_reject: `if value:`
   size_t k = 0;
   Value attribute;
   if (by_attr) {

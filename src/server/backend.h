@@ -51,6 +51,8 @@ struct BackendOptions {
   std::string chat_template_file;         // --chat-template: replaces the model's template
   std::optional<chat::ToolCallSyntax> tool_call_syntax;  // --tool-call-parser
   bool reasoning = true;                                 // --reasoning-format none: false
+  // --chat-template-content-format string|openai (nullopt: auto, detected from the template).
+  std::optional<chat::ContentFormat> content_format;
   // --sha256-cache: where the model file's SHA-256 is kept between starts ("": hashed at every
   // start; model/sha256_cache.h).
   std::string sha256_cache_dir;

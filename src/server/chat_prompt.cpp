@@ -32,23 +32,6 @@ ojson protect_strings(const ojson& v, const std::function<std::string(std::strin
   return v;
 }
 
-// Content-part arrays as one string, text parts joined by newlines (vLLM's "string" content
-// format), for templates that only concatenate content.
-void flatten_content_parts(ojson& messages) {
-  for (ojson& m : messages) {
-    if (!m.is_object() || !m.contains("content") || !m["content"].is_array()) continue;
-    std::string text;
-    bool first = true;
-    for (const ojson& part : m["content"]) {
-      if (!first) text += "\n";
-      first = false;
-      if (part.is_object() && part.contains("text") && part["text"].is_string())
-        text += part["text"].get<std::string>();
-    }
-    m["content"] = text;
-  }
-}
-
 // The text of the last message as the template wrote it (transformers' continue_final_message).
 std::string final_message_text(const ojson& messages) {
   if (!messages.is_array() || messages.empty()) return "";
@@ -109,23 +92,23 @@ ChatPrompt::ChatPrompt(ChatTemplateConfig cfg) : cfg_(std::move(cfg)) {
   }
   sha256_ = sha256_hex(cfg_.source);
   syntax_ = cfg_.tool_call_syntax.value_or(tool_call_syntax_of(cfg_.source));
-  content_parts_ = cfg_.source.find("is string") != std::string::npos ||
-                   cfg_.source.find("is not string") != std::string::npos;
+  content_format_ = cfg_.content_format.value_or(chat::content_format_detect(cfg_.source));
 }
 
 std::string ChatPrompt::describe() const {
   return cfg_.origin + " (sha256 " + sha256_.substr(0, 12) + ", " +
          std::to_string(cfg_.source.size()) +
          " bytes; tool calls: " + tool_call_syntax_name(syntax_) +
-         "; reasoning: " + (cfg_.reasoning ? "auto" : "none") + ")";
+         "; reasoning: " + (cfg_.reasoning ? "auto" : "none") +
+         "; content format: " + chat::content_format_name(content_format_) +
+         (cfg_.content_format ? "" : " (detected)") + ")";
 }
 
 ChatRendered ChatPrompt::render(const ChatInput& in,
                                 const std::function<std::string(std::string_view)>& protect) const {
   ojson req = in.request;
-  if (!content_parts_ && req.contains("messages")) flatten_content_parts(req["messages"]);
   if (protect) req = protect_strings(req, protect);
-  ojson ctx = chat::chat_template_context(req, cfg_.bos_token, cfg_.eos_token);
+  ojson ctx = chat::chat_template_context(req, cfg_.bos_token, cfg_.eos_token, content_format_);
   if (in.continue_final_message) ctx["add_generation_prompt"] = false;
   ChatRendered out;
   try {
@@ -184,6 +167,7 @@ std::unique_ptr<ChatPrompt> chat_template_load(const Vocab& vocab, const Tokeniz
     c.eos_token = tok.token_bytes(vocab.eos_id);
   c.tool_call_syntax = opts.tool_call_syntax;
   c.reasoning = opts.reasoning;
+  c.content_format = opts.content_format;
   auto p = std::make_unique<ChatPrompt>(std::move(c));
   std::fprintf(stderr, "invar: chat template: %s\n", p->describe().c_str());
   return p;

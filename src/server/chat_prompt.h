@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/content_format.h"
 #include "chat/output_parser.h"
 #include "chat/template.h"
 
@@ -45,7 +46,8 @@ struct ChatTemplateConfig {
   std::string bos_token, eos_token;
   // Overrides of what the template implies (nullopt: from the template).
   std::optional<chat::ToolCallSyntax> tool_call_syntax;
-  bool reasoning = true;  // --reasoning-format none: false
+  bool reasoning = true;                              // --reasoning-format none: false
+  std::optional<chat::ContentFormat> content_format;  // nullopt: detected from the template
 };
 
 struct ChatRendered {
@@ -65,6 +67,7 @@ class ChatPrompt {
   const std::string& origin() const { return cfg_.origin; }
   const std::string& sha256() const { return sha256_; }  // hex of the template text
   chat::ToolCallSyntax tool_call_syntax() const { return syntax_; }
+  chat::ContentFormat content_format() const { return content_format_; }
   bool reasoning() const { return cfg_.reasoning; }
   // The template reads enable_thinking (Qwen3's switch), which reasoning_effort sets.
   bool thinking_switch() const { return cfg_.source.find("enable_thinking") != std::string::npos; }
@@ -75,7 +78,7 @@ class ChatPrompt {
   std::unique_ptr<chat::Template> template_;
   std::string sha256_;
   chat::ToolCallSyntax syntax_;
-  bool content_parts_ = false;  // the template handles content-part arrays itself
+  chat::ContentFormat content_format_;
 };
 
 // The tool-call form a template teaches the model: the XML form if it writes <function=,

@@ -1,6 +1,8 @@
 // invar's template engine against Python's jinja2 (the reference transformers uses), byte for
-// byte: every template of tests/data/chat-templates/ x every request of tests/chat/requests/,
-// and the engine snippets of tests/chat/snippets.json. jinja2 runs in this test, through
+// byte: every template of tests/data/chat-templates/ x every request of tests/chat/requests/
+// (with content fitted to the template's detected content format, and to the other format),
+// the engine snippets of tests/chat/snippets.json, and the content format of every template
+// against vLLM's detection run on jinja2's syntax tree. jinja2 runs in this test, through
 // tests/chat/jinja2_reference.py; an error on one side must be an error on the other.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -10,10 +12,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "chat/chat_request.h"
+#include "chat/content_format.h"
 #include "chat/template.h"
 
 namespace {
@@ -109,19 +113,36 @@ struct Tally {
   }
 };
 
+using invar::chat::ContentFormat;
+
+ContentFormat other_format(ContentFormat f) {
+  return f == ContentFormat::string ? ContentFormat::openai : ContentFormat::string;
+}
+
 TEST(Jinja2Compare, ChatTemplatesTimesRequests) {
   const auto templates = files_in(kSource + "/tests/data/chat-templates", ".jinja");
   const auto requests = files_in(kSource + "/tests/chat/requests", ".json");
   ASSERT_GE(templates.size(), 15u);
-  ASSERT_GE(requests.size(), 20u);
+  ASSERT_GE(requests.size(), 30u);
+  // Each template x request twice: content fitted to the format detected ("auto", as
+  // `invar serve` renders by default; jinja2_reference.py detects it on its own), then to the
+  // other one (--chat-template-content-format forced).
+  std::vector<std::string> sources;
+  std::vector<ContentFormat> detected;
   ojson plan = {{"cases", ojson::array()}};
   for (const auto& t : templates) {
-    for (const auto& r : requests) {
-      plan["cases"].push_back({{"template", t.string()},
-                               {"request", r.string()},
-                               {"bos", "<s>"},
-                               {"eos", "</s>"},
-                               {"now", kNow}});
+    sources.push_back(read_file(t));
+    detected.push_back(invar::chat::content_format_detect(sources.back()));
+    for (const char* format :
+         {"auto", invar::chat::content_format_name(other_format(detected.back()))}) {
+      for (const auto& r : requests) {
+        plan["cases"].push_back({{"template", t.string()},
+                                 {"request", r.string()},
+                                 {"bos", "<s>"},
+                                 {"eos", "</s>"},
+                                 {"now", kNow},
+                                 {"content_format", format}});
+      }
     }
   }
   const auto want = run_jinja2(plan);
@@ -131,20 +152,24 @@ TEST(Jinja2Compare, ChatTemplatesTimesRequests) {
   size_t k = 0;
   std::vector<int> rendered_per_template(templates.size(), 0);
   for (size_t ti = 0; ti < templates.size(); ++ti) {
-    const std::string source = read_file(templates[ti]);
-    for (const auto& r : requests) {
-      const ojson req = ojson::parse(read_file(r));
-      const ojson ctx = invar::chat::chat_template_context(req, "<s>", "</s>");
-      const Outcome got = render_source(source, ctx);
-      const std::string name = templates[ti].filename().string() + " x " + r.filename().string();
-      tally.check(name, want[k], got);
-      rendered_per_template[ti] += want[k].ok;
-      ++k;
+    for (const ContentFormat format : {detected[ti], other_format(detected[ti])}) {
+      const bool is_auto = format == detected[ti];
+      for (const auto& r : requests) {
+        const ojson req = ojson::parse(read_file(r));
+        const ojson ctx = invar::chat::chat_template_context(req, "<s>", "</s>", format);
+        const Outcome got = render_source(sources[ti], ctx);
+        const std::string name = templates[ti].filename().string() + " x " + r.filename().string() +
+                                 " [" + invar::chat::content_format_name(format) +
+                                 (is_auto ? ", detected]" : ", forced]");
+        tally.check(name, want[k], got);
+        if (is_auto) rendered_per_template[ti] += want[k].ok;
+        ++k;
+      }
     }
   }
   std::printf(
-      "jinja2 comparison: %d/%d template x request cases equal (%d rendered byte for "
-      "byte, %d errors on both sides)\n",
+      "jinja2 comparison: %d/%d template x request x content-format cases equal (%d rendered "
+      "byte for byte, %d errors on both sides)\n",
       tally.equal, tally.total, tally.rendered, tally.errors);
   EXPECT_EQ(tally.equal, tally.total);
   // The corpus must exercise real renderings, not just agree on errors.
@@ -153,6 +178,85 @@ TEST(Jinja2Compare, ChatTemplatesTimesRequests) {
         << templates[ti].filename() << " rendered too few cases";
   }
   EXPECT_GT(tally.errors, 0) << "the corpus should include requests a template refuses";
+}
+
+// Templates written to reach each branch of vLLM's walk, beside the real ones.
+const std::vector<std::pair<std::string, std::string>> kFormatSnippets = {
+    {"loop_over_message_content",
+     "{% for m in messages %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endfor %}"},
+    {"loop_over_item_content",
+     "{% for m in messages %}{% for p in m['content'] %}{{ p }}{% endfor %}{% endfor %}"},
+    {"loop_over_filtered_content",
+     "{% for m in messages %}{% for p in m.content | selectattr('type', 'equalto', 'text') %}{{ "
+     "p.text }}{% endfor %}{% endfor %}"},
+    {"loop_over_sliced_list",
+     "{% set rest = messages[1:] %}{% for m in rest %}{% for p in m.content %}x{% endfor %}{% "
+     "endfor %}"},
+    {"loop_over_reassigned_list",
+     "{% set a = messages %}{% set b = a | list %}{% for m in b %}{% for p in m.content %}x{% "
+     "endfor %}{% endfor %}"},
+    {"loop_over_bare_content",
+     "{% macro show(content) %}{% for item in content %}{{ item.text }}{% endfor %}{% endmacro "
+     "%}{% for m in messages %}{{ show(m.content) }}{% endfor %}"},
+    {"loop_over_content_outside_message_loop", "{% for p in messages[0].content %}x{% endfor %}"},
+    {"content_as_string", "{% for m in messages %}{{ m.role }}: {{ m.content }}{% endfor %}"},
+    {"content_string_test",
+     "{% for m in messages %}{% if m.content is string %}{{ m.content }}{% endif %}{% endfor %}"},
+    {"loop_over_other_attribute",
+     "{% for m in messages %}{% for c in m.tool_calls %}x{% endfor %}{% endfor %}"},
+    {"namespace_target_stops_walk",
+     "{% set ns = namespace(m=[]) %}{% set ns.m = messages %}{% for m in messages %}{% for p in "
+     "m.content %}x{% endfor %}{% endfor %}"},
+    {"tuple_loop_target_stops_walk",
+     "{% for i, m in messages %}{{ i }}{% endfor %}{% for m in messages %}{% for p in m.content "
+     "%}x{% endfor %}{% endfor %}"},
+    {"tuple_content_loop_target",
+     "{% for m in messages %}{% for a, b in m.content %}x{% endfor %}{% endfor %}"},
+    {"assignment_cycle",
+     "{% set a = messages %}{% set b = a %}{% set a = b %}{% for m in a %}{% for p in m.content "
+     "%}x{% endfor %}{% endfor %}"},
+    {"loop_inside_filter_block",
+     "{% filter upper %}{% for m in messages %}{% for p in m.content %}{{ p.text }}{% endfor %}{% "
+     "endfor %}{% endfilter %}"},
+    {"loop_test_on_list",
+     "{% set ok = messages is defined %}{% for m in ok %}{% for p in m.content %}x{% endfor %}{% "
+     "endfor %}"},
+    {"syntax_error", "{% for m in messages %}{% for p in m.content %}"},
+};
+
+TEST(Jinja2Compare, ContentFormatDetection) {
+  const auto templates = files_in(kSource + "/tests/data/chat-templates", ".jinja");
+  ojson plan = {{"cases", ojson::array()}};
+  for (const auto& t : templates) plan["cases"].push_back({{"detect", t.string()}, {"now", kNow}});
+  for (const auto& [name, source] : kFormatSnippets)
+    plan["cases"].push_back({{"detect_source", source}, {"now", kNow}});
+  const auto want = run_jinja2(plan);
+  ASSERT_EQ(want.size(), plan["cases"].size())
+      << "jinja2 did not run: install python3-jinja2 (scripts/install-deps)";
+  std::map<std::string, std::string> got_by_name;
+  int openai = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    const bool is_template = k < templates.size();
+    const std::string name = is_template ? templates[k].filename().string()
+                                         : kFormatSnippets[k - templates.size()].first;
+    const std::string source =
+        is_template ? read_file(templates[k]) : kFormatSnippets[k - templates.size()].second;
+    ASSERT_TRUE(want[k].ok) << name << ": " << want[k].text;
+    const std::string got =
+        invar::chat::content_format_name(invar::chat::content_format_detect(source));
+    EXPECT_EQ(got, want[k].text) << name << ": invar detects " << got << ", vLLM's walk "
+                                 << want[k].text;
+    got_by_name[name] = got;
+    openai += got == "openai";
+  }
+  std::printf("content format: %zu templates and snippets as vLLM detects them, %d openai\n",
+              want.size(), openai);
+  // The two kinds the default templates stand for: Qwen3 treats content as a string (so its
+  // part arrays must be joined), Qwen3.5 iterates parts through its render_content macro.
+  EXPECT_EQ(got_by_name["Qwen-Qwen3-0.6B.jinja"], "string");
+  EXPECT_EQ(got_by_name["Qwen3.5-4B.jinja"], "openai");
+  EXPECT_EQ(got_by_name["loop_over_message_content"], "openai");
+  EXPECT_EQ(got_by_name["namespace_target_stops_walk"], "string");
 }
 
 TEST(Jinja2Compare, EngineSnippets) {

@@ -1,12 +1,14 @@
 // `invar serve` renders the model's own chat template. A copy of the tiny qwen35 model is given
-// the Qwen3.5 template as its tokenizer.chat_template; the prompt the server builds for chat
-// requests with tools, tool calls and reasoning (read back through /tokenize and /detokenize)
-// must equal Python jinja2's rendering of the same request, text and tokens. Also: the startup
+// the Qwen3.5 template (then the Qwen3 one, the default model's) as its tokenizer.chat_template;
+// the prompt the server builds for chat requests with tools, tool calls, tool loops with null
+// content, text-part arrays and reasoning (read back through /tokenize and /detokenize) must
+// equal Python jinja2's rendering of the same request, text and tokens. Also: the startup
 // log names the template and its digest, --chat-template overrides it, a model without a
 // template refuses chat requests with a 400 (completions still work), and /tokenize,
 // /detokenize follow vLLM's shapes and the API key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,7 @@ namespace {
 
 const std::string kSource = INVAR_SOURCE_DIR;
 const std::string kQwen35Template = kSource + "/tests/data/chat-templates/Qwen3.5-4B.jinja";
+const std::string kQwen3Template = kSource + "/tests/data/chat-templates/Qwen-Qwen3-0.6B.jinja";
 
 std::string read_text(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -49,13 +52,15 @@ CurlResult post(const ServeProcess& s, const std::string& path, const json& body
               s.url() + path);
 }
 
-// jinja2's renderings of `requests` with the Qwen3.5 template (tests/chat/jinja2_reference.py).
-std::vector<std::string> jinja2_render(const std::vector<std::string>& requests) {
+// jinja2's renderings of `requests` with a template, content fitted to the format vLLM detects
+// (tests/chat/jinja2_reference.py).
+std::vector<std::string> jinja2_render(const std::string& tmpl,
+                                       const std::vector<std::string>& requests) {
   const std::string dir = invar::test::temp_path("jinja2");
   std::filesystem::create_directories(dir);
   json plan = {{"cases", json::array()}};
   for (const auto& r : requests)
-    plan["cases"].push_back({{"template", kQwen35Template},
+    plan["cases"].push_back({{"template", tmpl},
                              {"request", r},
                              {"bos", ""},
                              {"eos", "<|endoftext|>"},
@@ -91,45 +96,72 @@ std::vector<int32_t> tokenize_special(const std::string& model, const std::strin
   return json::parse(out)["ids"].get<std::vector<int32_t>>();
 }
 
-TEST(ChatServe, PromptEqualsJinja2RenderingOfTheModelsTemplate) {
-  const std::string tmpl = read_text(kQwen35Template);
-  const std::string model = model_with_template("qwen35_tmpl", tmpl);
-  ServeProcess s({"--model", model, "--threads", "1", "--api-key", "k"}, "chat_serve_own");
-  ASSERT_NE(s.port(), 0) << s.log();
-  // The startup log names the template's origin and digest.
-  EXPECT_NE(s.log().find("chat template: the model's tokenizer.chat_template (sha256 " +
-                         invar::sha256_hex(tmpl).substr(0, 12)),
-            std::string::npos)
-      << s.log();
+// Requests of the jinja2 corpus the tiny vocabulary can encode (it has no token for some
+// non-ASCII bytes): tools, calls with object arguments, reasoning, and the tool loops clients
+// send (content null beside tool_calls, text-part arrays, the content key left out).
+const std::vector<std::string> kServedRequests = {
+    "tools_offered",        "tool_call_object_args",
+    "tools_with_system",    "reasoning_history",
+    "thinking_off",         "multi_step_tools_pending",
+    "content_parts",        "content_parts_single",
+    "content_mixed_null",   "tool_loop_null_content",
+    "tool_loop_third_turn", "tool_loop_no_tools",
+    "tool_loop_parts",      "tool_loop_no_content_key"};
 
-  // Requests of the jinja2 corpus the tiny vocabulary can encode (it has no token for some
-  // non-ASCII bytes).
-  const std::vector<std::string> names = {
-      "tools_offered", "tool_call_object_args",    "tools_with_system", "reasoning_history",
-      "thinking_off",  "multi_step_tools_pending", "content_parts"};
+// For each request: the server's prompt (text and tokens) is jinja2's rendering, and a chat
+// completion is fed exactly those tokens. Returns jinja2's renderings.
+std::vector<std::string> expect_prompts_are_jinja2s(const ServeProcess& s, const std::string& model,
+                                                    const std::string& tmpl) {
   std::vector<std::string> files;
-  for (const auto& n : names) files.push_back(kSource + "/tests/chat/requests/" + n + ".json");
-  const std::vector<std::string> want = jinja2_render(files);
-  ASSERT_EQ(want.size(), names.size());
-  for (size_t i = 0; i < names.size(); ++i) {
+  for (const auto& n : kServedRequests)
+    files.push_back(kSource + "/tests/chat/requests/" + n + ".json");
+  const std::vector<std::string> want = jinja2_render(tmpl, files);
+  EXPECT_EQ(want.size(), kServedRequests.size());
+  if (want.size() != kServedRequests.size()) return want;
+  for (size_t i = 0; i < kServedRequests.size(); ++i) {
+    const std::string& name = kServedRequests[i];
     const json req = json::parse(read_text(files[i]));
     const CurlResult tk = post(s, "/tokenize", req, "k");
-    ASSERT_EQ(tk.status, 200) << names[i] << ": " << tk.body;
+    EXPECT_EQ(tk.status, 200) << name << ": " << tk.body;
+    if (tk.status != 200) continue;
     const json t = json::parse(tk.body);
     const auto tokens = t["tokens"].get<std::vector<int32_t>>();
     EXPECT_EQ(t["count"].get<size_t>(), tokens.size());
     EXPECT_GT(t["max_model_len"].get<int64_t>(), 0);
     const CurlResult dt = post(s, "/detokenize", {{"tokens", tokens}}, "k");
-    ASSERT_EQ(dt.status, 200) << dt.body;
-    EXPECT_EQ(json::parse(dt.body)["prompt"].get<std::string>(), want[i]) << names[i];
-    EXPECT_EQ(tokens, tokenize_special(model, want[i])) << names[i] << ": token by token";
-    // The chat completion is fed exactly these tokens.
+    EXPECT_EQ(dt.status, 200) << dt.body;
+    EXPECT_EQ(json::parse(dt.body)["prompt"].get<std::string>(), want[i]) << name;
+    EXPECT_EQ(tokens, tokenize_special(model, want[i])) << name << ": token by token";
     json chat = req;
     chat["max_tokens"] = 1;
     const CurlResult c = post(s, "/v1/chat/completions", chat, "k");
-    ASSERT_EQ(c.status, 200) << names[i] << ": " << c.body;
-    EXPECT_EQ(json::parse(c.body)["usage"]["prompt_tokens"].get<size_t>(), tokens.size());
+    EXPECT_EQ(c.status, 200) << name << ": " << c.body;
+    if (c.status == 200) {
+      EXPECT_EQ(json::parse(c.body)["usage"]["prompt_tokens"].get<size_t>(), tokens.size());
+    }
   }
+  return want;
+}
+
+size_t request_index(const std::string& name) {
+  return size_t(std::find(kServedRequests.begin(), kServedRequests.end(), name) -
+                kServedRequests.begin());
+}
+
+TEST(ChatServe, PromptEqualsJinja2RenderingOfTheModelsTemplate) {
+  const std::string tmpl = read_text(kQwen35Template);
+  const std::string model = model_with_template("qwen35_tmpl", tmpl);
+  ServeProcess s({"--model", model, "--threads", "1", "--api-key", "k"}, "chat_serve_own");
+  ASSERT_NE(s.port(), 0) << s.log();
+  // The startup log names the template's origin and digest, and the content format detected.
+  EXPECT_NE(s.log().find("chat template: the model's tokenizer.chat_template (sha256 " +
+                         invar::sha256_hex(tmpl).substr(0, 12)),
+            std::string::npos)
+      << s.log();
+  EXPECT_NE(s.log().find("content format: openai (detected)"), std::string::npos) << s.log();
+
+  const std::vector<std::string> want = expect_prompts_are_jinja2s(s, model, kQwen35Template);
+  ASSERT_EQ(want.size(), kServedRequests.size());
   // A tools request renders the Qwen3.5 tool section (the check is not vacuous).
   EXPECT_NE(want[0].find("<function=example_function_name>"), std::string::npos);
 
@@ -153,6 +185,27 @@ TEST(ChatServe, PromptEqualsJinja2RenderingOfTheModelsTemplate) {
            "k");
   EXPECT_EQ(raised.status, 400) << raised.body;
   EXPECT_NE(raised.body.find("Unexpected message role"), std::string::npos) << raised.body;
+}
+
+// The Qwen3 template (the default model's) uses content as a string: null content and part
+// arrays reach it as vLLM fits them ("" and the parts joined), where jinja2 on the raw request
+// fails ("argument of type 'NoneType' is not iterable", "'list object' has no attribute").
+TEST(ChatServe, PromptEqualsJinja2RenderingOfTheQwen3Template) {
+  const std::string model = model_with_template("qwen3_tmpl", read_text(kQwen3Template));
+  ServeProcess s({"--model", model, "--threads", "1", "--api-key", "k"}, "chat_serve_qwen3");
+  ASSERT_NE(s.port(), 0) << s.log();
+  EXPECT_NE(s.log().find("content format: string (detected)"), std::string::npos) << s.log();
+  const std::vector<std::string> want = expect_prompts_are_jinja2s(s, model, kQwen3Template);
+  ASSERT_EQ(want.size(), kServedRequests.size());
+  // The tool-call turn sent with content null renders its call, and "None" nowhere.
+  const std::string& loop = want[request_index("tool_loop_null_content")];
+  EXPECT_NE(loop.find("<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\""),
+            std::string::npos)
+      << loop;
+  EXPECT_EQ(loop.find("None"), std::string::npos) << loop;
+  // Parts joined by a newline.
+  EXPECT_NE(want[request_index("content_parts")].find("Describe this.\nSecond paragraph."),
+            std::string::npos);
 }
 
 TEST(ChatServe, ChatTemplateFlagOverridesAndNoTemplateRefusesChat) {

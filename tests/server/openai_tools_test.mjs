@@ -3,7 +3,10 @@
 // --replay-outputs: the model's vocabulary and a real chat template, answering with the
 // fixture outputs of tests/data/chat-outputs/replay.json one token at a time. Checks the whole
 // responses and the streams (assembled as a client does) against each other and the fixtures,
-// for the XML form (Qwen3.5 template) and the JSON form (Qwen3 template).
+// for the XML form (Qwen3.5 template) and the JSON form (Qwen3 template, the default model's),
+// and runs agent loops as applications write them: the assistant message the SDK returned goes
+// back into the history as is (content null beside tool_calls), with string and text-part
+// content.
 // Usage: node openai_tools_test.mjs INVAR_BINARY MODEL_GGUF TEMPLATES_DIR REPLAY_JSON
 import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
@@ -11,10 +14,10 @@ import OpenAI from 'openai';
 
 const [bin, model, templates, replay] = process.argv.slice(2);
 
-function startServer(template) {
+function startServer(template, extra = []) {
   return new Promise((resolve, reject) => {
     const proc = spawn(bin, ['serve', '--model', model, '--port', '0', '--chat-template', `${templates}/${template}`,
-                             '--replay-outputs', replay], { stdio: ['ignore', 'ignore', 'pipe'] });
+                             '--replay-outputs', replay, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
     const timer = setTimeout(() => reject(new Error('server did not start:\n' + log)), 60000);
     proc.stderr.on('data', (d) => {
@@ -89,8 +92,8 @@ const xmlClient = new OpenAI({ apiKey: 'none', baseURL: `http://127.0.0.1:${xml.
 const hermesClient = new OpenAI({ apiKey: 'none', baseURL: `http://127.0.0.1:${hermes.port}/v1`, maxRetries: 0 });
 
 check('startup log names the template', async () => {
-  assert.match(xml.log(), /chat template: --chat-template \S+Qwen3\.5-4B\.jinja \(sha256 [0-9a-f]{12}, \d+ bytes; tool calls: qwen3_xml; reasoning: auto\)/);
-  assert.match(hermes.log(), /tool calls: hermes/);
+  assert.match(xml.log(), /chat template: --chat-template \S+Qwen3\.5-4B\.jinja \(sha256 [0-9a-f]{12}, \d+ bytes; tool calls: qwen3_xml; reasoning: auto; content format: openai \(detected\)\)/);
+  assert.match(hermes.log(), /tool calls: hermes; reasoning: auto; content format: string \(detected\)\)/);
 });
 
 check('XML tool call (Qwen3.5): whole and streamed', async () => {
@@ -149,6 +152,104 @@ check('tool_choice required without a call is an error, not a plain answer', asy
     tool_choice: { type: 'function', function: { name: 'get_weather' } },
     messages: [{ role: 'user', content: 'weather in Paris' }] });
   assert.equal(named.choices[0].message.tool_calls[0].function.name, 'get_weather');
+});
+
+// An agent loop: ask, run every call the model makes (answers from `results`), send the
+// results back, until the model answers; each turn whole and streamed.
+async function agentLoop(client, { question, tools, results, parts }) {
+  const text = (s) => (parts ? [{ type: 'text', text: s }] : s);
+  const messages = [{ role: 'system', content: text('You are a helpful assistant.') },
+                    { role: 'user', content: text(question) }];
+  const turns = [];
+  for (let turn = 0; turn < 3; turn++) {
+    const { whole, w } = await bothWays(client, { messages, tools });
+    turns.push(w);
+    const msg = whole.choices[0].message;
+    if (!msg.tool_calls?.length) break;
+    messages.push(msg);
+    for (const c of msg.tool_calls)
+      messages.push({ role: 'tool', tool_call_id: c.id, content: text(results[c.function.name]) });
+  }
+  return { turns, messages };
+}
+
+// The prompt the server builds for `messages` (/tokenize renders exactly what a chat renders).
+async function promptOf(server, messages, tools) {
+  const r = await fetch(`http://127.0.0.1:${server.port}/tokenize`, { method: 'POST',
+    headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages, tools, return_token_strs: true }) });
+  assert.equal(r.status, 200, await r.clone().text());
+  const j = await r.json();
+  return { tokens: j.tokens, text: j.token_strs.join('') };
+}
+
+const loops = [
+  { name: 'Qwen3.5', server: xml, client: xmlClient, city: 'Oslo', zone: 'Europe/Oslo',
+    weather: 'OSLO-WEATHER: 4 degrees, rain', time: 'OSLO-TIME: 09:30',
+    answer: 'Take a raincoat: it is 4 degrees and raining in Oslo, and 09:30 there.',
+    call: '<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>' },
+  { name: 'Qwen3', server: hermes, client: hermesClient, city: 'Bergen', zone: 'Europe/Oslo',
+    weather: 'BERGEN-WEATHER: 7 degrees, rain', time: 'BERGEN-TIME: 10:15',
+    answer: 'Take an umbrella: it is 7 degrees and raining in Bergen, and 10:15 there.',
+    call: '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Bergen"}}\n</tool_call>' },
+];
+for (const l of loops) {
+  const run = (parts) => agentLoop(l.client, { question: `What should I wear in ${l.city} today?`,
+    tools: [weather, time], results: { get_weather: l.weather, get_time: l.time }, parts });
+  const strings = {};
+  for (const parts of [false, true]) {
+    check(`agent loop, three turns (${l.name} template, ${parts ? 'text-part arrays' : 'string content'})`, async () => {
+      const { turns, messages } = await run(parts);
+      assert.equal(turns.length, 3, 'call, call, answer');
+      assert.equal(turns[0].finish, 'tool_calls');
+      assert.deepEqual(turns[0].calls.map((c) => [c.name, JSON.parse(c.arguments)]), [['get_weather', { city: l.city }]]);
+      assert.equal(turns[1].finish, 'tool_calls');
+      assert.deepEqual(turns[1].calls.map((c) => [c.name, JSON.parse(c.arguments)]), [['get_time', { zone: l.zone }]]);
+      assert.equal(turns[2].finish, 'stop');
+      assert.equal(turns[2].content, l.answer);
+      assert.deepEqual(turns[2].calls, []);
+      const nulls = messages.filter((m) => m.role === 'assistant' && m.content === null && m.tool_calls);
+      assert.equal(nulls.length, 2, 'the history carried both tool-call turns with content null');
+      // The null-content turns render their calls (and nothing of "null"); a one-part array
+      // renders as its string does.
+      const p = await promptOf(l.server, messages, [weather, time]);
+      assert.ok(p.text.includes(l.call), p.text);
+      assert.ok(!/None|null/.test(p.text.split('</tools>').pop()), p.text);
+      if (!parts) strings.prompt = p;
+      else assert.deepEqual(p.tokens, strings.prompt.tokens, 'part arrays render as strings do');
+    });
+  }
+}
+
+check('text parts of one message are joined by a newline on a string-format template (Qwen3)', async () => {
+  const parts = await promptOf(hermes, [{ role: 'user', content: [{ type: 'text', text: 'first part' }, { type: 'text', text: 'second part' }] }]);
+  const joined = await promptOf(hermes, [{ role: 'user', content: 'first part\nsecond part' }]);
+  assert.deepEqual(parts.tokens, joined.tokens);
+  // Qwen3.5 iterates the parts itself: they are concatenated by its template, not joined.
+  const own = await promptOf(xml, [{ role: 'user', content: [{ type: 'text', text: 'first part' }, { type: 'text', text: 'second part' }] }]);
+  assert.ok(own.text.includes('first partsecond part'), own.text);
+});
+
+check('--chat-template-content-format openai forces the parts through (Qwen3 then refuses them)', async () => {
+  const forced = await startServer('Qwen-Qwen3-0.6B.jinja', ['--chat-template-content-format', 'openai']);
+  try {
+    assert.match(forced.log(), /content format: openai\)/);
+    const c = new OpenAI({ apiKey: 'none', baseURL: `http://127.0.0.1:${forced.port}/v1`, maxRetries: 0 });
+    await assert.rejects(c.chat.completions.create({ model: 'replay',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Please say hello.' }] }] }),
+    (e) => e instanceof OpenAI.APIError && e.status === 400 && /startswith/.test(e.message));
+  } finally {
+    forced.proc.kill('SIGKILL');
+  }
+});
+
+check('--chat-template-content-format takes auto, string or openai only', async () => {
+  const proc = spawn(bin, ['serve', '--model', model, '--port', '0', '--chat-template-content-format', 'text'],
+                     { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  proc.stderr.on('data', (d) => { log += d; });
+  const code = await new Promise((resolve) => proc.on('exit', resolve));
+  assert.notEqual(code, 0);
+  assert.match(log, /--chat-template-content-format must be auto, string or openai, not 'text'/);
 });
 
 check('--reasoning-format none keeps the thought in content', async () => {
