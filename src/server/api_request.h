@@ -53,7 +53,11 @@ struct ApiRequest {
   int64_t truncate_prompt_tokens = 0;   // vLLM: keep only the last N prompt tokens (0: all)
   std::string request_id;               // vLLM: the response id's suffix ("" → random)
   std::string user;                     // OpenAI: end-user id, written to the request log
+  int64_t priority = 0;                 // vLLM: lower first among one client's requests
   std::string served_name;              // set by the server: the name responses carry
+  // Set by the server: who asks, for the engine's fairness (API key, else peer address, else
+  // user; http_server.cpp).
+  std::string client_key;
 };
 
 // Throws ApiError (400) naming the first bad field.

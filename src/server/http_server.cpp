@@ -206,6 +206,34 @@ struct HttpServer::Impl {
     if (s == State::failed) return unavailable("the model failed to load: " + load_error);
     return unavailable("the server is shutting down");
   }
+  // Who asks, for the engine's fairness: the API key presented (with --api-key every client
+  // presents the one key, so they are one client and share by request), else the peer's
+  // address, else the OpenAI `user` field. Keys are digests: the log and the engine never
+  // hold a secret.
+  std::string client_key(const HttpRequest& req, const ApiRequest& r) const {
+    if (!cfg.api_key.empty())
+      if (const std::string* auth = req.head.field("Authorization")) {
+        unsigned char d[SHA256_DIGEST_LENGTH];
+        SHA256(reinterpret_cast<const unsigned char*>(auth->data()), auth->size(), d);
+        std::string hex = "key:";
+        for (int i = 0; i < 8; ++i) {
+          char b[3];
+          std::snprintf(b, sizeof b, "%02x", d[i]);
+          hex += b;
+        }
+        return hex;
+      }
+    if (!req.peer.empty()) return "peer:" + req.peer;
+    return "user:" + r.user;
+  }
+  RequestBudget budget() const {
+    RequestBudget b;
+    b.tokens = cfg.max_request_tokens > 0
+                   ? cfg.max_request_tokens
+                   : backend->n_ctx() * std::max<int64_t>(1, backend->max_running() / 4);
+    b.logprobs = cfg.max_request_logprobs > 0 ? cfg.max_request_logprobs : 4 * b.tokens;
+    return b;
+  }
   std::vector<std::string> served_names() const {
     if (cfg.served_model_names.empty()) return {backend->model_id()};
     return cfg.served_model_names;
@@ -318,7 +346,8 @@ Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, 
           error_reply(not_found("the model '" + r.model + "' does not exist", "model_not_found")),
           nullptr};
     if (!cfg.served_model_names.empty()) r.served_name = cfg.served_model_names.front();
-    auto job = std::make_unique<CompletionChoices>(*backend, std::move(r), metrics);
+    r.client_key = client_key(req, r);
+    auto job = std::make_unique<CompletionChoices>(*backend, std::move(r), metrics, budget());
     job->start(cfg.queue_limit, wake);
     RequestRecord rec;
     rec.method = req.head.method;

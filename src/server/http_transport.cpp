@@ -122,6 +122,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     wake_->conn = weak_from_this();
     error_code ec;
     sock_.set_option(tcp::no_delay(true), ec);
+    const tcp::endpoint remote = sock_.remote_endpoint(ec);
+    if (!ec) peer_ = remote.address().to_string();
     arm_read_timer(sh_->cfg.idle_timeout_s);
     read();
   }
@@ -219,6 +221,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req.head = scanner_.head();
     req.body = std::move(parser_->get().body());
     req.path = req.head.target.substr(0, req.head.target.find('?'));
+    req.peer = peer_;
     keep_alive_ = parser_->keep_alive();
     head_only_ = req.head.method == "HEAD";
     chunked_ = req.head.version == "HTTP/1.1";
@@ -442,6 +445,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<WakeSlot> wake_;
   std::unique_ptr<PendingReply> pending_;
   std::string path_;
+  std::string peer_;  // the client's address
   std::string cors_;  // the CORS header lines of the current request's response
   std::chrono::steady_clock::time_point body_deadline_;
   Phase phase_ = Phase::idle;

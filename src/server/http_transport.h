@@ -37,6 +37,7 @@ struct HttpRequest {
   RequestHead head;
   std::string path;  // the target without its query
   std::string body;
+  std::string peer;  // the client's address ("" when unknown)
 };
 
 struct HttpReply {

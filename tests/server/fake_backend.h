@@ -42,6 +42,7 @@ class FakeBackend : public Backend {
 
   // Observations.
   std::atomic<int64_t> cancels{0}, submits{0};
+  mutable std::atomic<int64_t> encodes{0};  // prompts tokenised (chat ones too)
   std::vector<GenerationRequest> submitted() {
     std::lock_guard<std::mutex> lock(mu_);
     return log_;
@@ -62,8 +63,10 @@ class FakeBackend : public Backend {
   std::string model_id() const override { return "fake-model"; }
   std::string system_fingerprint() const override { return "fp_fake"; }
   int64_t n_ctx() const override { return ctx; }
+  int64_t max_running() const override { return 64; }
   int64_t n_vocab() const override { return 257; }
   std::vector<int32_t> encode(std::string_view text) const override {
+    ++encodes;
     std::vector<int32_t> ids;
     for (unsigned char c : text) ids.push_back(c);
     return ids;
