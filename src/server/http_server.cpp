@@ -256,10 +256,11 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
   if (m == "OPTIONS" && !cfg.allowed_origins.empty()) return {cors_preflight(req), nullptr};
   if (!authorized(req)) return {error_reply(unauthorized()), nullptr};
   auto wrong_method = [&](const char* allowed) {
-    return Routed{
-        error_reply({405, "method " + m + " is not allowed on " + p + " (use " + allowed + ")",
-                     "invalid_request_error", "", "method_not_allowed"}),
-        nullptr};
+    return Routed{error_reply({405,
+                               "method " + echo_cut(m) + " is not allowed on " + echo_cut(p) +
+                                   " (use " + allowed + ")",
+                               "invalid_request_error", "", "method_not_allowed"}),
+                  nullptr};
   };
   if (p == "/health") {
     if (!get) return wrong_method("GET");
@@ -292,7 +293,8 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     }
     std::string name = percent_decode(p.substr(11));
     if (!model_known(name))
-      return {error_reply(not_found("the model '" + name + "' does not exist", "model_not_found")),
+      return {error_reply(not_found("the model '" + echo_cut(name) + "' does not exist",
+                                    "model_not_found")),
               nullptr};
     return {
         json_reply(200,
@@ -316,7 +318,8 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
       return {error_reply(e), nullptr};
     }
   }
-  return {error_reply(not_found("unknown route: " + m + " " + p, "not_found")), nullptr};
+  return {error_reply(not_found("unknown route: " + echo_cut(m) + " " + echo_cut(p), "not_found")),
+          nullptr};
 }
 
 Routed HttpServer::Impl::route_logged(const HttpRequest& req, const Waker& wake) {
@@ -342,9 +345,9 @@ Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, 
   try {
     ApiRequest r = api_request_parse(req.body, ep);
     if (!model_known(r.model))
-      return {
-          error_reply(not_found("the model '" + r.model + "' does not exist", "model_not_found")),
-          nullptr};
+      return {error_reply(not_found("the model '" + echo_cut(r.model) + "' does not exist",
+                                    "model_not_found")),
+              nullptr};
     if (!cfg.served_model_names.empty()) r.served_name = cfg.served_model_names.front();
     r.client_key = client_key(req, r);
     auto job = std::make_unique<CompletionChoices>(*backend, std::move(r), metrics, budget());
@@ -376,8 +379,17 @@ HttpServer::HttpServer(ServerConfig cfg, Loader loader) : impl_(std::make_unique
   t.allowed_origins = m.cfg.allowed_origins;
   m.transport = std::make_unique<HttpTransport>(
       t, [&m](const HttpRequest& req, const Waker& wake) { return m.route_logged(req, wake); },
-      [&m](const std::string& path, int status) {
+      [&m](const std::string& method, const std::string& path, int status,
+           const std::string* refusal) {
         m.metrics.count_response(endpoint_label(path), status);
+        if (!refusal) return;  // the handler's request-log line says the rest
+        RequestRecord rec;
+        rec.id = request_log_id();
+        rec.method = method;
+        rec.path = path;
+        rec.status = status;
+        rec.error = *refusal;
+        request_log_write(rec, m.cfg.log_format);
       });
 }
 

@@ -170,6 +170,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (phase_ == Phase::idle) {
       if (in_.empty()) return read();
       phase_ = Phase::head;
+      method_.clear();
+      path_.clear();
       arm_read_timer(sh_->cfg.head_timeout_s);
     }
     if (phase_ == Phase::head) {
@@ -184,6 +186,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       parser_->header_limit(uint32_t(scanner_.head().bytes + 16));
       parser_->body_limit(uint64_t(sh_->cfg.max_body_bytes));
       parser_->eager(true);
+      method_ = scanner_.head().method;
+      path_ = scanner_.head().target.substr(0, scanner_.head().target.find('?'));
       const std::string* expect = scanner_.head().field("Expect");
       expect_continue_ = expect && iequals(*expect, "100-continue");
       phase_ = Phase::body;
@@ -229,6 +233,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     scanner_.reset();
     phase_ = Phase::responding;
     read_timer_.cancel();
+    method_ = req.head.method;
     path_ = req.path;
     cors_ = cors_headers(sh_->cfg.allowed_origins, req.head.field("Origin"));
     Routed routed;
@@ -330,7 +335,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     HttpReply r = status == 413 ? HttpReply{413, "application/json",
                                             payload_too_large(sh_->cfg.max_body_bytes).to_json()}
                                 : error_reply(status, message);
-    log(status);
+    log(status, &message);
     queue_write(reply_text(r, false, false));
     finish_response();
     read();  // input is discarded from here on
@@ -430,8 +435,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
-  void log(int status) {
-    if (sh_->logger) sh_->logger(path_, status);
+  void log(int status, const std::string* refusal = nullptr) {
+    if (sh_->logger) sh_->logger(method_, path_, status, refusal);
   }
 
   std::shared_ptr<Shared> sh_;
@@ -444,9 +449,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<WakeSlot> wake_;
   std::unique_ptr<PendingReply> pending_;
-  std::string path_;
-  std::string peer_;  // the client's address
-  std::string cors_;  // the CORS header lines of the current request's response
+  std::string method_, path_;  // of the request being read or answered ("" until its head)
+  std::string peer_;           // the client's address
+  std::string cors_;           // the CORS header lines of the current request's response
   std::chrono::steady_clock::time_point body_deadline_;
   Phase phase_ = Phase::idle;
   size_t linger_bytes_ = 0;
@@ -491,12 +496,11 @@ struct HttpTransport::Impl {
 
   void reject(tcp::socket sock) {
     auto s = std::make_shared<tcp::socket>(std::move(sock));
+    const std::string why = "the server is at its limit of " + std::to_string(max_connections) +
+                            " connections: retry later";
+    if (sh->logger) sh->logger("", "", 503, &why);
     auto text = std::make_shared<std::string>(
-        reply_text({503, "application/json",
-                    unavailable("the server is at its limit of " + std::to_string(max_connections) +
-                                " connections: retry later")
-                        .to_json()},
-                   false, false));
+        reply_text({503, "application/json", unavailable(why).to_json()}, false, false));
     asio::async_write(*s, asio::buffer(*text), [s, text](error_code, size_t) {
       error_code ec;
       s->shutdown(tcp::socket::shutdown_send, ec);

@@ -68,7 +68,11 @@ struct Routed {
 // Thread-safe and cheap: makes the request's connection poll its PendingReply soon.
 using Waker = std::function<void()>;
 using RequestHandler = std::function<Routed(const HttpRequest&, const Waker&)>;
-using ResponseLogger = std::function<void(const std::string& path, int status)>;
+// Every response's endpoint and status; `refusal` is set (with what was wrong) when the transport
+// itself refused the request — a framing error, a limit, a deadline — and no handler saw it.
+// `method` and `path` are "" when the head was not read far enough to know them.
+using ResponseLogger = std::function<void(const std::string& method, const std::string& path,
+                                          int status, const std::string* refusal)>;
 
 class HttpTransport {
  public:

@@ -171,13 +171,13 @@ void no_op_check(const RequestField& f, const json& v, const json& body) {
     auto n = body.find("n");
     json want = n == body.end() || n->is_null() ? json(1) : *n;
     if (v == want) return;
-    throw bad_request(
-        f.name, std::string("'") + f.name + "' must equal n (" + want.dump() + "): " + f.note);
+    throw bad_request(f.name, std::string("'") + f.name + "' must equal n (" +
+                                  echo_cut(want.dump()) + "): " + f.note);
   }
   for (const json& a : field_accepted_values(f))
     if (v == a) return;
   throw bad_request(f.name, std::string("'") + f.name + "' is only accepted as " + f.values + " (" +
-                                f.note + "), got " + v.dump());
+                                f.note + "), got " + echo_cut(v.dump()));
 }
 
 }  // namespace
@@ -222,7 +222,8 @@ void request_fields_check(const json& body, Endpoint endpoint) {
     const std::string& name = it.key();
     const RequestField* f = request_field_find(name, endpoint);
     if (!f)
-      throw bad_request(name, "unknown field '" + name + "' for " + endpoint_path(endpoint) +
+      throw bad_request(name, "unknown field '" + echo_cut(name) + "' for " +
+                                  endpoint_path(endpoint) +
                                   " (docs/api.md lists every field invar accepts)");
     if (it->is_null()) continue;
     if (f->status == FieldStatus::rejected)

@@ -30,7 +30,7 @@ ojson body_parse(std::string_view text, const ModelCheck& known) {
   if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
     if (!m->is_string()) throw bad_request("model", "'model' must be a string");
     if (!known(m->get<std::string>()))
-      throw not_found("the model '" + m->get<std::string>() + "' does not exist",
+      throw not_found("the model '" + echo_cut(m->get<std::string>()) + "' does not exist",
                       "model_not_found");
   }
   return body;
