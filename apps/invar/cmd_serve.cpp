@@ -211,6 +211,16 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
                 "work one request may ask for: n × (prompt + max_tokens) tokens, else 400 naming "
                 "the fields (0: the context × running slots / 4)")
       ->capture_default_str();
+  s->add_option("--prepare-threads", o->server.prepare_threads,
+                "low-priority threads that parse, render and tokenise request bodies over 64 KiB "
+                "(smaller ones are prepared on the IO threads)")
+      ->capture_default_str();
+  s->add_option("--prepare-queue", o->server.prepare_queue,
+                "large request bodies waiting for a preparation thread before 429")
+      ->capture_default_str();
+  s->add_option("--prepare-cpu-seconds", o->server.prepare_cpu_s,
+                "CPU a request's preparation (parse, template, tokeniser) may take before 400")
+      ->capture_default_str();
   s->add_option("--max-request-logprobs", o->server.max_request_logprobs,
                 "logprob candidates one request may ask for: n × (max_tokens × top logprobs + "
                 "prompt × prompt logprobs), else 400 (0: 4 × --max-request-tokens)")

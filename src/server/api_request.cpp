@@ -257,7 +257,7 @@ void parse_surface(const json& body, ApiRequest& r) {
 
 }  // namespace
 
-ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
+ApiRequest api_request_parse(std::string_view text, Endpoint endpoint, const PromptLimits* limits) {
   json body;
   if (json_nesting(text) > kMaxDepth)
     throw bad_request("", "request body nests deeper than " + std::to_string(kMaxDepth));
@@ -268,6 +268,7 @@ ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
   }
   if (!body.is_object()) throw bad_request("", "request body must be a JSON object");
   request_fields_check(body, endpoint);
+  if (limits) prompt_limits_check(body, *limits);
 
   ApiRequest r;
   r.endpoint = endpoint;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "server/chat_prompt.h"
+#include "server/prompt_limits.h"
 
 namespace invar::server {
 
@@ -60,7 +61,9 @@ struct ApiRequest {
   std::string client_key;
 };
 
-// Throws ApiError (400) naming the first bad field.
-ApiRequest api_request_parse(std::string_view body, Endpoint endpoint);
+// Throws ApiError (400) naming the first bad field. With `limits`, the body's prompt shape is
+// checked against them (prompt_limits.h) before its messages are parsed.
+ApiRequest api_request_parse(std::string_view body, Endpoint endpoint,
+                             const PromptLimits* limits = nullptr);
 
 }  // namespace invar::server

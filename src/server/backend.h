@@ -36,6 +36,7 @@ class Backend {
   // Throws invar::Error for what the template refuses or the vocabulary cannot encode.
   virtual ChatTokens chat_encode(const ChatInput& in) const = 0;
   virtual std::string token_bytes(int32_t id) const = 0;         // raw bytes (may be partial UTF-8)
+  virtual size_t max_token_bytes() const = 0;                    // the longest token's bytes
   virtual std::vector<int32_t> end_of_sequence_ids() const = 0;  // ids that end a completion
 
   // Engine calls (see engine/engine.h), with the engine's event contract: the engine decides

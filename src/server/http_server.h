@@ -27,6 +27,13 @@ struct ServerConfig {
   // at once, every slot at the full context), and logprob candidates ≤ 4 × that.
   int64_t max_request_tokens = 0;
   int64_t max_request_logprobs = 0;
+  // Preparation (prepare_pool.h): bodies over prepare_inline_bytes are parsed, rendered and
+  // tokenised on prepare_threads low-priority threads, at most prepare_queue waiting (then 429);
+  // a request whose preparation takes over prepare_cpu_s of CPU gets 400.
+  size_t prepare_inline_bytes = 64u << 10;
+  int prepare_threads = 1;
+  size_t prepare_queue = 16;
+  double prepare_cpu_s = 2.0;
   int max_connections = 4096;  // open connections before a 503
   double head_timeout_s = 10, body_timeout_s = 30, body_stall_s = 5;  // see http_transport.h
   double idle_timeout_s = 30;

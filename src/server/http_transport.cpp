@@ -245,6 +245,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (!routed.pending) return send_reply(routed.reply);
     pending_ = std::move(routed.pending);
+    pending_started_ = false;
+    pump(false);
+    process();  // watch the connection while the response is produced
+  }
+
+  // The response begins once the pending reply knows whether it streams (one still being
+  // prepared elsewhere may not know yet): a stream's head goes out at once.
+  bool pending_start() {
+    if (pending_started_) return true;
+    if (!pending_->decided()) return false;
+    pending_started_ = true;
     if (pending_->streaming()) {
       if (!chunked_) keep_alive_ = false;  // an HTTP/1.0 stream ends with the connection
       queue_write(status_line(200) +
@@ -254,8 +265,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                   "\r\n");
       arm_tick();
     }
-    pump(false);
-    process();  // watch the connection while the response is produced
+    return true;
   }
 
   Waker make_waker() {
@@ -275,6 +285,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void pump(bool tick) {
     if (!pending_ || pending_done_ || closed_) return;
+    if (!pending_start()) return;
     std::string out;
     bool done = pending_->poll(tick, &out);
     if (pending_->streaming()) {
@@ -457,7 +468,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t linger_bytes_ = 0;
   bool reading_ = false, writing_ = false, closed_ = false, failed_ = false;
   bool keep_alive_ = true, head_only_ = false, chunked_ = true, expect_continue_ = false;
-  bool pending_done_ = false, response_done_ = false;
+  bool pending_done_ = false, response_done_ = false, pending_started_ = false;
 };
 
 }  // namespace

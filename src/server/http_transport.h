@@ -51,7 +51,11 @@ struct HttpReply {
 class PendingReply {
  public:
   virtual ~PendingReply() = default;
-  // A stream is sent as 200 text/event-stream pieces; otherwise one reply() at the end.
+  // Whether streaming() is known yet (a request still being prepared off the IO threads may not
+  // know); the connection asks again whenever it is woken.
+  virtual bool decided() const { return true; }
+  // A stream is sent as 200 text/event-stream pieces; otherwise one reply() at the end. Asked
+  // only once decided().
   virtual bool streaming() const = 0;
   // Never blocks. Appends what is ready (stream pieces) to *out and returns true once the
   // response is complete. `tick`: no wake-up came for a while (a stream may send a keep-alive).
