@@ -221,6 +221,14 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
   s->add_option("--prepare-cpu-seconds", o->server.prepare_cpu_s,
                 "CPU a request's preparation (parse, template, tokeniser) may take before 400")
       ->capture_default_str();
+  s->add_option("--idle-trim-seconds", o->server.idle_trim_s,
+                "after load, return freed heap memory to the system (malloc_trim) once the server "
+                "has been idle this long (0: never)")
+      ->capture_default_str();
+  s->add_option("--malloc-mmap-threshold", o->server.mmap_threshold,
+                "allocations of at least this many bytes are mapped and unmapped when freed "
+                "(request bodies, responses); 0: glibc's dynamic threshold")
+      ->capture_default_str();
   s->add_option("--max-request-logprobs", o->server.max_request_logprobs,
                 "logprob candidates one request may ask for: n × (max_tokens × top logprobs + "
                 "prompt × prompt logprobs), else 400 (0: 4 × --max-request-tokens)")

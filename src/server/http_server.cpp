@@ -18,6 +18,7 @@
 #include "server/completion_choices.h"
 #include "server/cors.h"
 #include "server/http_transport.h"
+#include "server/memory_return.h"
 #include "server/pending_prepared.h"
 #include "server/prepare_pool.h"
 #include "server/prompt_limits.h"
@@ -179,6 +180,7 @@ struct HttpServer::Impl {
   // go first.
   std::unique_ptr<PreparePool> prepare;
   std::unique_ptr<HttpTransport> transport;
+  std::unique_ptr<IdleTrimmer> trimmer;  // null with idle_trim_s 0
   bool bound = false;
 
   Routed route(const HttpRequest& req, const Waker& wake);
@@ -305,7 +307,13 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
         "# HELP invar_http_connections_open client connections open\n"
         "# TYPE invar_http_connections_open gauge\n"
         "invar_http_connections_open " +
-        std::to_string(transport->connections()) + "\n";
+        std::to_string(transport->connections()) +
+        "\n"
+        "# HELP invar_memory_trims_total idle periods after which freed heap memory went back "
+        "to the system (--idle-trim-seconds)\n"
+        "# TYPE invar_memory_trims_total counter\n"
+        "invar_memory_trims_total " +
+        std::to_string(trimmer ? trimmer->trims() : 0) + "\n";
     return {{200, "text/plain; version=0.0.4", std::move(text)}, nullptr};
   }
   if (p == "/v1/models" || p.rfind("/v1/models/", 0) == 0) {
@@ -501,6 +509,11 @@ void HttpServer::start() {
   INVAR_CHECK(m.bound, "bind() before start()");
   // A client that vanishes mid-stream must fail the write, not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
+  if (m.cfg.mmap_threshold > 0) malloc_mmap_threshold(m.cfg.mmap_threshold);
+  if (m.cfg.idle_trim_s > 0)
+    m.trimmer = std::make_unique<IdleTrimmer>(
+        m.cfg.idle_trim_s, [&m] { return m.metrics.responses_total.load(); },
+        [&m] { return m.metrics.inflight.load() == 0 && m.prepare->waiting() == 0; });
   m.transport->start();
   m.load_thread = std::thread([&m] {
     std::unique_ptr<Backend> b;
@@ -549,6 +562,7 @@ void HttpServer::shutdown(double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   m.transport->stop();
   m.prepare->stop();
+  m.trimmer.reset();
   m.state.store(State::stopped);
 }
 

@@ -34,6 +34,10 @@ struct ServerConfig {
   int prepare_threads = 1;
   size_t prepare_queue = 16;
   double prepare_cpu_s = 2.0;
+  // Memory returns after load (memory_return.h): malloc_trim once idle this long (0: never),
+  // and allocations of at least mmap_threshold bytes mapped (0: glibc's dynamic threshold).
+  double idle_trim_s = 1.0;
+  size_t mmap_threshold = 128u << 10;
   int max_connections = 4096;  // open connections before a 503
   double head_timeout_s = 10, body_timeout_s = 30, body_stall_s = 5;  // see http_transport.h
   double idle_timeout_s = 30;
