@@ -94,6 +94,8 @@ int run_serve(ServeOptions& o) {
   drafter_config_check(o.engine.spec, o.engine.draft);
   o.engine.max_queue = o.server.queue_limit;
   if (o.server.queue_limit < 1) throw Error("--queue-limit must be at least 1");
+  if (o.server.max_request_tokens < 0 || o.server.max_request_logprobs < 0)
+    throw Error("--max-request-tokens and --max-request-logprobs must be ≥ 0 (0: derived)");
   bool default_model = o.model.empty();
   std::string path = default_model ? kDefaultModel : o.model;
   if (!default_model && !std::filesystem::exists(path)) throw Error("no model file at " + path);
@@ -205,7 +207,33 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
   s->add_option("--max-body-bytes", o->server.max_body_bytes, "larger request bodies get 413")
       ->capture_default_str();
   s->add_option("--queue-limit", o->server.queue_limit,
-                "requests in flight (running + waiting) before 429")
+                "requests in flight (running + waiting; a request's n choices are one) before 429")
+      ->capture_default_str();
+  s->add_option("--max-request-tokens", o->server.max_request_tokens,
+                "work one request may ask for: n × (prompt + max_tokens) tokens, else 400 naming "
+                "the fields (0: the context × running slots / 4)")
+      ->capture_default_str();
+  s->add_option("--prepare-threads", o->server.prepare_threads,
+                "low-priority threads that parse, render and tokenise request bodies over 64 KiB "
+                "(smaller ones are prepared on the IO threads)")
+      ->capture_default_str();
+  s->add_option("--prepare-queue", o->server.prepare_queue,
+                "large request bodies waiting for a preparation thread before 429")
+      ->capture_default_str();
+  s->add_option("--prepare-cpu-seconds", o->server.prepare_cpu_s,
+                "CPU a request's preparation (parse, template, tokeniser) may take before 400")
+      ->capture_default_str();
+  s->add_option("--idle-trim-seconds", o->server.idle_trim_s,
+                "after load, return freed heap memory to the system (malloc_trim) once the server "
+                "has been idle this long (0: never)")
+      ->capture_default_str();
+  s->add_option("--malloc-mmap-threshold", o->server.mmap_threshold,
+                "allocations of at least this many bytes are mapped and unmapped when freed "
+                "(request bodies, responses); 0: glibc's dynamic threshold")
+      ->capture_default_str();
+  s->add_option("--max-request-logprobs", o->server.max_request_logprobs,
+                "logprob candidates one request may ask for: n × (max_tokens × top logprobs + "
+                "prompt × prompt logprobs), else 400 (0: 4 × --max-request-tokens)")
       ->capture_default_str();
   s->add_option("--drain-timeout", o->drain_timeout_s,
                 "seconds SIGINT/SIGTERM wait for in-flight requests before cancelling them")
@@ -279,6 +307,11 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
   s->add_option("--max-batch-tokens", e.max_batch_tokens, "tokens per engine step")
       ->capture_default_str();
   s->add_option("--threads", e.threads, "compute threads (0: all cores)")->capture_default_str();
+  s->add_option("--fair-ratio", e.fair_ratio,
+                "while requests compete, one computes at most N times the sequences per step of "
+                "the smallest competing one (its n choices take turns; 0: no bound, water-filling "
+                "only). Scheduling never changes a logit")
+      ->capture_default_str();
   spec_flags_add(s, e);
   s->add_option("--ctx", e.n_ctx, "context limit per request (0: the model's)")
       ->capture_default_str();

@@ -39,6 +39,7 @@ SchedulerConfig scheduler_config(const Model& m, const EngineConfig& c) {
   sc.prefix_cache = c.prefix_cache;
   sc.max_batch_tokens = c.max_batch_tokens;
   sc.max_running = c.max_running;
+  sc.fair_ratio = c.fair_ratio;
   sc.state_floats = m.state_floats();
   return sc;
 }
@@ -59,6 +60,7 @@ EngineConfig config_checked(EngineConfig c) {
   if (c.max_batch_tokens < 1) throw Error("--max-batch-tokens must be ≥ 1");
   if (c.max_running < 1) throw Error("max_running must be ≥ 1");
   if (c.max_queue < 0) throw Error("max_queue must be ≥ 0");
+  if (c.fair_ratio < 0) throw Error("--fair-ratio must be ≥ 0");
   if (c.cache_bytes < 0) throw Error("--cache-bytes must be ≥ 0");
   if (c.threads < 0) throw Error("--threads must be ≥ 0");
   if (c.threads == 0)
@@ -92,6 +94,7 @@ struct Engine::Impl {
   Intake intake;
   StepPlan plan;
   std::vector<ScheduledSeq*> refused;
+  std::vector<ScheduledSeq*> group;               // admit()'s scratch
   std::vector<std::vector<RequestEvent>> events;  // per chunk of the step, until it is committed
   std::vector<FinishReason> finishes;
   uint64_t requests_total = 0, prompt_tokens_total = 0, computed_tokens = 0;
@@ -124,7 +127,7 @@ struct Engine::Impl {
   void loop() {
     for (;;) {
       queue.take(intake, sched.has_work());
-      for (auto& s : intake.fresh) admit(std::move(s));
+      for (auto& g : intake.fresh) admit(g);
       if (intake.stop) break;
       for (RequestId id : intake.cancels)
         if (auto it = live.find(id); it != live.end())
@@ -195,15 +198,19 @@ struct Engine::Impl {
     }
   }
 
-  void admit(std::unique_ptr<Sequence> s) {
-    Sequence* p = s.get();
-    ++requests_total;
-    prompt_tokens_total += static_cast<uint64_t>(p->n_prompt);
-    Live& l = live[p->id];
-    if (tokenizer) l.text = std::make_unique<TextAssembler>(p->req.stop_strings);
-    spec.seq_begin(*p);
-    l.seq = std::move(s);
-    sched.enqueue(p);
+  void admit(SequenceGroup& g) {
+    group.clear();
+    for (auto& s : g) {
+      Sequence* p = s.get();
+      ++requests_total;
+      prompt_tokens_total += static_cast<uint64_t>(p->n_prompt);
+      Live& l = live[p->id];
+      if (tokenizer) l.text = std::make_unique<TextAssembler>(p->req.stop_strings);
+      spec.seq_begin(*p);
+      l.seq = std::move(s);
+      group.push_back(p);
+    }
+    sched.enqueue_group(group);
   }
 
   void fail(Sequence* s, ErrorKind kind, std::string error) {
@@ -246,7 +253,8 @@ struct Engine::Impl {
     EngineMetrics m;
     m.requests_total = requests_total;
     m.requests_running = sched.running().size();
-    m.requests_waiting = sched.waiting().size();
+    m.requests_waiting = static_cast<uint64_t>(sched.waiting_count());
+    m.groups_waiting = static_cast<uint64_t>(sched.units_waiting());
     m.prompt_tokens_total = prompt_tokens_total;
     m.cached_tokens_total = static_cast<uint64_t>(sched.counters().cached_tokens);
     m.generated_tokens_total = post.generated_total();
@@ -277,16 +285,36 @@ Engine::~Engine() {
 }
 
 RequestId Engine::submit(GenerationRequest req, EventSink sink) {
-  request_check(req, impl_->limits);
-  auto s = std::make_unique<Sequence>();
-  s->cache_salt = req.cache_salt;
-  s->cache_lookup = req.prompt_logprobs < 0;
-  s->tokens = req.prompt;
-  s->tokens.reserve(req.prompt.size() + static_cast<size_t>(req.max_tokens) + 1);
-  s->n_prompt = static_cast<int64_t>(req.prompt.size());
-  s->req = std::move(req);
-  s->sink = std::move(sink);
-  return impl_->queue.submit(std::move(s));
+  std::vector<GenerationRequest> reqs;
+  reqs.push_back(std::move(req));
+  std::vector<EventSink> sinks;
+  sinks.push_back(std::move(sink));
+  return submit_group(std::move(reqs), std::move(sinks)).front();
+}
+
+std::vector<RequestId> Engine::submit_group(std::vector<GenerationRequest> reqs,
+                                            std::vector<EventSink> sinks) {
+  INVAR_CHECK(!reqs.empty() && reqs.size() == sinks.size());
+  for (const GenerationRequest& r : reqs) request_check(r, impl_->limits);
+  // FNV-1a: a collision only makes two clients share one part of the engine.
+  uint64_t client = 0xcbf29ce484222325ull;
+  for (unsigned char c : reqs.front().client_key) client = (client ^ c) * 0x100000001b3ull;
+  SequenceGroup g;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    GenerationRequest& req = reqs[i];
+    auto s = std::make_unique<Sequence>();
+    s->cache_salt = req.cache_salt;
+    s->cache_lookup = req.prompt_logprobs < 0;
+    s->client = client;
+    s->priority = reqs.front().priority;
+    s->tokens = req.prompt;
+    s->tokens.reserve(req.prompt.size() + static_cast<size_t>(req.max_tokens) + 1);
+    s->n_prompt = static_cast<int64_t>(req.prompt.size());
+    s->req = std::move(req);
+    s->sink = std::move(sinks[i]);
+    g.push_back(std::move(s));
+  }
+  return impl_->queue.submit(std::move(g));
 }
 
 void Engine::cancel(RequestId id) {

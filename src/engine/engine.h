@@ -28,6 +28,9 @@ struct EngineConfig {
   bool prefix_cache = true;         // --no-prefix-cache turns lookups and inserts off
   int64_t max_batch_tokens = 512;   // --max-batch-tokens: tokens per engine step
   int64_t max_running = 64;         // requests computing at once
+  int64_t fair_ratio = 1;           // --fair-ratio: a request computes at most this many times
+                                    // the sequences per step of the smallest competing one
+                                    // (engine/fair_share.h; 0: no bound)
   int64_t max_queue = 1024;         // waiting requests before submit() refuses (overloaded)
   int threads = 0;                  // --threads (0: hardware concurrency)
   int64_t n_ctx = 0;                // context limit per request (0: the model's n_ctx_train)
@@ -87,6 +90,10 @@ struct GenerationRequest {
                                      // forces those positions to be computed (no cache skip)
   bool capture_logits = false;       // tests: raw logits of every computed position
   bool skip_special_tokens = false;  // control tokens (<|im_end|>) add no text (vLLM's default)
+  // Fairness (engine/fair_share.h): the engine's slots are shared equally across clients, then
+  // across a client's requests. Neither changes a logit (scheduling decides when, never how).
+  std::string client_key;  // who asks ("" is one client like any other)
+  int64_t priority = 0;    // vLLM's priority: among one client's requests, lower goes first
 };
 
 struct TokenLogprob {
@@ -130,6 +137,7 @@ using RequestId = uint64_t;
 
 struct EngineMetrics {
   uint64_t requests_total = 0, requests_running = 0, requests_waiting = 0;
+  uint64_t groups_waiting = 0;  // submit_group units (a request's n choices) with one waiting
   uint64_t prompt_tokens_total = 0, cached_tokens_total = 0, generated_tokens_total = 0;
   uint64_t cache_lookups = 0, cache_hits = 0;
   uint64_t resident_blocks = 0, resident_checkpoints = 0, resident_bytes = 0;
@@ -159,6 +167,13 @@ class Engine {
   // Validates (empty prompt, ids out of range, prompt + max_tokens over n_ctx, queue full) and
   // throws EngineError with a message naming the problem; otherwise queues the request.
   RequestId submit(GenerationRequest req, EventSink sink);
+  // The n choices of one request, all or none: one place in the queue (max_queue counts
+  // groups) and one party to fairness (client and priority are the first choice's). Choices
+  // with the first one's prompt and cache salt wait until it has computed the prompt, then take
+  // it from the prefix cache (a hit is bit-identical to computing it, C1): the prompt is
+  // prefilled once, not n times. sinks[i] receives choice i's events.
+  std::vector<RequestId> submit_group(std::vector<GenerationRequest> reqs,
+                                      std::vector<EventSink> sinks);
   void cancel(RequestId id);
   EngineMetrics metrics() const;
   const EngineConfig& config() const;

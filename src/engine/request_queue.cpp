@@ -5,21 +5,25 @@
 
 namespace invar {
 
-RequestId RequestQueue::submit(std::unique_ptr<Sequence> s) {
+std::vector<RequestId> RequestQueue::submit(SequenceGroup g) {
   std::lock_guard lk(mu_);
   if (stop_ || draining_)
     throw EngineError(ErrorKind::shutting_down, "", "the engine is shutting down");
-  const int64_t queued = static_cast<int64_t>(snapshot_.requests_waiting + inbox_.size());
+  const int64_t queued = static_cast<int64_t>(snapshot_.groups_waiting + inbox_.size());
   if (queued >= max_queue_)
     throw EngineError(
         ErrorKind::overloaded, "",
         "overloaded: the queue is full (" + std::to_string(queued) + " requests waiting)");
-  s->id = next_id_++;
-  const RequestId id = s->id;
-  inbox_.push_back(std::move(s));
-  ++n_live_;
+  std::vector<RequestId> ids;
+  for (auto& s : g) {
+    s->id = next_id_++;
+    ids.push_back(s->id);
+  }
+  n_live_ += static_cast<int64_t>(g.size());
+  n_inbox_ += static_cast<int64_t>(g.size());
+  inbox_.push_back(std::move(g));
   cv_work_.notify_all();
-  return id;
+  return ids;
 }
 
 void RequestQueue::cancel(RequestId id) {
@@ -58,6 +62,7 @@ void RequestQueue::take(Intake& in, bool busy) {
       lk, [&] { return stop_ || cancel_all_ || busy || !inbox_.empty() || !cancels_.empty(); });
   in.stop = stop_;
   in.fresh.swap(inbox_);
+  n_inbox_ = 0;
   in.cancels.swap(cancels_);
   in.cancel_all = cancel_all_;
   cancel_all_ = false;
@@ -66,7 +71,7 @@ void RequestQueue::take(Intake& in, bool busy) {
 void RequestQueue::publish(const EngineMetrics& m, int64_t n_held) {
   std::lock_guard lk(mu_);
   snapshot_ = m;
-  n_live_ = n_held + static_cast<int64_t>(inbox_.size());
+  n_live_ = n_held + n_inbox_;
   if (n_live_ == 0) cv_idle_.notify_all();
 }
 

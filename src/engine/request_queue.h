@@ -13,8 +13,11 @@
 
 namespace invar {
 
+// The choices of one submit_group call (one of them for submit).
+using SequenceGroup = std::vector<std::unique_ptr<Sequence>>;
+
 struct Intake {
-  std::vector<std::unique_ptr<Sequence>> fresh;  // submitted since the last take, in order
+  std::vector<SequenceGroup> fresh;  // submitted since the last take, in order
   std::vector<RequestId> cancels;
   bool cancel_all = false;  // drain() ran out of time
   bool stop = false;        // the engine is being destroyed
@@ -24,9 +27,9 @@ class RequestQueue {
  public:
   explicit RequestQueue(int64_t max_queue) : max_queue_(max_queue) {}
 
-  // Gives the sequence its id and queues it. Throws EngineError: shutting_down after drain() or
-  // stop(), overloaded when max_queue requests already wait.
-  RequestId submit(std::unique_ptr<Sequence> s);
+  // Gives the sequences their ids and queues them as one group. Throws EngineError:
+  // shutting_down after drain() or stop(), overloaded when max_queue groups already wait.
+  std::vector<RequestId> submit(SequenceGroup g);
   void cancel(RequestId id);
   EngineMetrics metrics() const;
   // Refuses new work, waits up to timeout_s for every request to end, then has the engine
@@ -45,11 +48,12 @@ class RequestQueue {
   mutable std::mutex mu_;
   std::condition_variable cv_work_;  // the engine thread waits for input
   std::condition_variable cv_idle_;  // drain() waits for the engine to empty
-  std::vector<std::unique_ptr<Sequence>> inbox_;
+  std::vector<SequenceGroup> inbox_;
   std::vector<RequestId> cancels_;
   bool stop_ = false, draining_ = false, cancel_all_ = false;
   RequestId next_id_ = 1;
-  int64_t n_live_ = 0;  // submitted and not finished
+  int64_t n_live_ = 0;   // sequences submitted and not finished
+  int64_t n_inbox_ = 0;  // sequences in inbox_
   EngineMetrics snapshot_;
 };
 

@@ -17,6 +17,14 @@ struct ScheduledSeq {
   std::string cache_salt;    // isolates its prefix-cache chain
   bool cache_lookup = true;  // false: every position is computed (prompt logprobs want them all)
   SeqPhase phase = SeqPhase::waiting;
+  // Fairness (engine/fair_share.h), set before it is enqueued.
+  uint64_t client = 0;   // a digest of the client's key (API key, peer address or user)
+  int64_t priority = 0;  // vLLM's priority: lower is admitted first among its client's requests
+
+  // Set by the scheduler.
+  uint64_t unit = 0;       // the request it belongs to: the n choices of one request share it
+  int64_t last_step = -1;  // the step it last computed in (rotation within its unit's share)
+  bool selected = false;   // may compute in the step being planned (cleared by its decode chunk)
 
   // Compute progress (reset by preemption: recompute from the cache or from scratch).
   int64_t n_done = 0;              // positions whose KV and state are computed

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "cache/tier_bridge.h"
 #include "core/error.h"
@@ -16,9 +17,40 @@ Scheduler::Scheduler(const SchedulerConfig& cfg, PrefixCache& cache)
   running_.reserve(static_cast<size_t>(cfg.max_running));
 }
 
-void Scheduler::enqueue(ScheduledSeq* s) {
-  s->phase = SeqPhase::waiting;
-  waiting_.push_back(s);
+void Scheduler::enqueue_group(std::span<ScheduledSeq* const> seqs) {
+  INVAR_CHECK(!seqs.empty());
+  const uint64_t id = next_unit_++;
+  Unit& u = units_[id];
+  ScheduledSeq* first = seqs[0];
+  u.client = first->client;
+  u.priority = first->priority;
+  u.arrival = id;
+  // Shared prefill: the later choices look the prompt up once the first has committed it, so
+  // they must look up exactly what it computes.
+  bool shared = cfg_.prefix_cache && seqs.size() > 1;
+  for (ScheduledSeq* s : seqs.subspan(1))
+    shared = shared && s->cache_lookup && s->tokens == first->tokens &&
+             s->cache_salt == first->cache_salt;
+  if (shared) u.leader = first;
+  for (ScheduledSeq* s : seqs) {
+    s->unit = id;
+    s->phase = SeqPhase::waiting;
+    u.waiting.push_back(s);
+    ++u.members;
+  }
+  n_waiting_ += static_cast<int64_t>(seqs.size());
+}
+
+int64_t Scheduler::units_waiting() const {
+  int64_t n = 0;
+  for (const auto& [id, u] : units_) n += !u.waiting.empty();
+  return n;
+}
+
+int64_t Scheduler::admissible(const Unit& u) {
+  if (u.waiting.empty()) return 0;
+  if (u.leader && u.waiting.front() != u.leader) return 0;  // the prompt is being computed
+  return u.leader ? 1 : static_cast<int64_t>(u.waiting.size());
 }
 
 bool Scheduler::blocks_ensure(ScheduledSeq* s, int64_t n_positions) {
@@ -33,6 +65,11 @@ bool Scheduler::blocks_ensure(ScheduledSeq* s, int64_t n_positions) {
 }
 
 void Scheduler::admit(ScheduledSeq* s) {
+  Unit& u = unit_of(s);
+  INVAR_CHECK(!u.waiting.empty() && u.waiting.front() == s);
+  u.waiting.pop_front();
+  --n_waiting_;
+  ++u.running;
   const bool lookup = cfg_.prefix_cache && s->cache_lookup;
   PrefixHit hit;
   if (lookup) {
@@ -71,19 +108,30 @@ void Scheduler::preempt(ScheduledSeq* s) {
   release_all(s);
   running_.erase(std::find(running_.begin(), running_.end(), s));
   s->phase = SeqPhase::waiting;
-  waiting_.push_front(s);
+  s->selected = false;
+  Unit& u = unit_of(s);
+  --u.running;
+  u.waiting.push_front(s);
+  ++n_waiting_;
   ++counters_.preemptions;
 }
 
 void Scheduler::remove(ScheduledSeq* s) {
   release_all(s);
+  Unit& u = unit_of(s);
   if (s->phase == SeqPhase::running) {
     running_.erase(std::find(running_.begin(), running_.end(), s));
+    --u.running;
   } else if (s->phase == SeqPhase::waiting) {
-    const auto it = std::find(waiting_.begin(), waiting_.end(), s);
-    if (it != waiting_.end()) waiting_.erase(it);
+    const auto it = std::find(u.waiting.begin(), u.waiting.end(), s);
+    if (it != u.waiting.end()) {
+      u.waiting.erase(it);
+      --n_waiting_;
+    }
   }
   s->phase = SeqPhase::finished;
+  if (u.leader == s) u.leader = nullptr;  // the others compute the prompt themselves
+  if (--u.members == 0) units_.erase(s->unit);
 }
 
 // A prefill chunk of up to `budget` tokens, cut where the blocks obtainable end; returns its size.
@@ -122,69 +170,223 @@ void Scheduler::chunk_add(StepPlan& plan, ScheduledSeq* s, int64_t n) {
   }
 }
 
+// Every unit's share of this step's sequences (fair_share.h), from what it could compute now.
+void Scheduler::shares_compute() {
+  fair_units_.clear();
+  for (auto& [id, u] : units_) fair_units_.push_back(&u);
+  std::sort(fair_units_.begin(), fair_units_.end(), [](const Unit* a, const Unit* b) {
+    return std::tie(a->client, a->arrival) < std::tie(b->client, b->arrival);
+  });
+  fair_.clear();
+  client_running_.clear();
+  client_admitted_.clear();
+  for (size_t i = 0; i < fair_units_.size(); ++i) {
+    Unit& u = *fair_units_[i];
+    fair_.push_back({u.client, u.running + admissible(u), 0});
+    if (i == 0 || u.client != fair_units_[i - 1]->client) {
+      client_running_.push_back(0);
+      const auto it = client_last_.find(u.client);
+      client_admitted_.push_back(it == client_last_.end() ? 0 : it->second);
+    }
+    u.client_group = client_running_.size() - 1;
+    client_running_[u.client_group] += u.running;
+  }
+  // Clients with no request left are forgotten once they outnumber the live ones.
+  if (client_last_.size() > 2 * client_running_.size() + 64)
+    std::erase_if(client_last_, [this](const auto& kv) {
+      return std::none_of(fair_units_.begin(), fair_units_.end(),
+                          [&](const Unit* u) { return u->client == kv.first; });
+    });
+  fair_shares(fair_, cfg_.max_running, cfg_.fair_ratio);
+  for (size_t i = 0; i < fair_.size(); ++i) {
+    fair_units_[i]->share = fair_[i].share;
+    fair_units_[i]->selected = 0;
+  }
+}
+
+// Units below their share whose sequences find every slot taken get slots from the units
+// furthest above theirs (their newest sequence first): a new request never waits for another's
+// whole completion to end.
+void Scheduler::fair_preempt() {
+  int64_t need = 0;
+  for (const Unit* u : fair_units_)
+    need += std::min(admissible(*u), std::max<int64_t>(0, u->share - u->running));
+  int64_t short_by = need - (cfg_.max_running - static_cast<int64_t>(running_.size()));
+  while (short_by-- > 0) {
+    Unit* victim = nullptr;
+    for (Unit* u : fair_units_) {
+      if (u->running <= u->share) continue;
+      if (!victim ||
+          std::make_tuple(u->running - u->share, u->priority, u->arrival) >
+              std::make_tuple(victim->running - victim->share, victim->priority, victim->arrival))
+        victim = u;
+    }
+    if (!victim) return;
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it)
+      if (&unit_of(*it) == victim) {
+        preempt(*it);
+        --client_running_[victim->client_group];
+        break;
+      }
+  }
+}
+
+// Each unit computes at most its share of its running sequences this step: those that
+// computed least recently, then in admission order.
+void Scheduler::running_select() {
+  picks_.clear();
+  for (size_t i = 0; i < running_.size(); ++i) picks_.push_back({running_[i]->last_step, 0, i});
+  std::sort(picks_.begin(), picks_.end());
+  for (const Pick& p : picks_) {
+    ScheduledSeq* s = running_[p.index];
+    Unit& u = unit_of(s);
+    s->selected = u.selected < u.share;
+    u.selected += s->selected;
+  }
+}
+
+// Decode: one token per selected running sequence with one token left, oldest first. Blocks
+// come from the newest sequences if they must (preempt-and-recompute).
+void Scheduler::decode_plan(StepPlan& plan, int64_t& budget) {
+  int64_t decoders = 0;
+  for (ScheduledSeq* s : running_) decoders += s->selected && s->remaining() == 1;
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    ScheduledSeq* s = running_[i];
+    if (!s->selected || s->remaining() != 1) continue;
+    --decoders;
+    bool ok = blocks_ensure(s, s->n_done + 1);
+    while (!ok && running_.size() > i + 1) {
+      decoders -= running_.back()->selected && running_.back()->remaining() == 1;
+      preempt(running_.back());
+      ok = blocks_ensure(s, s->n_done + 1);
+    }
+    if (!ok) {
+      preempt(s);  // the newest itself: the older ones keep their progress
+      break;
+    }
+    // Drafts stay inside the blocks plain decoding holds now (a rejected draft must not make
+    // the cache acquire, or evict for, a block plain decoding would not) and leave one token
+    // of budget to every later decoder.
+    const int64_t room = static_cast<int64_t>(s->blocks.size()) * cfg_.block_size - s->n_done;
+    const int64_t n = std::max<int64_t>(
+        1, std::min({1 + static_cast<int64_t>(s->drafts.size()), room, budget - decoders}));
+    chunk_add(plan, s, n);
+    plan.chunks[static_cast<size_t>(plan.n_chunks - 1)].n_draft = n - 1;
+    budget -= n;
+    s->selected = false;  // it has its chunk
+  }
+}
+
+// Admission: units below their share first; among them the client with the fewest running
+// sequences, then the client admitted least recently (round-robin), then within the client by
+// priority, then the unit with the fewest running, then arrival. Units at or above their share
+// take only slots no one below wants; at most one admission per token of budget. A sequence is
+// admitted only when the cache can hold its whole prompt (+ the first token) beside what this
+// step's admissions need.
+void Scheduler::admission_plan(StepPlan& plan, int64_t budget,
+                               std::vector<ScheduledSeq*>& refused) {
+  int64_t reserved = 0;  // blocks this step's admissions will still acquire
+  for (int64_t admitted = 0;
+       admitted < budget && static_cast<int64_t>(running_.size()) < cfg_.max_running;) {
+    Unit* best = nullptr;
+    auto key = [this](const Unit* u) {
+      return std::make_tuple(u->running >= u->share, client_running_[u->client_group],
+                             client_admitted_[u->client_group], u->priority, u->running,
+                             u->arrival);
+    };
+    for (Unit* u : fair_units_)
+      if (admissible(*u) > 0 && (!best || key(u) < key(best))) best = u;
+    if (!best) return;
+    ScheduledSeq* s = best->waiting.front();
+    const int64_t need =
+        (static_cast<int64_t>(s->tokens.size()) + cfg_.block_size) / cfg_.block_size;
+    if (cache_.blocks_obtainable() - reserved < need) {
+      if (running_.empty() && plan.n_chunks == 0) {
+        best->waiting.pop_front();  // nothing running will ever free enough
+        --n_waiting_;
+        s->phase = SeqPhase::finished;
+        refused.push_back(s);
+        continue;
+      }
+      return;
+    }
+    admit(s);
+    ++client_running_[best->client_group];
+    client_admitted_[best->client_group] = client_last_[best->client] = ++admissions_;
+    reserved += need - static_cast<int64_t>(s->blocks.size());
+    s->selected = best->selected < best->share;
+    best->selected += s->selected;
+    ++admitted;
+  }
+}
+
+// Prefill chunks of the selected running sequences without a chunk yet (those admitted in this
+// step included, whose prompt may be a single token): the budget split max-min fair across
+// clients, then across each client's units, then in admission order within a unit.
+void Scheduler::prefill_plan(StepPlan& plan, int64_t& budget) {
+  picks_.clear();
+  for (size_t i = 0; i < running_.size(); ++i) {
+    const ScheduledSeq* s = running_[i];
+    if (!s->selected || s->remaining() < 1) continue;
+    const Unit& u = units_.at(s->unit);
+    picks_.push_back({static_cast<int64_t>(u.client_group), u.arrival, i});
+  }
+  if (picks_.empty() || budget <= 0) return;
+  std::sort(picks_.begin(), picks_.end());  // by client, then unit, then admission
+  // [starts_[g], starts_[g + 1]) are the picks of client g.
+  starts_.clear();
+  demand_.clear();
+  for (size_t i = 0; i < picks_.size(); ++i) {
+    if (i == 0 || picks_[i].key0 != picks_[i - 1].key0) {
+      starts_.push_back(i);
+      demand_.push_back(0);
+    }
+    demand_.back() += running_[picks_[i].index]->remaining();
+  }
+  starts_.push_back(picks_.size());
+  alloc_.resize(demand_.size());
+  fair_split(demand_, budget, alloc_);
+  int64_t used = 0;
+  for (size_t g = 0; g + 1 < starts_.size(); ++g) {
+    // The client's part across its units.
+    unit_demand_.clear();
+    for (size_t i = starts_[g]; i < starts_[g + 1]; ++i) {
+      if (i == starts_[g] || picks_[i].key1 != picks_[i - 1].key1) unit_demand_.push_back(0);
+      unit_demand_.back() += running_[picks_[i].index]->remaining();
+    }
+    unit_alloc_.resize(unit_demand_.size());
+    fair_split(unit_demand_, alloc_[g], unit_alloc_);
+    size_t unit = 0;
+    for (size_t i = starts_[g]; i < starts_[g + 1]; ++i) {
+      if (i > starts_[g] && picks_[i].key1 != picks_[i - 1].key1) ++unit;
+      const int64_t n = prefill_add(plan, running_[picks_[i].index], unit_alloc_[unit]);
+      unit_alloc_[unit] -= n;
+      used += n;
+    }
+  }
+  budget -= used;
+}
+
 void Scheduler::schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused) {
+  ++step_;
   // Each round either plans something, or preempts (frees memory), or refuses: bounded.
   for (int64_t round = 0;; ++round) {
     plan.n_chunks = 0;
     plan.n_tokens = 0;
     int64_t budget = cfg_.max_batch_tokens;
-    // 1. Decode: one token per running sequence with one token left, oldest first. Blocks
-    //    come from the newest sequences if they must (preempt-and-recompute).
-    int64_t decoders = 0;
-    for (ScheduledSeq* s : running_) decoders += s->remaining() == 1;
-    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-      ScheduledSeq* s = running_[i];
-      if (s->remaining() != 1) continue;
-      --decoders;
-      bool ok = blocks_ensure(s, s->n_done + 1);
-      while (!ok && running_.size() > i + 1) {
-        preempt(running_.back());
-        ok = blocks_ensure(s, s->n_done + 1);
-      }
-      if (!ok) {
-        preempt(s);  // the newest itself: the older ones keep their progress
-        break;
-      }
-      // Drafts stay inside the blocks plain decoding holds now (a rejected draft must not make
-      // the cache acquire, or evict for, a block plain decoding would not) and leave one token
-      // of budget to every later decoder.
-      const int64_t room = static_cast<int64_t>(s->blocks.size()) * cfg_.block_size - s->n_done;
-      const int64_t n = std::max<int64_t>(
-          1, std::min({1 + static_cast<int64_t>(s->drafts.size()), room, budget - decoders}));
-      chunk_add(plan, s, n);
-      plan.chunks[static_cast<size_t>(plan.n_chunks - 1)].n_draft = n - 1;
-      budget -= n;
-    }
-    // 2. Prefill chunks of running sequences, as far as budget and blocks allow.
-    for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-      ScheduledSeq* s = running_[i];
-      if (s->remaining() <= 1) continue;
-      budget -= prefill_add(plan, s, budget);
-    }
-    // 3. Admission, FIFO: only when the cache can hold the whole prompt (+ the first token).
-    while (budget > 0 && static_cast<int64_t>(running_.size()) < cfg_.max_running &&
-           !waiting_.empty()) {
-      ScheduledSeq* s = waiting_.front();
-      const int64_t need =
-          (static_cast<int64_t>(s->tokens.size()) + cfg_.block_size) / cfg_.block_size;
-      if (cache_.blocks_obtainable() < need) {
-        if (running_.empty() && plan.n_chunks == 0) {
-          waiting_.pop_front();  // nothing running will ever free enough
-          s->phase = SeqPhase::finished;
-          refused.push_back(s);
-          continue;
-        }
-        break;
-      }
-      waiting_.pop_front();
-      admit(s);
-      budget -= prefill_add(plan, s, budget);
-    }
-    if (plan.n_chunks > 0 || running_.empty()) return;
+    shares_compute();
+    fair_preempt();
+    running_select();
+    decode_plan(plan, budget);
+    admission_plan(plan, budget, refused);
+    prefill_plan(plan, budget);
+    if (plan.n_chunks > 0 || running_.empty()) break;
     // Nothing could run: every running sequence waits for blocks another holds.
     INVAR_CHECK(round <= cfg_.max_running + 1, "scheduler made no progress");
     preempt(running_.back());
   }
+  for (int64_t k = 0; k < plan.n_chunks; ++k)
+    plan.chunks[static_cast<size_t>(k)].seq->last_step = step_;
 }
 
 void Scheduler::commit(const StepPlan& plan) {
@@ -212,6 +414,9 @@ void Scheduler::commit(const StepPlan& plan) {
                   "a checkpoint did not land on a committed block");
       cache_.checkpoint_release(c.checkpoint_ids[ci]);  // it holds a state after a rejected draft
     }
+    // Its prompt is in the cache now: the unit's other choices may look it up.
+    Unit& u = unit_of(s);
+    if (u.leader == s && s->n_done >= s->n_prompt) u.leader = nullptr;
   }
 }
 

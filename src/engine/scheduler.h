@@ -1,23 +1,35 @@
 // The scheduler: which tokens of which requests run in the next engine step. Pure bookkeeping
 // (STYLE 7) over the prefix cache; the engine runs the plan and reports the results.
 //
-// Each step: decode tokens of running requests first (one each), then prefill chunks of
-// running requests, then admission of waiting ones — all under max_batch_tokens (continuous
-// batching, chunked prefill). A waiting request is admitted only when the cache can supply the
-// blocks of its whole prompt; when blocks run out mid-flight the newest running request is
-// preempted (blocks released, recomputed later — mostly from the cache it just filled).
+// Each step: decode tokens of running requests first (one each), then admission of waiting
+// ones, then prefill chunks — all under max_batch_tokens (continuous batching, chunked
+// prefill). A waiting request is admitted only when the cache can supply the blocks of its
+// whole prompt; when blocks run out mid-flight the newest running request is preempted (blocks
+// released, recomputed later — mostly from the cache it just filled).
 // Chunks may end anywhere: every block boundary a chunk crosses gets a checkpoint slot (N5).
 // A decode chunk may carry drafts (speculative decoding): the last token and up to the drafts
 // that fit, all verified at once; only the positions the engine keeps are committed.
+//
+// Fairness (fair_share.h): sequences come in units — the n choices of one request — each of one
+// client. A step computes at most its share of each unit's sequences (the least recently
+// computed first), admission goes to the units furthest below their share (then by priority and
+// arrival within a client), and a unit below its share that finds every slot taken gets one
+// from the unit furthest above its share (preempted). Prefill tokens are divided max-min fair
+// across clients, then units. A unit's later choices that share the first one's prompt wait
+// until the first has computed it, then hit its blocks: one prefill for n choices.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "cache/prefix_cache.h"
 #include "cache/slot_arena.h"
+#include "engine/fair_share.h"
 #include "engine/scheduled_seq.h"
 
 namespace invar {
@@ -30,6 +42,8 @@ struct SchedulerConfig {
   bool prefix_cache = true;        // lookups, commits and checkpoints on
   int64_t max_batch_tokens = 512;  // tokens per step (≥ 1)
   int64_t max_running = 64;        // sequences holding a live state at once
+  int64_t fair_ratio = 1;          // fair_share.h: a request's seats per step ≤ this × the
+                                   // smallest competing demand (0: no bound)
   int64_t state_floats = 0;        // live recurrent state per running sequence
 };
 
@@ -63,8 +77,11 @@ class Scheduler {
 
   // Lookups that memory serves only in part are first extended from the lower tiers (null: none).
   void tiers_attach(TierBridge* tiers) { tiers_ = tiers; }
-  void enqueue(ScheduledSeq* s);  // back of the waiting queue
-  bool has_work() const { return !running_.empty() || !waiting_.empty(); }
+  void enqueue(ScheduledSeq* s) { enqueue_group({&s, 1}); }  // a request of one choice
+  // The choices of one request: one unit. With the prefix cache on, choices after the first
+  // that have its tokens, salt and cache lookup wait until the first has computed its prompt.
+  void enqueue_group(std::span<ScheduledSeq* const> seqs);
+  bool has_work() const { return !running_.empty() || n_waiting_ > 0; }
   // Fills plan (previous contents discarded). Sequences that can never fit are appended to
   // `refused` (removed from the queue; the caller reports them).
   void schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused);
@@ -76,7 +93,8 @@ class Scheduler {
 
   float* state(const ScheduledSeq& s) const { return states_.data(s.state_slot); }
   const std::vector<ScheduledSeq*>& running() const { return running_; }
-  const std::deque<ScheduledSeq*>& waiting() const { return waiting_; }
+  int64_t waiting_count() const { return n_waiting_; }
+  int64_t units_waiting() const;  // units with a sequence waiting (the engine's queue limit)
   const SchedulerCounters& counters() const { return counters_; }
   const SchedulerConfig& config() const { return cfg_; }
 
@@ -88,13 +106,57 @@ class Scheduler {
   int64_t prefill_add(StepPlan& plan, ScheduledSeq* s, int64_t budget);
   void release_all(ScheduledSeq* s);
 
+  // One request's sequences.
+  struct Unit {
+    uint64_t client = 0;
+    int64_t priority = 0;
+    uint64_t arrival = 0;               // enqueue order
+    std::deque<ScheduledSeq*> waiting;  // choice order; preempted sequences go to the front
+    int64_t running = 0;                // of its sequences
+    int64_t members = 0;                // enqueued and not removed
+    ScheduledSeq* leader = nullptr;     // the first choice, until it has computed its prompt
+    int64_t share = 0, selected = 0;    // this step
+    size_t client_group = 0;            // this step: index into client_running_ and _admitted_
+  };
+  Unit& unit_of(const ScheduledSeq* s) { return units_.at(s->unit); }
+  static int64_t admissible(const Unit& u);  // waiting sequences that may be admitted now
+  void shares_compute();
+  void fair_preempt();
+  void running_select();
+  void decode_plan(StepPlan& plan, int64_t& budget);
+  void admission_plan(StepPlan& plan, int64_t budget, std::vector<ScheduledSeq*>& refused);
+  void prefill_plan(StepPlan& plan, int64_t& budget);
+
   SchedulerConfig cfg_;
   PrefixCache& cache_;
   TierBridge* tiers_ = nullptr;
   SlotArena states_;                    // [max_running][state_floats]: live state per running seq
   std::vector<ScheduledSeq*> running_;  // admission order
-  std::deque<ScheduledSeq*> waiting_;   // FIFO; preempted sequences return to the front
+  std::unordered_map<uint64_t, Unit> units_;
+  uint64_t next_unit_ = 1;
+  int64_t n_waiting_ = 0;
+  int64_t step_ = 0;
   SchedulerCounters counters_;
+  // Scratch, capacity kept between steps (no allocation per step once grown).
+  std::vector<FairUnit> fair_;
+  std::vector<Unit*> fair_units_;          // parallel to fair_, grouped by client
+  std::vector<int64_t> client_running_;    // per client group: its running sequences
+  std::vector<uint64_t> client_admitted_;  // per client group: client_last_ of it
+  // Client → the admission count at its last admission (round-robin across clients), kept
+  // while the client has a unit and for a while after.
+  std::unordered_map<uint64_t, uint64_t> client_last_;
+  uint64_t admissions_ = 0;
+  struct Pick {  // a running sequence in some order
+    int64_t key0 = 0;
+    uint64_t key1 = 0;
+    size_t index = 0;  // in running_
+    bool operator<(const Pick& o) const {
+      return std::tie(key0, key1, index) < std::tie(o.key0, o.key1, o.index);
+    }
+  };
+  std::vector<Pick> picks_;
+  std::vector<size_t> starts_;
+  std::vector<int64_t> demand_, alloc_, unit_demand_, unit_alloc_;
 };
 
 }  // namespace invar

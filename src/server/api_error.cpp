@@ -4,10 +4,19 @@
 
 namespace invar::server {
 
+std::string echo_cut(std::string_view value, size_t max_bytes) {
+  if (value.size() <= max_bytes) return std::string(value);
+  // Back off to the start of a character: a cut never leaves half of one.
+  size_t n = max_bytes;
+  while (n > 0 && (static_cast<unsigned char>(value[n]) & 0xC0) == 0x80) --n;
+  return std::string(value.substr(0, n)) + "… (" + std::to_string(value.size()) + " bytes)";
+}
+
 std::string ApiError::to_json() const {
-  nlohmann::json e = {{"message", message},
+  nlohmann::json e = {{"message", echo_cut(message, kErrorMessageBytes)},
                       {"type", type},
-                      {"param", param.empty() ? nlohmann::json() : nlohmann::json(param)},
+                      {"param", param.empty() ? nlohmann::json()
+                                              : nlohmann::json(echo_cut(param, kErrorParamBytes))},
                       {"code", code.empty() ? nlohmann::json() : nlohmann::json(code)}};
   nlohmann::json body = {{"error", e}};
   // Messages may quote client bytes; never let them make the body invalid UTF-8.

@@ -3,10 +3,20 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "engine/engine.h"
 
 namespace invar::server {
+
+// At most `max_bytes` of a client's value for a message (cut on a character boundary), with
+// "… (N bytes)" saying how long the value was: errors and logs never echo a request unbounded.
+constexpr size_t kEchoBytes = 256;
+std::string echo_cut(std::string_view value, size_t max_bytes = kEchoBytes);
+
+// What an error body carries at most: its message and its param are cut (echo_cut) beyond
+// these, so a body stays under 1 KiB whatever the request held.
+constexpr size_t kErrorMessageBytes = 640, kErrorParamBytes = 128;
 
 struct ApiError {
   int status = 400;     // HTTP status

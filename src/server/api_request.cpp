@@ -319,6 +319,9 @@ void parse_surface(const json& body, ApiRequest& r) {
           k, std::string("'") + k + "' is longer than " + std::to_string(kMaxIdBytes) + " bytes");
     (std::string_view(k) == "request_id" ? r.request_id : r.user) = v->get<std::string>();
   }
+  if (const json* v = field(body, "priority"))
+    r.priority = int_in(*v, "priority", std::numeric_limits<int32_t>::min(),
+                        std::numeric_limits<int32_t>::max());
   if (const json* v = field(body, "n_predict"); v && !r.max_tokens) {
     int64_t x = int_in(*v, "n_predict", -1, std::numeric_limits<int32_t>::max());
     if (x == 0) throw bad_request("n_predict", "'n_predict' must be -1 or at least 1");
@@ -334,7 +337,7 @@ void parse_surface(const json& body, ApiRequest& r) {
 
 }  // namespace
 
-ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
+ApiRequest api_request_parse(std::string_view text, Endpoint endpoint, const PromptLimits* limits) {
   json body;
   if (json_nesting(text) > kMaxDepth)
     throw bad_request("", "request body nests deeper than " + std::to_string(kMaxDepth));
@@ -345,6 +348,7 @@ ApiRequest api_request_parse(std::string_view text, Endpoint endpoint) {
   }
   if (!body.is_object()) throw bad_request("", "request body must be a JSON object");
   request_fields_check(body, endpoint);
+  if (limits) prompt_limits_check(body, *limits);
 
   ApiRequest r;
   r.endpoint = endpoint;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/chat_prompt.h"
+#include "server/prompt_limits.h"
 
 namespace invar::server {
 
@@ -54,6 +55,7 @@ struct ApiRequest {
   int64_t truncate_prompt_tokens = 0;   // vLLM: keep only the last N prompt tokens (0: all)
   std::string request_id;               // vLLM: the response id's suffix ("" → random)
   std::string user;                     // OpenAI: end-user id, written to the request log
+  int64_t priority = 0;                 // vLLM: lower first among one client's requests
   std::string served_name;              // set by the server: the name responses carry
 
   // Penalties and logit_bias (docs/api.md): vLLM's formulas, in vLLM's order (engine/penalties.h).
@@ -67,9 +69,14 @@ struct ApiRequest {
                                                       // by the job that knows it
   // Chat fields OpenAI defines for its own platform (docs/api.md).
   std::string service_tier;  // as sent ("" absent); responses name the tier used: "default"
+  // Set by the server: who asks, for the engine's fairness (API key, else peer address, else
+  // user; http_server.cpp).
+  std::string client_key;
 };
 
-// Throws ApiError (400) naming the first bad field.
-ApiRequest api_request_parse(std::string_view body, Endpoint endpoint);
+// Throws ApiError (400) naming the first bad field. With `limits`, the body's prompt shape is
+// checked against them (prompt_limits.h) before its messages are parsed.
+ApiRequest api_request_parse(std::string_view body, Endpoint endpoint,
+                             const PromptLimits* limits = nullptr);
 
 }  // namespace invar::server

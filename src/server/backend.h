@@ -36,11 +36,20 @@ class Backend {
   // Throws invar::Error for what the template refuses or the vocabulary cannot encode.
   virtual ChatTokens chat_encode(const ChatInput& in) const = 0;
   virtual std::string token_bytes(int32_t id) const = 0;         // raw bytes (may be partial UTF-8)
+  virtual size_t max_token_bytes() const = 0;                    // the longest token's bytes
   virtual std::vector<int32_t> end_of_sequence_ids() const = 0;  // ids that end a completion
 
   // Engine calls (see engine/engine.h), with the engine's event contract: the engine decides
   // stops and hands over the text. submit throws EngineError naming the problem.
   virtual RequestId submit(GenerationRequest req, EventSink sink) = 0;
+  // The n choices of one request, all or none, as Engine::submit_group: one place in the queue
+  // and one party to fairness. This default (for test backends) submits them one by one and
+  // cancels those already submitted when one is refused.
+  virtual std::vector<RequestId> submit_group(std::vector<GenerationRequest> reqs,
+                                              std::vector<EventSink> sinks);
+  // Requests the engine computes at once (EngineConfig::max_running): with n_ctx, it sizes the
+  // default per-request budget (invar serve --max-request-tokens).
+  virtual int64_t max_running() const = 0;
   virtual void cancel(RequestId id) = 0;
   virtual EngineMetrics metrics() const = 0;
   virtual void drain(double timeout_s) = 0;

@@ -1,7 +1,10 @@
 #include "server/completion_choices.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
+
+#include "core/error.h"
 
 namespace invar::server {
 namespace {
@@ -31,27 +34,109 @@ std::vector<std::string> sse_split(const std::string& text) {
   return out;
 }
 
+// `r` without its prompt (text, ids, chat messages): what the choices after the first need.
+// Tools stay: the output parser reads them.
+ApiRequest without_prompt(ApiRequest&& r, ApiRequest* with_prompt) {
+  ApiRequest out;
+  std::optional<std::string> text = std::move(r.prompt_text);
+  std::vector<int32_t> ids = std::move(r.prompt_ids);
+  nlohmann::ordered_json chat = std::move(r.chat.request);
+  r.prompt_text.reset();
+  r.prompt_ids.clear();
+  r.chat.request = nlohmann::ordered_json::object();
+  if (chat.is_object() && chat.contains("tools")) r.chat.request["tools"] = chat["tools"];
+  out = r;
+  r.prompt_text = std::move(text);
+  r.prompt_ids = std::move(ids);
+  r.chat.request = std::move(chat);
+  *with_prompt = std::move(r);
+  return out;
+}
+
 }  // namespace
 
-CompletionChoices::CompletionChoices(Backend& backend, ApiRequest req, ServerMetrics& metrics)
-    : req_(std::move(req)) {
-  if (!req_.has_seed) req_.seed = random_seed();
-  if (req_.request_id.empty()) req_.request_id = random_request_id();
-  for (int64_t i = 0; i < req_.n; ++i) {
-    ApiRequest one = req_;
+CompletionChoices::CompletionChoices(Backend& backend, ApiRequest req, ServerMetrics& metrics,
+                                     const RequestBudget& budget)
+    : backend_(backend), metrics_(metrics) {
+  if (!req.has_seed) req.seed = random_seed();
+  if (req.request_id.empty()) req.request_id = random_request_id();
+  ApiRequest full;
+  req_ = without_prompt(std::move(req), &full);
+  auto choice = [this](ApiRequest one, int64_t i) {
     one.n = 1;
     one.seed = req_.seed + uint64_t(i);
     one.has_seed = true;
     // Several choices: usage is summed here, so the choices send none of their own.
     if (req_.n > 1) one.include_usage = false;
-    jobs_.push_back(std::make_unique<CompletionJob>(backend, std::move(one), metrics));
-  }
+    return one;
+  };
+  JobPrompt prompt = job_prompt_make(backend, full);
+  const std::vector<int32_t> tokens = prompt.tokens;
+  const bool in_reasoning = prompt.in_reasoning;
+  jobs_.push_back(std::make_unique<CompletionJob>(backend, choice(std::move(full), 0), metrics,
+                                                  std::move(prompt)));
+  budget_check(budget);
+  for (int64_t i = 1; i < req_.n; ++i)
+    jobs_.push_back(std::make_unique<CompletionJob>(
+        backend, choice(req_, i), metrics, JobPrompt{tokens, in_reasoning}, jobs_.front().get()));
   whole_.resize(jobs_.size());
   first_sent_.assign(jobs_.size(), false);
 }
 
+CompletionChoices::~CompletionChoices() {
+  jobs_.clear();  // cancels what still runs before the slot is given back
+  if (admitted_) metrics_.inflight.fetch_sub(1);
+}
+
+void CompletionChoices::budget_check(const RequestBudget& budget) const {
+  const CompletionJob& j = *jobs_.front();
+  const int64_t n = req_.n, p = j.prompt_size(), m = j.max_tokens();
+  const bool chat = req_.endpoint == Endpoint::chat;
+  const int64_t tokens = n * (p + m);
+  if (tokens > budget.tokens)
+    throw bad_request(
+        n > 1 ? "n" : "max_tokens",
+        "n × (prompt + max_tokens) = " + std::to_string(n) + " × (" + std::to_string(p) + " + " +
+            std::to_string(m) + ") = " + std::to_string(tokens) +
+            " tokens is over this server's per-request limit of " + std::to_string(budget.tokens) +
+            " (--max-request-tokens): lower n or max_tokens");
+  const int64_t top = req_.logprobs ? req_.top_logprobs : 0;
+  const int64_t prompt_k = std::max<int64_t>(j.prompt_logprobs_k(), 0);
+  const int64_t logprobs = n * (m * top + p * prompt_k);
+  if (logprobs > budget.logprobs)
+    throw bad_request(
+        top > 0 ? (chat ? "top_logprobs" : "logprobs") : "prompt_logprobs",
+        "n × (max_tokens × top logprobs + prompt × prompt logprobs) = " + std::to_string(n) +
+            " × (" + std::to_string(m) + " × " + std::to_string(top) + " + " + std::to_string(p) +
+            " × " + std::to_string(prompt_k) + ") = " + std::to_string(logprobs) +
+            " logprob candidates is over this server's per-request limit of " +
+            std::to_string(budget.logprobs) +
+            " (--max-request-logprobs): lower n, max_tokens or the logprobs asked");
+}
+
 void CompletionChoices::start(int64_t queue_limit, std::function<void()> notify) {
-  for (auto& j : jobs_) j->start(queue_limit, notify);
+  if (metrics_.inflight.fetch_add(1) >= queue_limit) {
+    metrics_.inflight.fetch_sub(1);
+    throw overloaded("server is at its queue limit of " + std::to_string(queue_limit) +
+                     " requests in flight: retry later");
+  }
+  admitted_ = true;
+  std::vector<GenerationRequest> reqs;
+  std::vector<EventSink> sinks;
+  for (auto& j : jobs_) {
+    auto [g, sink] = j->engine_request(notify);
+    reqs.push_back(std::move(g));
+    sinks.push_back(std::move(sink));
+  }
+  std::vector<RequestId> ids;
+  try {
+    ids = backend_.submit_group(std::move(reqs), std::move(sinks));
+  } catch (const EngineError& e) {
+    throw api_error_of(e.kind(), e.param(), e.what());
+  } catch (const Error& e) {
+    throw bad_request("", e.what());  // a refusal without a kind is about the request
+  }
+  for (size_t i = 0; i < jobs_.size(); ++i) jobs_[i]->submitted(ids[i]);
 }
 
 std::string CompletionChoices::id() const {

@@ -1,10 +1,15 @@
 // The `n` choices of one request: one CompletionJob (one engine request) per choice, merged
-// into one response or one stream. Choice i samples with seed + i (mod 2^64), so that any choice
-// can be reproduced alone by a request with n = 1 and that seed; a request without a seed gets
-// a random one (reported in the request log). The choices share the response id, and the stream
-// carries each choice's `index`. Usage counts the prompt once (choice 0's prompt and cached
-// tokens) and sums the completion tokens. prompt_logprobs, when asked for, also reach streams:
-// in each choice's first chunk, as vLLM sends them.
+// into one response or one stream. The request is one unit: one admission slot, one
+// submit_group (one place in the engine's queue, one party to its fairness), one rendering and
+// tokenisation of the prompt, one prefill (the engine's), and its prompt logprobs computed once
+// (choice 0's) and repeated in every choice. Its whole work is bounded first: n × (prompt +
+// max_tokens) tokens and the logprob candidates it would return, against RequestBudget. Choice i
+// samples with seed + i (mod 2^64), so that any choice can be reproduced alone by a request with n
+// = 1 and that seed; a request without a seed gets a random one (reported in the request log). The
+// choices share the response id, and the stream carries each choice's `index`. Usage counts the
+// prompt once (choice 0's prompt and cached tokens) and sums the completion tokens.
+// prompt_logprobs, when asked for, also reach streams: in each choice's first chunk, as vLLM sends
+// them.
 #pragma once
 
 #include <chrono>
@@ -19,11 +24,21 @@
 
 namespace invar::server {
 
+// What one request may ask for (invar serve --max-request-tokens, --max-request-logprobs).
+struct RequestBudget {
+  int64_t tokens = 0;    // n × (prompt + max_tokens)
+  int64_t logprobs = 0;  // n × (max_tokens × top logprobs + prompt × prompt logprobs)
+};
+
 class CompletionChoices {
  public:
-  // Builds every choice's job (tokenised and checked against the model). Throws ApiError.
-  CompletionChoices(Backend& backend, ApiRequest req, ServerMetrics& metrics);
-  // Admits and submits every choice (each holds one admission slot). Throws ApiError.
+  // Tokenises the prompt once, checks it against the model and the request against `budget`,
+  // and builds every choice's job. Throws ApiError.
+  CompletionChoices(Backend& backend, ApiRequest req, ServerMetrics& metrics,
+                    const RequestBudget& budget);
+  ~CompletionChoices();  // releases the admission slot
+  // Admits the request (one slot; 429 when `queue_limit` requests are in flight) and submits
+  // its choices as one group. Throws ApiError.
   void start(int64_t queue_limit, std::function<void()> notify);
 
   // Whole response, once every choice has finished.
@@ -42,8 +57,12 @@ class CompletionChoices {
  private:
   std::string rewrite_chunk(size_t choice, const std::string& data);
   std::string usage_chunk();
+  void budget_check(const RequestBudget& budget) const;
 
-  ApiRequest req_;
+  Backend& backend_;
+  ServerMetrics& metrics_;
+  bool admitted_ = false;
+  ApiRequest req_;  // without the prompt (choice 0 holds it)
   std::vector<std::unique_ptr<CompletionJob>> jobs_;
   std::vector<std::optional<std::pair<int, std::string>>> whole_;
   std::vector<bool> first_sent_;

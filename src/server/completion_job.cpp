@@ -39,48 +39,64 @@ std::string finish_name(FinishReason f) {
 
 }  // namespace
 
-CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& metrics)
-    : backend_(backend), req_(std::move(req)), metrics_(metrics) {
-  bool chat = req_.endpoint == Endpoint::chat;
+JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req) {
+  const bool chat = req.endpoint == Endpoint::chat;
   const char* prompt_field = chat ? "messages" : "prompt";
+  JobPrompt out;
+  std::vector<int32_t>& prompt = out.tokens;
   // Text the template or the vocabulary cannot take is the client's to fix: a 400.
   try {
     if (chat) {
-      const ChatPrompt* tmpl = backend_.chat_template();
-      if (!tmpl)
+      if (!backend.chat_template())
         throw Error(
             "this model carries no chat template (tokenizer.chat_template): start the server "
             "with --chat-template FILE, or send the prompt to /v1/completions");
-      if (!req_.chat.reasoning_effort.empty() && !tmpl->thinking_switch())
+      if (!req.chat.reasoning_effort.empty() && !backend.chat_template()->thinking_switch())
         throw bad_request("reasoning_effort",
                           "'reasoning_effort' needs a chat template with a thinking switch "
                           "(enable_thinking); " +
-                              tmpl->origin() + " has none");
-      ChatTokens t = backend_.chat_encode(req_.chat);
-      prompt_ = std::move(t.tokens);
-      chat_out_ = std::make_unique<ChatOutput>(*tmpl, req_.chat, t.in_reasoning);
-    } else if (req_.prompt_text)
-      prompt_ = backend_.encode(*req_.prompt_text);
-    else
-      prompt_ = req_.prompt_ids;
+                              backend.chat_template()->origin() + " has none");
+      ChatTokens t = backend.chat_encode(req.chat);
+      prompt = std::move(t.tokens);
+      out.in_reasoning = t.in_reasoning;
+    } else if (req.prompt_text) {
+      prompt = backend.encode(*req.prompt_text);
+    } else {
+      prompt = req.prompt_ids;
+    }
   } catch (const Error& e) {
     throw bad_request(prompt_field, e.what());
   }
-  if (req_.truncate_prompt_tokens > 0 && int64_t(prompt_.size()) > req_.truncate_prompt_tokens)
-    prompt_.erase(prompt_.begin(), prompt_.end() - req_.truncate_prompt_tokens);
-  if (prompt_.empty())
+  if (req.truncate_prompt_tokens > 0 && int64_t(prompt.size()) > req.truncate_prompt_tokens)
+    prompt.erase(prompt.begin(), prompt.end() - req.truncate_prompt_tokens);
+  if (prompt.empty())
     throw bad_request(prompt_field, std::string("'") + prompt_field + "' encodes to no tokens");
-  for (size_t i = 0; i < prompt_.size(); ++i)
-    if (prompt_[i] < 0 || prompt_[i] >= backend_.n_vocab())
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= backend.n_vocab())
       throw bad_request("prompt", "prompt[" + std::to_string(i) +
-                                      "] = " + std::to_string(prompt_[i]) +
+                                      "] = " + std::to_string(prompt[i]) +
                                       " is not a token id (vocabulary size " +
-                                      std::to_string(backend_.n_vocab()) + ")");
-  for (const auto& [id, bias] : req_.logit_bias)
-    if (id >= backend_.n_vocab())
+                                      std::to_string(backend.n_vocab()) + ")");
+  for (const auto& [id, bias] : req.logit_bias)
+    if (id >= backend.n_vocab())
       throw bad_request("logit_bias", "'logit_bias' names token " + std::to_string(id) +
                                           ", which is not a token id (vocabulary size " +
-                                          std::to_string(backend_.n_vocab()) + ")");
+                                          std::to_string(backend.n_vocab()) + ")");
+  return out;
+}
+
+CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& metrics,
+                             JobPrompt prompt, const CompletionJob* first)
+    : backend_(backend),
+      req_(std::move(req)),
+      metrics_(metrics),
+      prompt_(std::move(prompt.tokens)),
+      first_(first) {
+  bool chat = req_.endpoint == Endpoint::chat;
+  const char* prompt_field = chat ? "messages" : "prompt";
+  if (chat)
+    chat_out_ =
+        std::make_unique<ChatOutput>(*backend_.chat_template(), req_.chat, prompt.in_reasoning);
   int64_t n_ctx = backend_.n_ctx();
   int64_t p = int64_t(prompt_.size());
   max_tokens_ = req_.max_tokens ? *req_.max_tokens : (chat ? std::max<int64_t>(n_ctx - p, 1) : 16);
@@ -95,8 +111,10 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
   }
   if (!req_.ignore_eos) eos_ids_ = backend_.end_of_sequence_ids();
   eos_ids_.insert(eos_ids_.end(), req_.stop_token_ids.begin(), req_.stop_token_ids.end());
-  if (req_.echo && req_.logprobs) prompt_lp_k_ = req_.top_logprobs;
-  if (req_.prompt_logprobs >= 0) prompt_lp_k_ = std::max(prompt_lp_k_, req_.prompt_logprobs);
+  // The first choice asks the engine for the prompt logprobs; the others take its.
+  if (req_.echo && req_.logprobs && !first_) prompt_lp_k_ = req_.top_logprobs;
+  if (req_.prompt_logprobs >= 0 && !first_)
+    prompt_lp_k_ = std::max(prompt_lp_k_, req_.prompt_logprobs);
 
   ctx_.endpoint = req_.endpoint;
   ctx_.id = req_.request_id.empty() ? random_id(chat ? "chatcmpl-" : "cmpl-")
@@ -116,16 +134,10 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
 
 CompletionJob::~CompletionJob() {
   if (submitted_ && !engine_finished_) backend_.cancel(rid_);
-  if (admitted_) metrics_.inflight.fetch_sub(1);
 }
 
-void CompletionJob::start(int64_t queue_limit, std::function<void()> notify) {
-  if (metrics_.inflight.fetch_add(1) >= queue_limit) {
-    metrics_.inflight.fetch_sub(1);
-    throw overloaded("server is at its queue limit of " + std::to_string(queue_limit) +
-                     " requests in flight: retry later");
-  }
-  admitted_ = true;
+std::pair<GenerationRequest, EventSink> CompletionJob::engine_request(
+    std::function<void()> notify) {
   GenerationRequest g;
   g.prompt = prompt_;
   g.sampling.temperature = req_.temperature;
@@ -145,6 +157,8 @@ void CompletionJob::start(int64_t queue_limit, std::function<void()> notify) {
   g.cache_salt = req_.cache_salt;
   g.top_logprobs = req_.logprobs ? req_.top_logprobs : 0;
   g.prompt_logprobs = prompt_lp_k_;
+  g.client_key = req_.client_key;
+  g.priority = req_.priority;
 
   queue_ = std::make_shared<EventQueue>();
   queue_->metrics = &metrics_;
@@ -168,14 +182,16 @@ void CompletionJob::start(int64_t queue_limit, std::function<void()> notify) {
     q->cv.notify_one();
     if (q->notify) q->notify();
   };
-  try {
-    rid_ = backend_.submit(std::move(g), std::move(sink));
-  } catch (const EngineError& e) {
-    throw api_error_of(e.kind(), e.param(), e.what());
-  } catch (const Error& e) {
-    throw bad_request("", e.what());  // a refusal without a kind is about the request
-  }
+  return {std::move(g), std::move(sink)};
+}
+
+void CompletionJob::submitted(RequestId id) {
+  rid_ = id;
   submitted_ = true;
+}
+
+bool CompletionJob::prompt_logprobs_complete() const {
+  return engine_finished_ || !tokens_.empty();
 }
 
 void CompletionJob::wait_events(std::vector<RequestEvent>& out, std::chrono::milliseconds wait,
@@ -234,6 +250,7 @@ UsageOut CompletionJob::usage() const {
 }
 
 std::string CompletionJob::prompt_echo_text() const {
+  if (first_) return first_->prompt_echo_text();
   if (req_.prompt_text) return *req_.prompt_text;
   std::string bytes;
   for (int32_t id : prompt_) bytes += backend_.token_bytes(id);
@@ -257,6 +274,7 @@ std::optional<std::pair<int, std::string>> CompletionJob::poll_whole() {
   wait_events(evs, std::chrono::milliseconds(0), false);
   for (auto& e : evs) process(std::move(e), d);
   if (!d.finished) return std::nullopt;
+  if (first_ && !error_ && !first_->prompt_logprobs_complete()) return std::nullopt;
   if (error_) return std::make_pair(error_->status, error_->to_json());
   std::string text = d.text;
   int64_t offset = 0;
@@ -264,7 +282,7 @@ std::optional<std::pair<int, std::string>> CompletionJob::poll_whole() {
   if (req_.echo) {
     text = prompt_echo_text() + text;
     if (req_.logprobs) {
-      lp = logprobs_legacy_prompt_json(ctx_, prompt_, prompt_lp_, &offset);
+      lp = logprobs_legacy_prompt_json(ctx_, prompt_, prompt_lp(), &offset);
       json gen = logprobs_legacy_json(ctx_, tokens_, offset, nullptr);
       for (const char* k : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
         for (auto& x : gen[k]) lp[k].push_back(x);
@@ -272,7 +290,7 @@ std::optional<std::pair<int, std::string>> CompletionJob::poll_whole() {
   } else {
     lp = logprobs_value(tokens_, &offset);
   }
-  json plp = req_.prompt_logprobs >= 0 ? prompt_logprobs_json(ctx_, prompt_, prompt_lp_) : json();
+  json plp = req_.prompt_logprobs >= 0 ? prompt_logprobs_json(ctx_, prompt_, prompt_lp()) : json();
   json body = response_json(ctx_, text, lp, finish_reason_, usage(), plp);
   if (chat_out_) {
     chat_out_->feed(text);
@@ -302,7 +320,7 @@ std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
       } else if (req_.echo) {
         json lp = nullptr;
         if (req_.logprobs)
-          lp = logprobs_legacy_prompt_json(ctx_, prompt_, prompt_lp_, &stream_offset_);
+          lp = logprobs_legacy_prompt_json(ctx_, prompt_, prompt_lp(), &stream_offset_);
         out += sse_event(chunk_json(ctx_, prompt_echo_text(), lp, "", false));
       }
     }
@@ -367,7 +385,7 @@ JobStats CompletionJob::stats() const {
 }
 
 json CompletionJob::prompt_logprobs_value() const {
-  return prompt_logprobs_json(ctx_, prompt_, prompt_lp_);
+  return prompt_logprobs_json(ctx_, prompt_, prompt_lp());
 }
 
 void CompletionJob::cancel_by_client() {

@@ -44,17 +44,36 @@ struct JobStats {
   double duration_s = 0;
 };
 
+// A request's prompt tokens, made once for all its choices.
+struct JobPrompt {
+  std::vector<int32_t> tokens;
+  bool in_reasoning = false;  // chat: the prompt ends inside an open <think> block
+};
+
+// Renders (chat) and tokenises the prompt, truncates it (truncate_prompt_tokens) and checks
+// its ids against the vocabulary. Throws ApiError (400) naming the prompt field.
+JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req);
+
 class CompletionJob {
  public:
-  // Tokenises and checks against the model (ids in range, context length). Throws ApiError.
-  CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& metrics);
-  ~CompletionJob();  // cancels a request still running; releases its admission slot
+  // Checks the prompt against the model (context length). Throws ApiError. `first`: the
+  // request's first choice, for the later ones: they take its prompt logprobs (computed once)
+  // and its prompt text (an echo), so their `req` need not carry the prompt.
+  CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& metrics, JobPrompt prompt,
+                const CompletionJob* first = nullptr);
+  ~CompletionJob();  // cancels a request still running
   CompletionJob(const CompletionJob&) = delete;
   CompletionJob& operator=(const CompletionJob&) = delete;
 
-  // Admits (429 when `queue_limit` requests are already in flight) and submits. Throws ApiError.
-  // `notify` is called on the engine thread after each event: it must not block.
-  void start(int64_t queue_limit, std::function<void()> notify = nullptr);
+  // What to submit to the engine for this choice, and the sink that feeds this job. `notify`
+  // is called on the engine thread after each event: it must not block.
+  std::pair<GenerationRequest, EventSink> engine_request(std::function<void()> notify);
+  void submitted(RequestId id);  // the engine took it under this id
+  int64_t prompt_size() const { return int64_t(prompt_.size()); }
+  int64_t max_tokens() const { return max_tokens_; }
+  int64_t prompt_logprobs_k() const { return prompt_lp_k_; }  // asked of the engine (-1: none)
+  // The prompt logprobs have all arrived (they precede the first token).
+  bool prompt_logprobs_complete() const;
 
   // Whole response without waiting: (status, body) once the engine has finished, else nothing.
   std::optional<std::pair<int, std::string>> poll_whole();
@@ -83,6 +102,9 @@ class CompletionJob {
   json logprobs_value(const std::vector<TokenOut>& tokens, int64_t* offset);
   std::string prompt_echo_text() const;
   UsageOut usage() const;
+  const std::vector<TokenOut>& prompt_lp() const {
+    return first_ ? first_->prompt_lp_ : prompt_lp_;
+  }
 
   Backend& backend_;
   ApiRequest req_;
@@ -92,12 +114,13 @@ class CompletionJob {
   std::vector<int32_t> eos_ids_;
   int64_t max_tokens_ = 0;
   int64_t prompt_lp_k_ = -1;  // prompt logprobs asked of the engine (-1: none)
+  const CompletionJob* first_ = nullptr;
 
   std::unique_ptr<ChatOutput> chat_out_;  // chat: content, reasoning and tool calls
 
   std::shared_ptr<EventQueue> queue_;
   RequestId rid_ = 0;
-  bool admitted_ = false, submitted_ = false, engine_finished_ = false;
+  bool submitted_ = false, engine_finished_ = false;
   std::chrono::steady_clock::time_point start_time_, end_time_;
 
   std::vector<TokenOut> tokens_, prompt_lp_;

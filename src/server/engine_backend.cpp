@@ -79,6 +79,11 @@ class EngineBackend : public VocabBackend {
   RequestId submit(GenerationRequest req, EventSink sink) override {
     return engine_->submit(std::move(req), std::move(sink));
   }
+  std::vector<RequestId> submit_group(std::vector<GenerationRequest> reqs,
+                                      std::vector<EventSink> sinks) override {
+    return engine_->submit_group(std::move(reqs), std::move(sinks));
+  }
+  int64_t max_running() const override { return engine_->config().max_running; }
   void cancel(RequestId id) override { engine_->cancel(id); }
   EngineMetrics metrics() const override { return engine_->metrics(); }
   void drain(double timeout_s) override { engine_->drain(timeout_s); }

@@ -18,6 +18,10 @@
 #include "server/completion_choices.h"
 #include "server/cors.h"
 #include "server/http_transport.h"
+#include "server/memory_return.h"
+#include "server/pending_prepared.h"
+#include "server/prepare_pool.h"
+#include "server/prompt_limits.h"
 #include "server/server_metrics.h"
 #include "server/tokenize_api.h"
 
@@ -53,7 +57,7 @@ HttpReply error_reply(const ApiError& e) {
 
 std::string endpoint_label(const std::string& path) {
   for (const char* p : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
-                        "/metrics", "/tokenize", "/detokenize"})
+                        "/ready", "/metrics", "/tokenize", "/detokenize"})
     if (path == p) return p;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
   return "other";
@@ -172,13 +176,30 @@ struct HttpServer::Impl {
   std::condition_variable load_cv;
   bool load_done = false;
   std::thread load_thread;
-  // Declared after the backend: connections (and the requests they hold) go first.
+  // Declared after the backend: preparations, then connections (and the requests they hold),
+  // go first.
+  std::unique_ptr<PreparePool> prepare;
   std::unique_ptr<HttpTransport> transport;
+  std::unique_ptr<IdleTrimmer> trimmer;  // null with idle_trim_s 0
   bool bound = false;
 
   Routed route(const HttpRequest& req, const Waker& wake);
   Routed route_logged(const HttpRequest& req, const Waker& wake);
   Routed handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake);
+  Routed handle_tokenize(const HttpRequest& req);
+  // `handle` inline for a small body, else on the prepare pool (429 when its queue is full).
+  Routed prepared(const HttpRequest& req, const Waker& wake,
+                  std::function<Routed(const HttpRequest&)> handle);
+  HttpReply readiness();
+  // 400 once the calling thread has spent more than prepare_cpu_s since `t0` on this request.
+  void cpu_check(double t0, const char* what) const {
+    const double used = thread_cpu_seconds() - t0;
+    if (used > cfg.prepare_cpu_s)
+      throw bad_request("", std::string("preparing this request took ") + std::to_string(used) +
+                                " s of CPU (" + what + "), over the per-request budget of " +
+                                std::to_string(cfg.prepare_cpu_s) +
+                                " s (--prepare-cpu-seconds): send a smaller request");
+  }
   bool authorized(const HttpRequest& req) const {
     if (cfg.api_key.empty()) return true;
     bool guarded = req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" ||
@@ -206,6 +227,34 @@ struct HttpServer::Impl {
     if (s == State::failed) return unavailable("the model failed to load: " + load_error);
     return unavailable("the server is shutting down");
   }
+  // Who asks, for the engine's fairness: the API key presented (with --api-key every client
+  // presents the one key, so they are one client and share by request), else the peer's
+  // address, else the OpenAI `user` field. Keys are digests: the log and the engine never
+  // hold a secret.
+  std::string client_key(const HttpRequest& req, const ApiRequest& r) const {
+    if (!cfg.api_key.empty())
+      if (const std::string* auth = req.head.field("Authorization")) {
+        unsigned char d[SHA256_DIGEST_LENGTH];
+        SHA256(reinterpret_cast<const unsigned char*>(auth->data()), auth->size(), d);
+        std::string hex = "key:";
+        for (int i = 0; i < 8; ++i) {
+          char b[3];
+          std::snprintf(b, sizeof b, "%02x", d[i]);
+          hex += b;
+        }
+        return hex;
+      }
+    if (!req.peer.empty()) return "peer:" + req.peer;
+    return "user:" + r.user;
+  }
+  RequestBudget budget() const {
+    RequestBudget b;
+    b.tokens = cfg.max_request_tokens > 0
+                   ? cfg.max_request_tokens
+                   : backend->n_ctx() * std::max<int64_t>(1, backend->max_running() / 4);
+    b.logprobs = cfg.max_request_logprobs > 0 ? cfg.max_request_logprobs : 4 * b.tokens;
+    return b;
+  }
   std::vector<std::string> served_names() const {
     if (cfg.served_model_names.empty()) return {backend->model_id()};
     return cfg.served_model_names;
@@ -228,11 +277,18 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
   if (m == "OPTIONS" && !cfg.allowed_origins.empty()) return {cors_preflight(req), nullptr};
   if (!authorized(req)) return {error_reply(unauthorized()), nullptr};
   auto wrong_method = [&](const char* allowed) {
-    return Routed{
-        error_reply({405, "method " + m + " is not allowed on " + p + " (use " + allowed + ")",
-                     "invalid_request_error", "", "method_not_allowed"}),
-        nullptr};
+    return Routed{error_reply({405,
+                               "method " + echo_cut(m) + " is not allowed on " + echo_cut(p) +
+                                   " (use " + allowed + ")",
+                               "invalid_request_error", "", "method_not_allowed"}),
+                  nullptr};
   };
+  const bool ready_query = req.head.target.size() > p.size() &&
+                           req.head.target.compare(p.size(), std::string::npos, "?ready") == 0;
+  if (p == "/ready" || (p == "/health" && ready_query)) {
+    if (!get) return wrong_method("GET");
+    return {readiness(), nullptr};
+  }
   if (p == "/health") {
     if (!get) return wrong_method("GET");
     State s = state.load();
@@ -251,7 +307,13 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
         "# HELP invar_http_connections_open client connections open\n"
         "# TYPE invar_http_connections_open gauge\n"
         "invar_http_connections_open " +
-        std::to_string(transport->connections()) + "\n";
+        std::to_string(transport->connections()) +
+        "\n"
+        "# HELP invar_memory_trims_total idle periods after which freed heap memory went back "
+        "to the system (--idle-trim-seconds)\n"
+        "# TYPE invar_memory_trims_total counter\n"
+        "invar_memory_trims_total " +
+        std::to_string(trimmer ? trimmer->trims() : 0) + "\n";
     return {{200, "text/plain; version=0.0.4", std::move(text)}, nullptr};
   }
   if (p == "/v1/models" || p.rfind("/v1/models/", 0) == 0) {
@@ -264,7 +326,8 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     }
     std::string name = percent_decode(p.substr(11));
     if (!model_known(name))
-      return {error_reply(not_found("the model '" + name + "' does not exist", "model_not_found")),
+      return {error_reply(not_found("the model '" + echo_cut(name) + "' does not exist",
+                                    "model_not_found")),
               nullptr};
     return {
         json_reply(200,
@@ -273,29 +336,24 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
   }
   if (p == "/v1/completions" || p == "/v1/chat/completions") {
     if (m != "POST") return wrong_method("POST");
-    return handle_completion(req, p == "/v1/completions" ? Endpoint::completions : Endpoint::chat,
-                             wake);
+    const Endpoint ep = p == "/v1/completions" ? Endpoint::completions : Endpoint::chat;
+    return prepared(req, wake, [this, ep, wake](const HttpRequest& r) {
+      return handle_completion(r, ep, wake);
+    });
   }
   if (p == "/tokenize" || p == "/detokenize") {
     if (m != "POST") return wrong_method("POST");
-    if (auto e = not_ready()) return {error_reply(*e), nullptr};
-    auto known = [this](const std::string& name) { return model_known(name); };
-    try {
-      return {json_reply(200, p == "/tokenize" ? tokenize_api(*backend, req.body, known)
-                                               : detokenize_api(*backend, req.body, known)),
-              nullptr};
-    } catch (const ApiError& e) {
-      return {error_reply(e), nullptr};
-    }
+    return prepared(req, wake, [this](const HttpRequest& r) { return handle_tokenize(r); });
   }
-  return {error_reply(not_found("unknown route: " + m + " " + p, "not_found")), nullptr};
+  return {error_reply(not_found("unknown route: " + echo_cut(m) + " " + echo_cut(p), "not_found")),
+          nullptr};
 }
 
 Routed HttpServer::Impl::route_logged(const HttpRequest& req, const Waker& wake) {
   auto t0 = Clock::now();
   Routed r = route(req, wake);
-  if (auto* pc = dynamic_cast<PendingCompletion*>(r.pending.get())) {
-    pc->started_at(t0);  // it writes its own line when done
+  if (r.pending) {  // it writes its own line when done (a preparation: once prepared)
+    if (auto* pc = dynamic_cast<PendingCompletion*>(r.pending.get())) pc->started_at(t0);
     return r;
   }
   RequestRecord rec;
@@ -309,16 +367,89 @@ Routed HttpServer::Impl::route_logged(const HttpRequest& req, const Waker& wake)
   return r;
 }
 
+Routed HttpServer::Impl::prepared(const HttpRequest& req, const Waker& wake,
+                                  std::function<Routed(const HttpRequest&)> handle) {
+  if (req.body.size() <= cfg.prepare_inline_bytes) return handle(req);
+  const auto t0 = Clock::now();
+  auto work = [handle = std::move(handle), req]() -> Routed {
+    try {
+      return handle(req);
+    } catch (const std::exception& e) {
+      return {error_reply(internal_error(std::string("internal error: ") + e.what())), nullptr};
+    }
+  };
+  // Once prepared: a completion writes its own log line (timed from here), a reply gets its
+  // line as route_logged writes them.
+  auto taken = [this, t0, method = req.head.method, path = req.path](Routed& r) {
+    if (auto* pc = dynamic_cast<PendingCompletion*>(r.pending.get())) return pc->started_at(t0);
+    RequestRecord rec;
+    rec.id = request_log_id();
+    rec.method = method;
+    rec.path = path;
+    rec.status = r.reply.status;
+    if (r.reply.status >= 400) rec.error = error_message(r.reply.body);
+    rec.duration_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    request_log_write(rec, cfg.log_format);
+  };
+  auto pending = PendingPrepared::start(*prepare, std::move(work), wake, std::move(taken));
+  if (!pending)
+    return {error_reply(overloaded("the server is already preparing " +
+                                   std::to_string(prepare->max_waiting()) +
+                                   " large requests (--prepare-queue): retry later")),
+            nullptr};
+  return {{}, std::move(pending)};
+}
+
+HttpReply HttpServer::Impl::readiness() {
+  State s = state.load();
+  const int64_t inflight = metrics.inflight.load();
+  const size_t preparing = prepare->waiting();
+  nlohmann::json body = {{"status", "ready"},
+                         {"inflight", inflight},
+                         {"queue_limit", cfg.queue_limit},
+                         {"preparing", preparing},
+                         {"prepare_queue", prepare->max_waiting()}};
+  if (s != State::ready) {
+    body["status"] = state_name(s);
+  } else if (inflight >= cfg.queue_limit || preparing >= prepare->max_waiting()) {
+    body["status"] = "saturated";
+    body["message"] = inflight >= cfg.queue_limit
+                          ? "every request slot (--queue-limit) is in flight"
+                          : "the preparation queue (--prepare-queue) is full";
+  }
+  const bool ok = body["status"] == "ready";
+  return json_reply(ok ? 200 : 503, body.dump());
+}
+
+Routed HttpServer::Impl::handle_tokenize(const HttpRequest& req) {
+  if (auto e = not_ready()) return {error_reply(*e), nullptr};
+  auto known = [this](const std::string& name) { return model_known(name); };
+  try {
+    const double cpu0 = thread_cpu_seconds();
+    std::string body = req.path == "/tokenize" ? tokenize_api(*backend, req.body, known)
+                                               : detokenize_api(*backend, req.body, known);
+    cpu_check(cpu0, "parsing and tokenising");
+    return {json_reply(200, std::move(body)), nullptr};
+  } catch (const ApiError& e) {
+    return {error_reply(e), nullptr};
+  }
+}
+
 Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake) {
   if (auto e = not_ready()) return {error_reply(*e), nullptr};
   try {
-    ApiRequest r = api_request_parse(req.body, ep);
+    const double cpu0 = thread_cpu_seconds();
+    const PromptLimits limits{backend->n_ctx(), backend->max_token_bytes()};
+    ApiRequest r = api_request_parse(req.body, ep, &limits);
+    cpu_check(cpu0, "parsing the body");
     if (!model_known(r.model))
-      return {
-          error_reply(not_found("the model '" + r.model + "' does not exist", "model_not_found")),
-          nullptr};
+      return {error_reply(not_found("the model '" + echo_cut(r.model) + "' does not exist",
+                                    "model_not_found")),
+              nullptr};
     if (!cfg.served_model_names.empty()) r.served_name = cfg.served_model_names.front();
-    auto job = std::make_unique<CompletionChoices>(*backend, std::move(r), metrics);
+    r.client_key = client_key(req, r);
+    auto job = std::make_unique<CompletionChoices>(*backend, std::move(r), metrics, budget());
+    cpu_check(cpu0, "rendering and tokenising the prompt");
     job->start(cfg.queue_limit, wake);
     RequestRecord rec;
     rec.method = req.head.method;
@@ -345,10 +476,21 @@ HttpServer::HttpServer(ServerConfig cfg, Loader loader) : impl_(std::make_unique
   t.body_stall_s = m.cfg.body_stall_s;
   t.idle_timeout_s = m.cfg.idle_timeout_s;
   t.allowed_origins = m.cfg.allowed_origins;
+  m.prepare = std::make_unique<PreparePool>(std::max(1, m.cfg.prepare_threads),
+                                            std::max<size_t>(1, m.cfg.prepare_queue));
   m.transport = std::make_unique<HttpTransport>(
       t, [&m](const HttpRequest& req, const Waker& wake) { return m.route_logged(req, wake); },
-      [&m](const std::string& path, int status) {
+      [&m](const std::string& method, const std::string& path, int status,
+           const std::string* refusal) {
         m.metrics.count_response(endpoint_label(path), status);
+        if (!refusal) return;  // the handler's request-log line says the rest
+        RequestRecord rec;
+        rec.id = request_log_id();
+        rec.method = method;
+        rec.path = path;
+        rec.status = status;
+        rec.error = *refusal;
+        request_log_write(rec, m.cfg.log_format);
       });
 }
 
@@ -367,6 +509,11 @@ void HttpServer::start() {
   INVAR_CHECK(m.bound, "bind() before start()");
   // A client that vanishes mid-stream must fail the write, not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
+  if (m.cfg.mmap_threshold > 0) malloc_mmap_threshold(m.cfg.mmap_threshold);
+  if (m.cfg.idle_trim_s > 0)
+    m.trimmer = std::make_unique<IdleTrimmer>(
+        m.cfg.idle_trim_s, [&m] { return m.metrics.responses_total.load(); },
+        [&m] { return m.metrics.inflight.load() == 0 && m.prepare->waiting() == 0; });
   m.transport->start();
   m.load_thread = std::thread([&m] {
     std::unique_ptr<Backend> b;
@@ -414,6 +561,8 @@ void HttpServer::shutdown(double timeout_s) {
   while (m.metrics.inflight.load() > 0 && Clock::now() < deadline + std::chrono::seconds(2))
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   m.transport->stop();
+  m.prepare->stop();
+  m.trimmer.reset();
   m.state.store(State::stopped);
 }
 

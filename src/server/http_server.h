@@ -21,8 +21,24 @@ struct ServerConfig {
   std::string api_key;               // "" → no auth; else /v1/* and /metrics need "Bearer <key>"
   bool metrics_public = false;       // /metrics open even when api_key is set
   size_t max_body_bytes = 4u << 20;  // larger bodies get 413
-  int64_t queue_limit = 256;         // requests in flight before 429
-  int max_connections = 4096;        // open connections before a 503
+  int64_t queue_limit = 256;         // requests in flight before 429 (n choices are one)
+  // Work one request may ask for (completion_choices.h), 0: derived once the model is loaded:
+  // n × (prompt + max_tokens) ≤ n_ctx × max_running / 4 (a quarter of what the engine holds
+  // at once, every slot at the full context), and logprob candidates ≤ 4 × that.
+  int64_t max_request_tokens = 0;
+  int64_t max_request_logprobs = 0;
+  // Preparation (prepare_pool.h): bodies over prepare_inline_bytes are parsed, rendered and
+  // tokenised on prepare_threads low-priority threads, at most prepare_queue waiting (then 429);
+  // a request whose preparation takes over prepare_cpu_s of CPU gets 400.
+  size_t prepare_inline_bytes = 64u << 10;
+  int prepare_threads = 1;
+  size_t prepare_queue = 16;
+  double prepare_cpu_s = 2.0;
+  // Memory returns after load (memory_return.h): malloc_trim once idle this long (0: never),
+  // and allocations of at least mmap_threshold bytes mapped (0: glibc's dynamic threshold).
+  double idle_trim_s = 1.0;
+  size_t mmap_threshold = 128u << 10;
+  int max_connections = 4096;  // open connections before a 503
   double head_timeout_s = 10, body_timeout_s = 30, body_stall_s = 5;  // see http_transport.h
   double idle_timeout_s = 30;
   std::vector<std::string> model_aliases;  // names accepted in "model" besides the model id

@@ -122,6 +122,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     wake_->conn = weak_from_this();
     error_code ec;
     sock_.set_option(tcp::no_delay(true), ec);
+    const tcp::endpoint remote = sock_.remote_endpoint(ec);
+    if (!ec) peer_ = remote.address().to_string();
     arm_read_timer(sh_->cfg.idle_timeout_s);
     read();
   }
@@ -168,6 +170,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (phase_ == Phase::idle) {
       if (in_.empty()) return read();
       phase_ = Phase::head;
+      method_.clear();
+      path_.clear();
       arm_read_timer(sh_->cfg.head_timeout_s);
     }
     if (phase_ == Phase::head) {
@@ -182,6 +186,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       parser_->header_limit(uint32_t(scanner_.head().bytes + 16));
       parser_->body_limit(uint64_t(sh_->cfg.max_body_bytes));
       parser_->eager(true);
+      method_ = scanner_.head().method;
+      path_ = scanner_.head().target.substr(0, scanner_.head().target.find('?'));
       const std::string* expect = scanner_.head().field("Expect");
       expect_continue_ = expect && iequals(*expect, "100-continue");
       phase_ = Phase::body;
@@ -219,6 +225,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     req.head = scanner_.head();
     req.body = std::move(parser_->get().body());
     req.path = req.head.target.substr(0, req.head.target.find('?'));
+    req.peer = peer_;
     keep_alive_ = parser_->keep_alive();
     head_only_ = req.head.method == "HEAD";
     chunked_ = req.head.version == "HTTP/1.1";
@@ -226,6 +233,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     scanner_.reset();
     phase_ = Phase::responding;
     read_timer_.cancel();
+    method_ = req.head.method;
     path_ = req.path;
     cors_ = cors_headers(sh_->cfg.allowed_origins, req.head.field("Origin"));
     Routed routed;
@@ -237,6 +245,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
     if (!routed.pending) return send_reply(routed.reply);
     pending_ = std::move(routed.pending);
+    pending_started_ = false;
+    pump(false);
+    process();  // watch the connection while the response is produced
+  }
+
+  // The response begins once the pending reply knows whether it streams (one still being
+  // prepared elsewhere may not know yet): a stream's head goes out at once.
+  bool pending_start() {
+    if (pending_started_) return true;
+    if (!pending_->decided()) return false;
+    pending_started_ = true;
     if (pending_->streaming()) {
       if (!chunked_) keep_alive_ = false;  // an HTTP/1.0 stream ends with the connection
       queue_write(status_line(200) +
@@ -246,8 +265,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
                   "\r\n");
       arm_tick();
     }
-    pump(false);
-    process();  // watch the connection while the response is produced
+    return true;
   }
 
   Waker make_waker() {
@@ -267,6 +285,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void pump(bool tick) {
     if (!pending_ || pending_done_ || closed_) return;
+    if (!pending_start()) return;
     std::string out;
     bool done = pending_->poll(tick, &out);
     if (pending_->streaming()) {
@@ -327,7 +346,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     HttpReply r = status == 413 ? HttpReply{413, "application/json",
                                             payload_too_large(sh_->cfg.max_body_bytes).to_json()}
                                 : error_reply(status, message);
-    log(status);
+    log(status, &message);
     queue_write(reply_text(r, false, false));
     finish_response();
     read();  // input is discarded from here on
@@ -427,8 +446,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
-  void log(int status) {
-    if (sh_->logger) sh_->logger(path_, status);
+  void log(int status, const std::string* refusal = nullptr) {
+    if (sh_->logger) sh_->logger(method_, path_, status, refusal);
   }
 
   std::shared_ptr<Shared> sh_;
@@ -441,14 +460,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<WakeSlot> wake_;
   std::unique_ptr<PendingReply> pending_;
-  std::string path_;
-  std::string cors_;  // the CORS header lines of the current request's response
+  std::string method_, path_;  // of the request being read or answered ("" until its head)
+  std::string peer_;           // the client's address
+  std::string cors_;           // the CORS header lines of the current request's response
   std::chrono::steady_clock::time_point body_deadline_;
   Phase phase_ = Phase::idle;
   size_t linger_bytes_ = 0;
   bool reading_ = false, writing_ = false, closed_ = false, failed_ = false;
   bool keep_alive_ = true, head_only_ = false, chunked_ = true, expect_continue_ = false;
-  bool pending_done_ = false, response_done_ = false;
+  bool pending_done_ = false, response_done_ = false, pending_started_ = false;
 };
 
 }  // namespace
@@ -487,12 +507,11 @@ struct HttpTransport::Impl {
 
   void reject(tcp::socket sock) {
     auto s = std::make_shared<tcp::socket>(std::move(sock));
+    const std::string why = "the server is at its limit of " + std::to_string(max_connections) +
+                            " connections: retry later";
+    if (sh->logger) sh->logger("", "", 503, &why);
     auto text = std::make_shared<std::string>(
-        reply_text({503, "application/json",
-                    unavailable("the server is at its limit of " + std::to_string(max_connections) +
-                                " connections: retry later")
-                        .to_json()},
-                   false, false));
+        reply_text({503, "application/json", unavailable(why).to_json()}, false, false));
     asio::async_write(*s, asio::buffer(*text), [s, text](error_code, size_t) {
       error_code ec;
       s->shutdown(tcp::socket::shutdown_send, ec);

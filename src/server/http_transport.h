@@ -37,6 +37,7 @@ struct HttpRequest {
   RequestHead head;
   std::string path;  // the target without its query
   std::string body;
+  std::string peer;  // the client's address ("" when unknown)
 };
 
 struct HttpReply {
@@ -50,7 +51,11 @@ struct HttpReply {
 class PendingReply {
  public:
   virtual ~PendingReply() = default;
-  // A stream is sent as 200 text/event-stream pieces; otherwise one reply() at the end.
+  // Whether streaming() is known yet (a request still being prepared off the IO threads may not
+  // know); the connection asks again whenever it is woken.
+  virtual bool decided() const { return true; }
+  // A stream is sent as 200 text/event-stream pieces; otherwise one reply() at the end. Asked
+  // only once decided().
   virtual bool streaming() const = 0;
   // Never blocks. Appends what is ready (stream pieces) to *out and returns true once the
   // response is complete. `tick`: no wake-up came for a while (a stream may send a keep-alive).
@@ -67,7 +72,11 @@ struct Routed {
 // Thread-safe and cheap: makes the request's connection poll its PendingReply soon.
 using Waker = std::function<void()>;
 using RequestHandler = std::function<Routed(const HttpRequest&, const Waker&)>;
-using ResponseLogger = std::function<void(const std::string& path, int status)>;
+// Every response's endpoint and status; `refusal` is set (with what was wrong) when the transport
+// itself refused the request — a framing error, a limit, a deadline — and no handler saw it.
+// `method` and `path` are "" when the head was not read far enough to know them.
+using ResponseLogger = std::function<void(const std::string& method, const std::string& path,
+                                          int status, const std::string* refusal)>;
 
 class HttpTransport {
  public:

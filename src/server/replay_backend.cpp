@@ -51,6 +51,7 @@ class ReplayBackend : public VocabBackend {
   std::string model_id() const override { return "replay"; }
   std::string system_fingerprint() const override { return "fp_replay"; }
   int64_t n_ctx() const override { return kReplayContext; }
+  int64_t max_running() const override { return EngineConfig{}.max_running; }
 
   RequestId submit(GenerationRequest req, EventSink sink) override {
     // The output whose key the prompt contains (the first such in the file).

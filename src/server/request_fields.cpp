@@ -100,7 +100,8 @@ const std::vector<RequestField> kFields = {
     {"min_p", B, "vLLM", S::implemented, "0.1", "drops p < min_p × p_max, before top_p"},
     {"min_tokens", B, "vLLM", S::no_op, "0", "a minimum length is not implemented"},
     {"mm_processor_kwargs", B, "vLLM", S::rejected, "", "text-only models"},
-    {"priority", B, "vLLM", S::no_op, "0", "first come, first served"},
+    {"priority", B, "vLLM", S::implemented, "1",
+     "lower first among one client's requests (docs/serve.md: fairness)"},
     {"prompt_embeds", P, "vLLM", S::rejected, "", "prompts are text or token ids"},
     {"prompt_logprobs", B, "vLLM", S::implemented, "1",
      "whole: in the choice; streamed: in the first chunk"},
@@ -179,13 +180,13 @@ void no_op_check(const RequestField& f, const json& v, const json& body) {
     auto n = body.find("n");
     json want = n == body.end() || n->is_null() ? json(1) : *n;
     if (v == want) return;
-    throw bad_request(
-        f.name, std::string("'") + f.name + "' must equal n (" + want.dump() + "): " + f.note);
+    throw bad_request(f.name, std::string("'") + f.name + "' must equal n (" +
+                                  echo_cut(want.dump()) + "): " + f.note);
   }
   for (const json& a : field_accepted_values(f))
     if (v == a) return;
   throw bad_request(f.name, std::string("'") + f.name + "' is only accepted as " + f.values + " (" +
-                                f.note + "), got " + v.dump());
+                                f.note + "), got " + echo_cut(v.dump()));
 }
 
 }  // namespace
@@ -230,7 +231,8 @@ void request_fields_check(const json& body, Endpoint endpoint) {
     const std::string& name = it.key();
     const RequestField* f = request_field_find(name, endpoint);
     if (!f)
-      throw bad_request(name, "unknown field '" + name + "' for " + endpoint_path(endpoint) +
+      throw bad_request(name, "unknown field '" + echo_cut(name) + "' for " +
+                                  endpoint_path(endpoint) +
                                   " (docs/api.md lists every field invar accepts)");
     if (it->is_null()) continue;
     if (f->status == FieldStatus::rejected)

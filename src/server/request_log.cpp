@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "server/api_error.h"
+
 namespace invar::server {
 namespace {
 
@@ -40,14 +42,18 @@ std::string request_log_id() {
   return buf;
 }
 
-std::string request_log_line(const RequestRecord& r, LogFormat f) {
-  nlohmann::ordered_json j = {{"time", utc_now()},
-                              {"id", r.id},
-                              {"method", r.method},
-                              {"endpoint", r.path},
+namespace {
+
+// The line with every string field cut to `cut` bytes.
+std::string line_of(const RequestRecord& r, LogFormat f, const std::string& time, size_t cut) {
+  auto c = [cut](const std::string& s) { return echo_cut(s, cut); };
+  nlohmann::ordered_json j = {{"time", time},
+                              {"id", c(r.id)},
+                              {"method", c(r.method)},
+                              {"endpoint", c(r.path)},
                               {"status", r.status},
-                              {"model", r.model},
-                              {"user", r.user},
+                              {"model", c(r.model)},
+                              {"user", c(r.user)},
                               {"n", r.n},
                               {"seed", nullptr},
                               {"prompt_tokens", r.prompt_tokens},
@@ -55,7 +61,7 @@ std::string request_log_line(const RequestRecord& r, LogFormat f) {
                               {"completion_tokens", r.completion_tokens},
                               {"ttft_s", nullptr},
                               {"duration_s", rounded(r.duration_s)},
-                              {"error", r.error}};
+                              {"error", c(r.error)}};
   if (r.seed) j["seed"] = *r.seed;
   if (r.ttft_s >= 0) j["ttft_s"] = rounded(r.ttft_s);
   if (f == LogFormat::json) return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -64,14 +70,29 @@ std::string request_log_line(const RequestRecord& r, LogFormat f) {
     if (k == "time" || v.is_null() || (v.is_string() && v.get<std::string>().empty())) continue;
     bool tokens = k == "n" || k.find("tokens") != std::string::npos;
     if (tokens && r.n == 0) continue;  // not a completion
-    // Strings are quoted (JSON escapes) so that a client's text cannot forge a field.
-    line += " " + k + "=" +
-            (v.is_string() && k != "method" && k != "endpoint"
-                 ? v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
-             : v.is_string() ? v.get<std::string>()
-                             : v.dump());
+    // Strings are quoted (JSON escapes) so that a client's text cannot forge a field; the
+    // method and endpoint (framed tokens) only when cut.
+    const bool bare =
+        (k == "method" || k == "endpoint") && v.get<std::string>().find(' ') == std::string::npos;
+    line +=
+        " " + k + "=" +
+        (v.is_string() && !bare ? v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+         : v.is_string()        ? v.get<std::string>()
+                                : v.dump());
   }
   return line;
+}
+
+}  // namespace
+
+std::string request_log_line(const RequestRecord& r, LogFormat f) {
+  // Escapes may grow a string sixfold: cut harder until the line fits (at 8 bytes a field it
+  // always does).
+  const std::string time = utc_now();
+  for (size_t cut = 512;; cut /= 2) {
+    std::string line = line_of(r, f, time, cut);
+    if (line.size() <= kRequestLogLineBytes || cut <= 8) return line;
+  }
 }
 
 void request_log_write(const RequestRecord& r, LogFormat f) {

@@ -1,6 +1,8 @@
 // One line per HTTP request on stderr (`invar serve --log-format text|json`): who asked what,
-// how it ended and what it cost. A line is written whole by one write, so lines from
-// concurrent requests never interleave.
+// how it ended and what it cost — refused ones too (408, 413, framing errors: the transport
+// reports them). A line is written whole by one write, so lines from concurrent requests never
+// interleave, and it is at most kRequestLogLineBytes long whatever the client sent: string
+// fields are cut ("… (N bytes)") until it fits.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,7 @@ struct RequestRecord {
   std::string error;  // the error message of a failed request
 };
 
+constexpr size_t kRequestLogLineBytes = 2048;
 std::string request_log_line(const RequestRecord& r, LogFormat f);  // without the newline
 void request_log_write(const RequestRecord& r, LogFormat f);        // to stderr
 std::string request_log_id();                                       // "req-" + 16 hex digits

@@ -93,6 +93,7 @@ std::string LatencyHistogram::exposition(const std::string& name, const std::str
 }
 
 void ServerMetrics::count_response(const std::string& endpoint, int status) {
+  responses_total.fetch_add(1);
   std::lock_guard<std::mutex> lock(mu_);
   responses_[{endpoint, status}]++;
 }

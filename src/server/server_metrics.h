@@ -32,9 +32,10 @@ struct ServerMetrics {
   std::atomic<int64_t> inflight{0};          // admitted requests not yet answered
   std::atomic<uint64_t> cancelled_total{0};  // cancelled by a client disconnect
   std::atomic<uint64_t> completion_tokens_total{0};
-  LatencyHistogram ttft;              // submit → first generated token
-  LatencyHistogram inter_token;       // between consecutive generated tokens
-  LatencyHistogram request_duration;  // admission → last byte produced
+  std::atomic<uint64_t> responses_total{0};  // every response, of every status
+  LatencyHistogram ttft;                     // submit → first generated token
+  LatencyHistogram inter_token;              // between consecutive generated tokens
+  LatencyHistogram request_duration;         // admission → last byte produced
 
   void count_response(const std::string& endpoint, int status);
   // Prometheus text format 0.0.4. engine: null while the model loads.

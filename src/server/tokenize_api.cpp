@@ -7,6 +7,7 @@
 #include "core/utf8.h"
 #include "server/api_error.h"
 #include "server/chat_request_parse.h"
+#include "server/prompt_limits.h"
 
 namespace invar::server {
 namespace {
@@ -30,7 +31,7 @@ ojson body_parse(std::string_view text, const ModelCheck& known) {
   if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
     if (!m->is_string()) throw bad_request("model", "'model' must be a string");
     if (!known(m->get<std::string>()))
-      throw not_found("the model '" + m->get<std::string>() + "' does not exist",
+      throw not_found("the model '" + echo_cut(m->get<std::string>()) + "' does not exist",
                       "model_not_found");
   }
   return body;
@@ -54,11 +55,13 @@ std::string tokenize_api(const Backend& b, std::string_view text, const ModelChe
   if (has_prompt == has_messages)
     throw bad_request(has_prompt ? "messages" : "prompt",
                       "give exactly one of 'prompt' and 'messages'");
+  // Before the messages are validated, rendered or tokenised (prompt_limits.h).
+  prompt_limits_check(body, {b.n_ctx(), b.max_token_bytes()});
   std::vector<int32_t> tokens;
   try {
     if (has_prompt) {
       if (!body["prompt"].is_string()) throw bad_request("prompt", "'prompt' must be a string");
-      tokens = b.encode(body["prompt"].get<std::string>());
+      tokens = b.encode(body["prompt"].get_ref<const std::string&>());
     } else {
       const ChatInput in = chat_request_parse(body);
       if (!b.chat_template())

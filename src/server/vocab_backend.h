@@ -3,6 +3,7 @@
 // backend and the replay backend add generation.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ class VocabBackend : public Backend {
   const ChatPrompt* chat_template() const override { return chat_->prompt(); }
   ChatTokens chat_encode(const ChatInput& in) const override { return chat_->encode(in); }
   std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }
+  size_t max_token_bytes() const override { return max_token_bytes_; }
   std::vector<int32_t> end_of_sequence_ids() const override { return eos_; }
 
  protected:
@@ -29,11 +31,15 @@ class VocabBackend : public Backend {
     tok_ = std::move(tok);
     chat_ = std::make_unique<VocabChat>(*tok_, opts);
     eos_ = invar::end_of_sequence_ids(*tok_);
+    max_token_bytes_ = 1;
+    for (int32_t id = 0; id < int32_t(tok_->n_vocab()); ++id)
+      max_token_bytes_ = std::max(max_token_bytes_, tok_->token_bytes(id).size());
   }
 
   std::unique_ptr<Tokenizer> tok_;
   std::unique_ptr<VocabChat> chat_;  // the template (or none) and the guard
   std::vector<int32_t> eos_;
+  size_t max_token_bytes_ = 1;
 };
 
 }  // namespace invar::server

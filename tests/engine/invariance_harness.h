@@ -246,4 +246,9 @@ inline std::vector<std::string> reference_models() {
   return {"qwen3next-tiny", "qwen35-tiny"};
 }
 
+// The test-name suffix of a reference model parameter.
+inline std::string reference_model_label(const ::testing::TestParamInfo<std::string>& info) {
+  return info.param == "qwen35-tiny" ? std::string("qwen35") : std::string("qwen3next");
+}
+
 }  // namespace invar::testing_engine

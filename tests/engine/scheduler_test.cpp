@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cache/prefix_cache.h"
+#include "engine/fair_share.h"
 
 namespace invar {
 namespace {
@@ -65,14 +66,27 @@ struct Harness {
   }
 
   TestSeq* add(std::vector<int32_t> prompt, int64_t max_tokens, std::string salt = "") {
-    auto s = std::make_unique<TestSeq>();
-    s->max_tokens = max_tokens;
-    s->tokens = std::move(prompt);
-    s->n_prompt = static_cast<int64_t>(s->tokens.size());
-    s->cache_salt = salt;
-    sched->enqueue(s.get());
-    seqs.push_back(std::move(s));
-    return seqs.back().get();
+    return add_group(std::move(prompt), max_tokens, 1, 0, 0, salt).front();
+  }
+  // One request of n choices from `client`.
+  std::vector<TestSeq*> add_group(std::vector<int32_t> prompt, int64_t max_tokens, int64_t n,
+                                  uint64_t client, int64_t priority = 0, std::string salt = "") {
+    std::vector<TestSeq*> out;
+    std::vector<ScheduledSeq*> group;
+    for (int64_t i = 0; i < n; ++i) {
+      auto s = std::make_unique<TestSeq>();
+      s->max_tokens = max_tokens;
+      s->tokens = prompt;
+      s->n_prompt = static_cast<int64_t>(s->tokens.size());
+      s->cache_salt = salt;
+      s->client = client;
+      s->priority = priority;
+      out.push_back(s.get());
+      group.push_back(s.get());
+      seqs.push_back(std::move(s));
+    }
+    sched->enqueue_group(group);
+    return out;
   }
 
   // The fake forward: checks inputs against the cold truth, writes outputs.
@@ -98,6 +112,16 @@ struct Harness {
     }
     ASSERT_EQ(ci, c.checkpoint_pos.size());
     hash_store(state, h);
+  }
+
+  // Tokens computed in the last step, per sequence.
+  std::vector<std::pair<TestSeq*, int64_t>> last_plan() const {
+    std::vector<std::pair<TestSeq*, int64_t>> out;
+    for (int64_t k = 0; k < plan.n_chunks; ++k) {
+      const ChunkPlan& c = plan.chunks[static_cast<size_t>(k)];
+      out.emplace_back(static_cast<TestSeq*>(c.seq), c.n_tokens);
+    }
+    return out;
   }
 
   // One engine step; returns the sequences that finished. rng picks generated tokens.
@@ -212,6 +236,18 @@ TEST(Scheduler, RandomLoadWithPreemptionAndCancellationLeaksNothing) {
   EXPECT_GT(hits, 0);
 }
 
+TEST(Scheduler, OneTokenPromptRunsInTheStepItIsAdmitted) {
+  // Its only position is both its prompt and its first decode input.
+  Harness h(4, 64, 64, 64);
+  std::mt19937 rng(4);
+  TestSeq* s = h.add({7}, 2);
+  h.step(rng, 64);
+  ASSERT_EQ(h.last_plan().size(), 1u);
+  EXPECT_EQ(h.last_plan()[0].first, s);
+  while (h.sched->has_work()) h.step(rng, 64);
+  EXPECT_EQ(s->n_generated, 2);
+}
+
 TEST(Scheduler, RefusesWhatCanNeverFit) {
   Harness h(4, 2, 0, 64);
   std::mt19937 rng(5);
@@ -219,6 +255,167 @@ TEST(Scheduler, RefusesWhatCanNeverFit) {
   h.sched->schedule(h.plan, h.refused);
   EXPECT_EQ(h.refused.size(), 1u);
   EXPECT_FALSE(h.sched->has_work());
+}
+
+TEST(FairShare, WaterFillingBoundedByTheRatio) {
+  // Alone, a request takes every seat; beside equals, an equal part.
+  std::vector<FairUnit> alone = {{1, 128, 0}};
+  fair_shares(alone, 64, 2);
+  EXPECT_EQ(alone[0].share, 64);
+  std::vector<FairUnit> two = {{1, 128, 0}, {2, 128, 0}};
+  fair_shares(two, 64, 2);
+  EXPECT_EQ(two[0].share, 32);
+  EXPECT_EQ(two[1].share, 32);
+  // Beside a small one, at most ratio × its part (water-filling alone would give 63 + 1).
+  std::vector<FairUnit> hostile = {{1, 128, 0}, {2, 1, 0}};
+  fair_shares(hostile, 64, 2);
+  EXPECT_EQ(hostile[0].share, 2);
+  EXPECT_EQ(hostile[1].share, 1);
+  fair_shares(hostile, 64, 0);
+  EXPECT_EQ(hostile[0].share, 63) << "ratio 0: plain water-filling";
+  // Client 1's three units take 2 + 1 + 2 among themselves, so client 1 counts as 5 and
+  // client 2 gets at most 10; client 3 has no demand and no share.
+  std::vector<FairUnit> u = {{1, 100, 0}, {1, 1, 0}, {1, 5, 0}, {2, 128, 0}, {3, 0, 0}};
+  fair_shares(u, 64, 2);
+  EXPECT_EQ(u[0].share, 2);
+  EXPECT_EQ(u[1].share, 1);
+  EXPECT_EQ(u[2].share, 2);
+  EXPECT_EQ(u[3].share, 10);
+  EXPECT_EQ(u[4].share, 0);
+  // More clients than seats: one each (the running set is still capped by the slots).
+  std::vector<FairUnit> many(10);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = {i, 3, 0};
+  fair_shares(many, 4, 2);
+  for (const FairUnit& x : many) EXPECT_EQ(x.share, 1);
+  EXPECT_EQ(fair_level(std::vector<int64_t>{5, 9, 30}, 20, 0), 7);  // 5 + 7 + 7
+  EXPECT_EQ(fair_level(std::vector<int64_t>{5, 9, 30}, 100, 0), 30);
+  EXPECT_EQ(fair_level(std::vector<int64_t>{5, 9, 30}, 100, 3), 15);
+}
+
+TEST(FairShare, MaxMinSplitOfTokens) {
+  std::vector<int64_t> demand = {1000, 3, 40, 1000}, out(4);
+  fair_split(demand, 448, out);
+  EXPECT_EQ(out[1], 3);
+  EXPECT_EQ(out[2], 40);
+  EXPECT_EQ(out[0] + out[3], 448 - 43);
+  EXPECT_LE(std::abs(out[0] - out[3]), 1);
+  fair_split(demand, 5000, out);
+  EXPECT_EQ(out, demand) << "enough for all: everyone gets what it asked";
+  fair_split(demand, 2, out);
+  EXPECT_EQ(out[0] + out[1] + out[2] + out[3], 2);
+}
+
+// The attacker's request (many choices, long completions) from one client, then a small request
+// from another: the small one is admitted in the next step (a slot taken from the large one),
+// every step computes at most fair_ratio (1) of the large one's sequences, and the small one
+// finishes in as many steps as it has tokens. The fake forward checks every chunk's state and
+// KV against the cold truth, so the preemptions and rotations cost no bit.
+TEST(Scheduler, SmallRequestBesideAHostileOneWaitsBoundedSteps) {
+  const int64_t max_running = 16, budget = 64;
+  Harness h(4, 4096, 4096, budget, true, max_running);
+  std::mt19937 rng(7);
+  std::vector<TestSeq*> big = h.add_group(doc_tokens(3, 1), 200, 64, /*client=*/1);
+  for (int i = 0; i < 5; ++i) h.step(rng, budget);
+  int64_t big_running = 0;
+  for (auto [s, n] : h.last_plan()) big_running += s->client == 1;
+  EXPECT_EQ(big_running, max_running) << "alone, the large request takes every slot";
+
+  TestSeq* small = h.add_group(doc_tokens(5, 2), 8, 1, /*client=*/2).front();
+  int64_t steps = 0;
+  while (small->n_generated < small->max_tokens) {
+    h.step(rng, budget);
+    ++steps;
+    ASSERT_FALSE(testing::Test::HasFatalFailure());
+    int64_t big_in_step = 0;
+    bool small_in_step = false;
+    for (auto [s, n] : h.last_plan()) {
+      big_in_step += s->client == 1;
+      small_in_step = small_in_step || s == small;
+    }
+    EXPECT_TRUE(small_in_step) << "step " << steps << ": the small request did not compute";
+    EXPECT_LE(big_in_step, 1) << "step " << steps << ": over fair_ratio × the small one's 1";
+    ASSERT_LE(steps, 20);
+  }
+  // Its prompt in one step, then one token per step: 1 + 7.
+  EXPECT_EQ(steps, 8);
+  EXPECT_GT(h.sched->counters().preemptions, 0) << "no slot was taken from the large request";
+  while (h.sched->has_work()) {
+    h.step(rng, budget);
+    ASSERT_FALSE(testing::Test::HasFatalFailure());
+  }
+  for (TestSeq* s : big) EXPECT_EQ(s->n_generated, 200);
+  EXPECT_EQ(h.cache->stats().blocks_referenced, 0);
+}
+
+// A request's choices share one prefill: the later ones wait until the first has committed
+// the prompt, then hit every full block of it.
+TEST(Scheduler, ChoicesOfOneRequestPrefillThePromptOnce) {
+  Harness h(16, 256, 256, 512);
+  std::mt19937 rng(9);
+  std::vector<TestSeq*> choices = h.add_group(doc_tokens(70, 4), 3, 4, 1);
+  int64_t computed = 0;
+  while (h.sched->has_work()) {
+    h.step(rng, 512);
+    ASSERT_FALSE(testing::Test::HasFatalFailure());
+    for (auto [s, n] : h.last_plan()) computed += n;
+  }
+  EXPECT_EQ(choices[0]->cached_tokens, 0);
+  for (size_t i = 1; i < choices.size(); ++i)
+    EXPECT_EQ(choices[i]->cached_tokens, 64) << "choice " << i;
+  // 70 prompt tokens once, 6 per later choice, and 2 decode tokens per choice (3 generated).
+  EXPECT_EQ(computed, 70 + 3 * 6 + 4 * 2);
+  // Without the prefix cache every choice computes the prompt (nothing to share).
+  Harness off(16, 256, 256, 512, /*prefix=*/false);
+  off.add_group(doc_tokens(70, 4), 3, 4, 1);
+  off.step(rng, 512);
+  EXPECT_EQ(off.last_plan().size(), 4u) << "choices waited for a prefill they cannot share";
+}
+
+// Among one client's requests the lower priority value is admitted first; across clients
+// admission alternates.
+TEST(Scheduler, PriorityWithinAClientRoundRobinAcross) {
+  Harness h(4, 256, 256, 64, true, /*max_running=*/1);
+  std::mt19937 rng(3);
+  TestSeq* late = h.add_group(doc_tokens(5, 1), 2, 1, /*client=*/1, /*priority=*/5).front();
+  TestSeq* urgent = h.add_group(doc_tokens(5, 2), 2, 1, /*client=*/1, /*priority=*/-1).front();
+  h.step(rng, 64);
+  ASSERT_EQ(h.last_plan().size(), 1u);
+  EXPECT_EQ(h.last_plan()[0].first, urgent);
+  while (h.sched->has_work()) h.step(rng, 64);
+  EXPECT_EQ(late->n_generated, 2);
+
+  // Client 3 sends three requests, then client 4 one: client 4 goes second, not fourth.
+  std::vector<TestSeq*> order;
+  std::vector<TestSeq*> a;
+  for (int i = 0; i < 3; ++i) a.push_back(h.add_group(doc_tokens(5, 3 + i), 1, 1, 3).front());
+  TestSeq* b = h.add_group(doc_tokens(5, 9), 1, 1, 4).front();
+  while (h.sched->has_work()) {
+    h.step(rng, 64);
+    for (auto [s, n] : h.last_plan())
+      if (std::find(order.begin(), order.end(), s) == order.end()) order.push_back(s);
+  }
+  EXPECT_EQ(order, (std::vector<TestSeq*>{a[0], b, a[1], a[2]}));
+}
+
+// A long prompt does not take the whole budget from a short one that arrives after it.
+TEST(Scheduler, PrefillBudgetIsSharedAcrossClients) {
+  Harness h(4, 1024, 1024, 64);
+  std::mt19937 rng(5);
+  TestSeq* longp = h.add_group(doc_tokens(1000, 1), 1, 1, 1).front();
+  h.step(rng, 64);
+  TestSeq* shortp = h.add_group(doc_tokens(10, 2), 1, 1, 2).front();
+  h.step(rng, 64);
+  int64_t long_n = 0, short_n = 0;
+  for (auto [s, n] : h.last_plan()) {
+    if (s == longp) long_n += n;
+    if (s == shortp) short_n += n;
+  }
+  EXPECT_EQ(short_n, 10) << "the short prompt waited behind the long one";
+  EXPECT_EQ(long_n, 54);
+  while (h.sched->has_work()) {
+    h.step(rng, 64);
+    ASSERT_FALSE(testing::Test::HasFatalFailure());
+  }
 }
 
 }  // namespace

@@ -36,12 +36,17 @@ class FakeBackend : public Backend {
   std::chrono::microseconds token_delay{200};
   int64_t ctx = 256;
   std::atomic<bool> hold{false};  // while true, no request makes progress
+  // Tokenising a text of at least big_text bytes sleeps this long and burns this much CPU.
+  size_t big_text = 10000;
+  std::chrono::milliseconds big_encode_sleep{0};
+  double big_encode_cpu_s = 0;
   // While true, a finished request's sink is kept (as the engine thread may hold one for a
   // while after the request's last event) until release_kept_sinks().
   std::atomic<bool> keep_sinks{false};
 
   // Observations.
   std::atomic<int64_t> cancels{0}, submits{0};
+  mutable std::atomic<int64_t> encodes{0};  // prompts tokenised (chat ones too)
   std::vector<GenerationRequest> submitted() {
     std::lock_guard<std::mutex> lock(mu_);
     return log_;
@@ -62,8 +67,18 @@ class FakeBackend : public Backend {
   std::string model_id() const override { return "fake-model"; }
   std::string system_fingerprint() const override { return "fp_fake"; }
   int64_t n_ctx() const override { return ctx; }
+  int64_t max_running() const override { return 64; }
   int64_t n_vocab() const override { return 257; }
   std::vector<int32_t> encode(std::string_view text) const override {
+    ++encodes;
+    if (text.size() >= big_text) {
+      std::this_thread::sleep_for(big_encode_sleep);
+      const auto t0 = std::chrono::steady_clock::now();
+      volatile uint64_t x = 0;
+      while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() <
+             big_encode_cpu_s)
+        x = x + 1;
+    }
     std::vector<int32_t> ids;
     for (unsigned char c : text) ids.push_back(c);
     return ids;
@@ -77,6 +92,7 @@ class FakeBackend : public Backend {
     return id < 256 ? std::string(1, char(id)) : std::string();
   }
   std::vector<int32_t> end_of_sequence_ids() const override { return {kEos}; }
+  size_t max_token_bytes() const override { return 1; }
 
   RequestId submit(GenerationRequest req, EventSink sink) override {
     if (int64_t(req.prompt.size()) + req.max_tokens > ctx) throw Error("over the context");

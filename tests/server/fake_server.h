@@ -49,4 +49,9 @@ struct FakeServer {
   }
 };
 
+// The JSON body of a response.
+inline nlohmann::json body_of(const httplib::Result& r) {
+  return nlohmann::json::parse(r->body);
+}
+
 }  // namespace invar::server::testing

@@ -14,10 +14,6 @@ using json = nlohmann::json;
 
 namespace {
 
-json body_of(const httplib::Result& r) {
-  return json::parse(r->body);
-}
-
 // Text and (token, logprob) pairs of a stream, concatenated.
 struct Streamed {
   std::string text;

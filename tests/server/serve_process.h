@@ -115,6 +115,15 @@ class ServeProcess {
   int status_ = 0;
 };
 
+// The process's resident memory (VmRSS) in KiB, -1 when it cannot be read.
+inline int64_t resident_kib(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  return -1;
+}
+
 struct CurlResult {
   int status = 0;
   std::string body;

@@ -1,0 +1,128 @@
+// Bounded pre-admission work: structural limits refuse what cannot fit before anything is
+// rendered or tokenised; bodies over 64 KiB are prepared on the low-priority pool, so neither
+// the IO threads nor small requests wait for them; the pool's queue is bounded (429), a
+// request's preparation CPU is bounded (400), and /ready (or /health?ready) says when the
+// server is saturated.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "fake_server.h"
+#include "http_test_util.h"
+
+using namespace invar::server;
+using namespace invar::server::testing;
+using json = nlohmann::json;
+
+namespace {
+
+TEST(Prepare, StructuralLimitsComeBeforeRenderingAndTokenising) {
+  FakeServer s;  // n_ctx 256, one byte a token: at most 256 bytes of text
+  const int64_t encodes = s.fake->encodes;
+  const json msgs = json::array({{{"role", "user"}, {"content", std::string(300, 'a')}}});
+  json many = json::array();
+  for (int i = 0; i < 300; ++i) many.push_back({{"role", "user"}, {"content", ""}});
+  const json tools =
+      json::array({{{"type", "function"},
+                    {"function", {{"name", "f"}, {"description", std::string(300, 'd')}}}}});
+  const std::vector<std::tuple<std::string, json, std::string>> cases = {
+      {"/v1/chat/completions", {{"messages", many}}, "messages"},
+      {"/v1/chat/completions", {{"messages", msgs}}, "messages"},
+      {"/v1/chat/completions",
+       {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}, {"tools", tools}},
+       "tools"},
+      {"/v1/completions", {{"prompt", std::string(300, 'p')}}, "prompt"},
+      {"/v1/completions", {{"prompt", json::array({std::string(300, 'p')})}}, "prompt"},
+      {"/v1/completions", {{"prompt", json(std::vector<int>(300, 1))}}, "prompt"},
+      {"/tokenize", {{"prompt", std::string(300, 'p')}}, "prompt"},
+      {"/tokenize", {{"messages", many}}, "messages"},
+  };
+  for (const auto& [path, body, param] : cases) {
+    auto r = s.post(path, body.dump());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << path << " " << r->body;
+    EXPECT_EQ(body_of(r)["error"]["param"], param) << r->body;
+    EXPECT_NE(r->body.find("context of 256 tokens"), std::string::npos) << r->body;
+  }
+  EXPECT_EQ(s.fake->encodes, encodes) << "something was rendered or tokenised first";
+  // truncate_prompt_tokens keeps the last tokens of a longer prompt: its text is not bounded.
+  auto t = s.post(
+      "/v1/completions",
+      json{{"prompt", std::string(300, 'p')}, {"truncate_prompt_tokens", 10}, {"max_tokens", 1}}
+          .dump());
+  EXPECT_EQ(t->status, 200) << t->body;
+}
+
+// Two large bodies whose tokenisation takes a second each: on the IO threads (two of them)
+// they would hold every connection; on the pool a small request is answered meanwhile.
+TEST(Prepare, LargeBodiesLeaveTheIoThreadsFree) {
+  FakeServer s({}, false, [](FakeBackend& f) {
+    f.ctx = 1 << 20;
+    f.big_encode_sleep = std::chrono::milliseconds(1000);
+  });
+  const json big = {{"prompt", std::string(100000, 'b')}, {"max_tokens", 1}};
+  std::vector<int> statuses(2);
+  std::atomic<int> big_done{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 2; ++i)
+    ts.emplace_back([&, i] {
+      statuses[i] = s.post("/v1/completions", big.dump())->status;
+      ++big_done;
+    });
+  while (s.fake->encodes < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(s.post("/v1/completions", R"({"prompt":"a","max_tokens":2})")->status, 200);
+  EXPECT_EQ(s.get("/health")->status, 200);
+  EXPECT_EQ(big_done, 0) << "the small request waited for a large one's preparation";
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200}));
+}
+
+TEST(Prepare, FullQueueIs429AndCpuBudgetIs400) {
+  ServerConfig cfg;
+  cfg.prepare_queue = 1;
+  cfg.prepare_cpu_s = 0.05;
+  FakeServer s(cfg, false, [](FakeBackend& f) {
+    f.ctx = 1 << 20;
+    f.big_encode_sleep = std::chrono::milliseconds(400);
+  });
+  const json big = {{"prompt", std::string(100000, 'b')}, {"max_tokens", 1}};
+  std::vector<int> statuses(2);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 2; ++i) {
+    ts.emplace_back([&, i] { statuses[i] = s.post("/v1/completions", big.dump())->status; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // one runs, one waits
+  }
+  auto r = s.post("/v1/completions", big.dump());
+  EXPECT_EQ(r->status, 429) << r->body;
+  EXPECT_NE(r->body.find("--prepare-queue"), std::string::npos) << r->body;
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200})) << "sleeping costs no CPU";
+
+  s.fake->big_encode_cpu_s = 0.2;
+  auto cpu = s.post("/v1/completions", big.dump());
+  EXPECT_EQ(cpu->status, 400) << cpu->body;
+  EXPECT_NE(cpu->body.find("--prepare-cpu-seconds"), std::string::npos) << cpu->body;
+  EXPECT_EQ(s.post("/tokenize", json{{"prompt", std::string(100000, 'b')}}.dump())->status, 400);
+}
+
+TEST(Prepare, ReadySaysWhenTheQueueIsSaturated) {
+  ServerConfig cfg;
+  cfg.queue_limit = 1;
+  FakeServer s(cfg);
+  EXPECT_EQ(s.get("/ready")->status, 200);
+  EXPECT_EQ(s.get("/health?ready")->status, 200);
+  s.fake->hold = true;
+  std::thread held([&] { s.post("/v1/completions", R"({"prompt":"a","max_tokens":2})"); });
+  while (s.fake->submits < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto r = s.get("/ready");
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(body_of(r)["status"], "saturated") << r->body;
+  EXPECT_EQ(body_of(r)["inflight"], 1);
+  EXPECT_EQ(s.get("/health?ready")->status, 503);
+  EXPECT_EQ(s.get("/health")->status, 200) << "liveness stays up";
+  s.fake->hold = false;
+  held.join();
+  EXPECT_EQ(s.get("/ready")->status, 200);
+}
+
+}  // namespace
