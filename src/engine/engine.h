@@ -27,7 +27,7 @@ struct EngineConfig {
   int64_t cache_bytes = 1ll << 30;  // --cache-bytes: budget for cached KV blocks + checkpoints
   bool prefix_cache = true;         // --no-prefix-cache turns lookups and inserts off
   int64_t max_batch_tokens = 512;   // --max-batch-tokens: tokens per engine step
-  int64_t max_running = 64;         // requests computing at once
+  int64_t max_running = 64;         // --max-num-seqs: requests computing at once
   int64_t max_queue = 1024;         // waiting requests before submit() refuses (overloaded)
   int threads = 0;                  // --threads (0: hardware concurrency)
   int64_t n_ctx = 0;                // context limit per request (0: the model's n_ctx_train)

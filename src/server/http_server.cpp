@@ -18,13 +18,19 @@
 #include "server/completion_choices.h"
 #include "server/cors.h"
 #include "server/http_transport.h"
+#include "server/props_api.h"
 #include "server/server_metrics.h"
 #include "server/tokenize_api.h"
+#include "server/vllm_metrics.h"
 
 namespace invar::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr const char* kRandomWeightsWarning =
+    "a random-weight demo model: its output is noise. Serve a real model with "
+    "`invar serve -m FILE.gguf`";
 
 enum class State { loading, ready, failed, draining, stopped };
 
@@ -52,8 +58,9 @@ HttpReply error_reply(const ApiError& e) {
 }
 
 std::string endpoint_label(const std::string& path) {
-  for (const char* p : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
-                        "/metrics", "/tokenize", "/detokenize"})
+  for (const char* p :
+       {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics", "/tokenize",
+        "/detokenize", "/v1/tokenize", "/v1/detokenize", "/props", "/version"})
     if (path == p) return p;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
   return "other";
@@ -182,7 +189,8 @@ struct HttpServer::Impl {
   bool authorized(const HttpRequest& req) const {
     if (cfg.api_key.empty()) return true;
     bool guarded = req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" ||
-                   req.path == "/detokenize" || (req.path == "/metrics" && !cfg.metrics_public);
+                   req.path == "/detokenize" || req.path == "/props" ||
+                   (req.path == "/metrics" && !cfg.metrics_public);
     if (!guarded) return true;
     const std::string* auth = req.head.field("Authorization");
     return auth && req.head.count("Authorization") == 1 &&
@@ -211,12 +219,17 @@ struct HttpServer::Impl {
     return cfg.served_model_names;
   }
   nlohmann::json model_json(const std::string& name) const {
-    return {{"id", name},
-            {"object", "model"},
-            {"created", 0},
-            {"owned_by", "invar"},
-            {"max_model_len", backend->n_ctx()},
-            {"system_fingerprint", backend->system_fingerprint()}};
+    nlohmann::json m = {{"id", name},
+                        {"object", "model"},
+                        {"created", 0},
+                        {"owned_by", "invar"},
+                        {"max_model_len", backend->n_ctx()},
+                        {"system_fingerprint", backend->system_fingerprint()}};
+    if (cfg.random_weights) {
+      m["random_weights"] = true;
+      m["warning"] = kRandomWeightsWarning;
+    }
+    return m;
   }
 };
 
@@ -247,6 +260,7 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     bool have = s == State::ready || s == State::draining;
     if (have) em = backend->metrics();
     std::string text = metrics.exposition(have ? &em : nullptr, state_name(s));
+    if (have) text += vllm_metrics_exposition(em, metrics, served_names().front());
     text +=
         "# HELP invar_http_connections_open client connections open\n"
         "# TYPE invar_http_connections_open gauge\n"
@@ -276,17 +290,30 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     return handle_completion(req, p == "/v1/completions" ? Endpoint::completions : Endpoint::chat,
                              wake);
   }
-  if (p == "/tokenize" || p == "/detokenize") {
+  if (p == "/tokenize" || p == "/detokenize" || p == "/v1/tokenize" || p == "/v1/detokenize") {
     if (m != "POST") return wrong_method("POST");
     if (auto e = not_ready()) return {error_reply(*e), nullptr};
     auto known = [this](const std::string& name) { return model_known(name); };
+    const bool tokenize = p == "/tokenize" || p == "/v1/tokenize";
     try {
-      return {json_reply(200, p == "/tokenize" ? tokenize_api(*backend, req.body, known)
-                                               : detokenize_api(*backend, req.body, known)),
+      return {json_reply(200, tokenize ? tokenize_api(*backend, req.body, known)
+                                       : detokenize_api(*backend, req.body, known)),
               nullptr};
     } catch (const ApiError& e) {
       return {error_reply(e), nullptr};
     }
+  }
+  if (p == "/props") {
+    if (!get) return wrong_method("GET");
+    if (auto e = not_ready()) return {error_reply(*e), nullptr};
+    // The template text is the model's: never let its bytes make the body invalid UTF-8.
+    return {json_reply(200, props_json(*backend, cfg, backend->metrics())
+                                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+            nullptr};
+  }
+  if (p == "/version") {
+    if (!get) return wrong_method("GET");
+    return {json_reply(200, version_json(cfg).dump()), nullptr};
   }
   return {error_reply(not_found("unknown route: " + m + " " + p, "not_found")), nullptr};
 }
