@@ -13,7 +13,7 @@ std::vector<RegisteredCommand>& bench_registry() {
 }
 
 BenchKind::BenchKind(std::string name, Command::Setup setup) {
-  bench_registry().push_back({std::move(name), std::move(setup)});
+  bench_registry().push_back({std::move(name), std::move(setup), {}});
 }
 
 namespace {

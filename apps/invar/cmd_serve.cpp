@@ -19,6 +19,7 @@
 #include "command.h"
 #include "core/error.h"
 #include "core/simd.h"
+#include "core/user_cache_dir.h"
 #include "model/gguf.h"
 #include "model/make_model.h"
 #include "model/sha256_cache.h"
@@ -30,7 +31,10 @@
 namespace invar::app {
 namespace {
 
-constexpr const char* kDefaultModel = "models/default.gguf";
+// Served when no model is given: make-model's defaults with the Qwen3 vocabulary, under the
+// user's cache directory (never the working directory), written on first use. Its file name is
+// the model id /v1/models lists, so that no client takes it for a real model.
+constexpr const char* kDemoModelFile = "invar-demo-random-weights.gguf";
 
 struct ServeOptions {
   std::string model;
@@ -47,17 +51,34 @@ struct ServeOptions {
   std::string replay_outputs;  // tests: replay fixture outputs instead of running the model
 };
 
-// The default model, written on first use: make-model's defaults with the Qwen3 vocabulary.
-void default_model_create(const std::string& path) {
+std::string demo_model_path() {
+  const std::string dir = user_cache_dir();
+  if (dir.empty())
+    throw Error(
+        "no model given, and no cache directory for the demo model ($XDG_CACHE_HOME and $HOME "
+        "are unset): give one with -m FILE.gguf");
+  return dir + "/models/" + kDemoModelFile;
+}
+
+void demo_model_warn(const std::string& path) {
+  std::fprintf(stderr,
+               "invar serve: WARNING: no model given: serving a RANDOM-WEIGHT DEMO MODEL (%s)\n"
+               "invar serve: WARNING: its answers are noise; it is there to try the API. Serve a "
+               "real model with `invar serve -m FILE.gguf`\n",
+               path.c_str());
+}
+
+void demo_model_create(const std::string& path) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::fprintf(stderr, "invar serve: creating the default model %s (first use)\n", path.c_str());
+  std::fprintf(stderr, "invar serve: writing the demo model %s (first use)\n", path.c_str());
   MakeModelConfig c;
   c.type = DType::BF16;
   Vocab v = vocab_from_tokenizer_json(std::string(INVAR_SOURCE_DIR) + "/data/qwen3/tokenizer.json");
   GgufWriter w;
   make_model(c, int64_t(v.tokens.size()), w);
   vocab_to_gguf(v, w);
-  std::string tmp = path + ".partial";
+  // Two servers starting at once each write their own file; the rename is atomic.
+  std::string tmp = path + ".partial." + std::to_string(getpid());
   w.write(tmp);
   std::filesystem::rename(tmp, path);
 }
@@ -96,10 +117,19 @@ int run_serve(ServeOptions& o) {
   if (o.server.queue_limit < 1) throw Error("--queue-limit must be at least 1");
   if (o.server.max_request_tokens < 0 || o.server.max_request_logprobs < 0)
     throw Error("--max-request-tokens and --max-request-logprobs must be ≥ 0 (0: derived)");
+  if (o.engine.max_running < 1) throw Error("--max-num-seqs must be at least 1");
   bool default_model = o.model.empty();
-  std::string path = default_model ? kDefaultModel : o.model;
+  std::string path = default_model ? demo_model_path() : o.model;
   if (!default_model && !std::filesystem::exists(path)) throw Error("no model file at " + path);
   o.server.model_aliases = {path, std::filesystem::path(path).filename().string()};
+  o.server.model_path = path;
+  o.server.total_slots = o.engine.max_running;
+  o.server.version = INVAR_VERSION;
+  o.server.build_info = version_text();
+  for (size_t p; (p = o.server.build_info.find('\n')) != std::string::npos;)
+    o.server.build_info.replace(p, 1, "; ");
+  o.server.random_weights = default_model;
+  if (default_model) demo_model_warn(path);
   if (o.log_format == "text")
     o.server.log_format = server::LogFormat::text;
   else if (o.log_format == "json")
@@ -127,7 +157,7 @@ int run_serve(ServeOptions& o) {
   server::BackendOptions bopts = o.backend;
   const std::string replay = o.replay_outputs;
   server::HttpServer srv(o.server, [path, default_model, ecfg, bopts, replay] {
-    if (default_model && !std::filesystem::exists(path)) default_model_create(path);
+    if (default_model && !std::filesystem::exists(path)) demo_model_create(path);
     if (!replay.empty()) return server::replay_backend_load(path, replay, bopts);
     return server::engine_backend_load(path, ecfg, bopts);
   });
@@ -145,9 +175,10 @@ int run_serve(ServeOptions& o) {
                o.server.host.c_str(), port, path.c_str());
 
   // A loader failure ends the process; otherwise wait for a signal.
-  std::thread loaded([&srv, port] {
+  std::thread loaded([&srv, port, default_model, path] {
     std::string err;
     if (srv.wait_loaded(&err)) {
+      if (default_model) demo_model_warn(path);
       std::fprintf(stderr, "invar serve: ready on port %d\n", port);
     } else {
       std::fprintf(stderr, "invar serve: loading failed: %s\n", err.c_str());
@@ -186,14 +217,16 @@ int run_serve(ServeOptions& o) {
   return 0;
 }
 
-Command serve_command("serve", [](CLI::App& root) -> Command::Run {
+Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -> Command::Run {
   auto o = std::make_shared<ServeOptions>();
   auto* s = root.add_subcommand("serve",
                                 "OpenAI-compatible HTTP server (/v1/completions, "
                                 "/v1/chat/completions, /v1/models, /tokenize, /detokenize, "
-                                "/health, /metrics)");
-  s->add_option("--model", o->model,
-                std::string("GGUF model (default: ") + kDefaultModel + ", created on first use)");
+                                "/props, /version, /health, /metrics)");
+  s->add_option("-m,--model,model", o->model,
+                "GGUF model FILE (also as the first argument). Without one: a random-weight demo "
+                "model, said so in the log and /v1/models, written on first use under "
+                "$XDG_CACHE_HOME/invar/models (else ~/.cache/invar/models)");
   s->add_option("--host", o->server.host, "address to bind (loopback unless told otherwise)")
       ->capture_default_str();
   s->add_option("--port", o->server.port, "port (0: any free port, printed on stderr)")
@@ -313,7 +346,12 @@ Command serve_command("serve", [](CLI::App& root) -> Command::Run {
                 "only). Scheduling never changes a logit")
       ->capture_default_str();
   spec_flags_add(s, e);
-  s->add_option("--ctx", e.n_ctx, "context limit per request (0: the model's)")
+  s->add_option("-c,--ctx,--ctx-size,--max-model-len", e.n_ctx,
+                "context limit per request (0: the model's)")
+      ->capture_default_str();
+  s->add_option("--max-num-seqs,--parallel", e.max_running,
+                "requests computing at once (also -np); more wait in the queue (--queue-limit). "
+                "Each holds its live recurrent state outside --cache-bytes")
       ->capture_default_str();
   s->add_option("--simd", o->simd, "off | avx2 | avx512 (default: the best the CPU has)");
   s->add_option("--served-model-name", o->server.served_model_names,

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace invar::app {
@@ -14,12 +15,17 @@ struct Command {
   // returns the process exit status.
   using Run = std::function<int()>;
   using Setup = std::function<Run(CLI::App& root)>;
+  // Peers' flag spellings CLI11 cannot declare (a single dash and several letters, as
+  // llama-server's -np) → the flag they stand for; main.cpp rewrites them before parsing.
+  using DashAliases = std::vector<std::pair<std::string, std::string>>;
   Command(std::string name, Setup setup);
+  Command(std::string name, DashAliases aliases, Setup setup);
 };
 
 struct RegisteredCommand {
   std::string name;
   Command::Setup setup;
+  Command::DashAliases aliases;
 };
 std::vector<RegisteredCommand>& command_registry();
 

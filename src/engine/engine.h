@@ -27,7 +27,7 @@ struct EngineConfig {
   int64_t cache_bytes = 1ll << 30;  // --cache-bytes: budget for cached KV blocks + checkpoints
   bool prefix_cache = true;         // --no-prefix-cache turns lookups and inserts off
   int64_t max_batch_tokens = 512;   // --max-batch-tokens: tokens per engine step
-  int64_t max_running = 64;         // requests computing at once
+  int64_t max_running = 64;         // --max-num-seqs: requests computing at once
   int64_t fair_ratio = 1;           // --fair-ratio: a request computes at most this many times
                                     // the sequences per step of the smallest competing one
                                     // (engine/fair_share.h; 0: no bound)

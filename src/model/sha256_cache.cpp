@@ -12,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/user_cache_dir.h"
+
 namespace invar {
 
 namespace {
@@ -43,11 +45,8 @@ int64_t realtime_ns() {
 }
 
 std::string sha256_cache_dir_default() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg && *xdg == '/') return std::string(xdg) + "/invar/sha256";
-  const char* home = std::getenv("HOME");
-  if (home && *home == '/') return std::string(home) + "/.cache/invar/sha256";
-  return "";
+  const std::string dir = user_cache_dir();
+  return dir.empty() ? "" : dir + "/sha256";
 }
 
 std::optional<std::string> sha256_cache_find(const std::string& dir, const FileIdentity& id) {

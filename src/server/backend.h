@@ -28,6 +28,8 @@ class Backend {
   // Special-token text (e.g. "<|im_start|>") becomes its id, as vLLM and llama.cpp do. Throws
   // invar::Error for text the vocabulary cannot encode.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // As encode, but special-token text stays plain text (llama-server's parse_special: false).
+  virtual std::vector<int32_t> encode_plain(std::string_view text) const = 0;
   // The chat template (chat_prompt.h), or null when the model carries none and none was given.
   virtual const ChatPrompt* chat_template() const = 0;
   // The prompt tokens of a chat. Control-token spellings inside client strings stay plain text

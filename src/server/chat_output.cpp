@@ -91,15 +91,19 @@ std::optional<ApiError> ChatOutput::unmet() const {
   std::string asked =
       choice_ == ToolChoice::named ? "a call of '" + choice_name_ + "' only" : "a tool call";
   ApiError e;
-  e.status = 502;  // the model, not the client nor invar, failed the request's demand
-  e.type = "server_error";
+  // 422, not 5xx: clients (the OpenAI SDKs) retry 408, 409, 429 and 5xx, and a retry of the same
+  // request with the same seed writes the same output again (DESIGN.md §1); a 5xx also counts as
+  // an outage on dashboards. The request was well formed; what it demands was not delivered.
+  e.status = 422;
+  e.type = "unprocessable_entity_error";
   e.param = "tool_choice";
   e.code = "tool_choice_unmet";
   e.message = "tool_choice asked for " + asked + ", but the model wrote " +
               (calls.empty() ? std::string("no valid tool call")
                              : "a call of '" + calls.front().name + "'") +
-              " (invar does not constrain decoding to a tool call; retry, or use tool_choice "
-              "\"auto\")";
+              " (invar does not constrain decoding to a tool call, and the same request with "
+              "the same seed writes the same output: change the seed or the prompt, or use "
+              "tool_choice \"auto\")";
   return e;
 }
 

@@ -5,8 +5,8 @@
 // tool_choice: "none" parses no calls (the text stays content); "auto" parses them; "required"
 // and a named function parse them too, but invar does not constrain decoding, so the model may
 // write no call (or call another function). Then the request fails honestly: unmet() returns a
-// 502 "tool_choice_unmet" error (the model, upstream of the server, did not deliver; neither the
-// client nor invar is at fault) naming what was asked, never a plain answer passed off as done.
+// 422 "tool_choice_unmet" error naming what was asked, never a plain answer passed off as done.
+// A 4xx that clients do not retry: the same request and seed would write the same output.
 //
 // parallel_tool_calls: false returns the first tool call only, whole and streamed (vLLM's
 // filter): the model still writes what it writes, and later calls are dropped from the output.

@@ -65,7 +65,8 @@ class ChatPrompt {
                       const std::function<std::string(std::string_view)>& protect) const;
 
   const std::string& origin() const { return cfg_.origin; }
-  const std::string& sha256() const { return sha256_; }  // hex of the template text
+  const std::string& source() const { return cfg_.source; }  // the template text (/props)
+  const std::string& sha256() const { return sha256_; }      // hex of the template text
   chat::ToolCallSyntax tool_call_syntax() const { return syntax_; }
   chat::ContentFormat content_format() const { return content_format_; }
   bool reasoning() const { return cfg_.reasoning; }

@@ -22,13 +22,19 @@
 #include "server/pending_prepared.h"
 #include "server/prepare_pool.h"
 #include "server/prompt_limits.h"
+#include "server/props_api.h"
 #include "server/server_metrics.h"
 #include "server/tokenize_api.h"
+#include "server/vllm_metrics.h"
 
 namespace invar::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+constexpr const char* kRandomWeightsWarning =
+    "a random-weight demo model: its output is noise. Serve a real model with "
+    "`invar serve -m FILE.gguf`";
 
 enum class State { loading, ready, failed, draining, stopped };
 
@@ -56,8 +62,9 @@ HttpReply error_reply(const ApiError& e) {
 }
 
 std::string endpoint_label(const std::string& path) {
-  for (const char* p : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
-                        "/ready", "/metrics", "/tokenize", "/detokenize"})
+  for (const char* p :
+       {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/ready", "/metrics",
+        "/tokenize", "/detokenize", "/v1/tokenize", "/v1/detokenize", "/props", "/version"})
     if (path == p) return p;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
   return "other";
@@ -203,7 +210,8 @@ struct HttpServer::Impl {
   bool authorized(const HttpRequest& req) const {
     if (cfg.api_key.empty()) return true;
     bool guarded = req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" ||
-                   req.path == "/detokenize" || (req.path == "/metrics" && !cfg.metrics_public);
+                   req.path == "/detokenize" || req.path == "/props" ||
+                   (req.path == "/metrics" && !cfg.metrics_public);
     if (!guarded) return true;
     const std::string* auth = req.head.field("Authorization");
     return auth && req.head.count("Authorization") == 1 &&
@@ -260,12 +268,17 @@ struct HttpServer::Impl {
     return cfg.served_model_names;
   }
   nlohmann::json model_json(const std::string& name) const {
-    return {{"id", name},
-            {"object", "model"},
-            {"created", 0},
-            {"owned_by", "invar"},
-            {"max_model_len", backend->n_ctx()},
-            {"system_fingerprint", backend->system_fingerprint()}};
+    nlohmann::json m = {{"id", name},
+                        {"object", "model"},
+                        {"created", 0},
+                        {"owned_by", "invar"},
+                        {"max_model_len", backend->n_ctx()},
+                        {"system_fingerprint", backend->system_fingerprint()}};
+    if (cfg.random_weights) {
+      m["random_weights"] = true;
+      m["warning"] = kRandomWeightsWarning;
+    }
+    return m;
   }
 };
 
@@ -303,6 +316,7 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     bool have = s == State::ready || s == State::draining;
     if (have) em = backend->metrics();
     std::string text = metrics.exposition(have ? &em : nullptr, state_name(s));
+    if (have) text += vllm_metrics_exposition(em, metrics, served_names().front());
     text +=
         "# HELP invar_http_connections_open client connections open\n"
         "# TYPE invar_http_connections_open gauge\n"
@@ -341,9 +355,21 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
       return handle_completion(r, ep, wake);
     });
   }
-  if (p == "/tokenize" || p == "/detokenize") {
+  if (p == "/tokenize" || p == "/detokenize" || p == "/v1/tokenize" || p == "/v1/detokenize") {
     if (m != "POST") return wrong_method("POST");
     return prepared(req, wake, [this](const HttpRequest& r) { return handle_tokenize(r); });
+  }
+  if (p == "/props") {
+    if (!get) return wrong_method("GET");
+    if (auto e = not_ready()) return {error_reply(*e), nullptr};
+    // The template text is the model's: never let its bytes make the body invalid UTF-8.
+    return {json_reply(200, props_json(*backend, cfg, backend->metrics())
+                                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+            nullptr};
+  }
+  if (p == "/version") {
+    if (!get) return wrong_method("GET");
+    return {json_reply(200, version_json(cfg).dump()), nullptr};
   }
   return {error_reply(not_found("unknown route: " + echo_cut(m) + " " + echo_cut(p), "not_found")),
           nullptr};
@@ -426,8 +452,9 @@ Routed HttpServer::Impl::handle_tokenize(const HttpRequest& req) {
   auto known = [this](const std::string& name) { return model_known(name); };
   try {
     const double cpu0 = thread_cpu_seconds();
-    std::string body = req.path == "/tokenize" ? tokenize_api(*backend, req.body, known)
-                                               : detokenize_api(*backend, req.body, known);
+    const bool tokenize = req.path == "/tokenize" || req.path == "/v1/tokenize";
+    std::string body = tokenize ? tokenize_api(*backend, req.body, known)
+                                : detokenize_api(*backend, req.body, known);
     cpu_check(cpu0, "parsing and tokenising");
     return {json_reply(200, std::move(body)), nullptr};
   } catch (const ApiError& e) {

@@ -47,6 +47,12 @@ struct ServerConfig {
   std::vector<std::string> served_model_names;
   std::vector<std::string> allowed_origins;  // --allowed-origins: CORS ("*": any); none: off
   LogFormat log_format = LogFormat::text;    // one line per request on stderr
+  // What /props, /version and /v1/models say about what is served (set by `invar serve`).
+  std::string model_path;       // /props model_path
+  int64_t total_slots = 0;      // /props total_slots: requests computing at once (--max-num-seqs)
+  std::string version;          // /version
+  std::string build_info;       // /props build_info
+  bool random_weights = false;  // the demo model of `invar serve` without --model: said everywhere
 };
 
 class HttpServer {

@@ -1,6 +1,9 @@
 #include "server/server_metrics.h"
 
+#include <algorithm>
 #include <cstdio>
+
+#include "core/error.h"
 
 namespace invar::server {
 namespace {
@@ -65,30 +68,51 @@ void tier_metrics(std::string& out, const TiersReport& r) {
 
 }  // namespace
 
+LatencyHistogram::LatencyHistogram(const std::vector<double>& other)
+    : bounds_(kBounds.begin(), kBounds.end()) {
+  bounds_.insert(bounds_.end(), other.begin(), other.end());
+  std::sort(bounds_.begin(), bounds_.end());
+  bounds_.erase(std::unique(bounds_.begin(), bounds_.end()), bounds_.end());
+  counts_.assign(bounds_.size() + 1, 0);
+}
+
 void LatencyHistogram::observe(double s) {
+  // The first bound >= s: Prometheus buckets are upper-inclusive.
+  const size_t i = size_t(std::lower_bound(bounds_.begin(), bounds_.end(), s) - bounds_.begin());
   std::lock_guard<std::mutex> lock(mu_);
-  size_t i = 0;
-  while (i < kBounds.size() && s > kBounds[i]) ++i;
   counts_[i]++;
   sum_ += s;
   count_++;
 }
 
 std::string LatencyHistogram::exposition(const std::string& name, const std::string& help) const {
+  return exposition(name, help, std::vector<double>(kBounds.begin(), kBounds.end()), "");
+}
+
+std::string LatencyHistogram::exposition(const std::string& name, const std::string& help,
+                                         const std::vector<double>& bounds,
+                                         const std::string& labels) const {
+  const bool invar_layout = labels.empty();
+  const std::string pre = labels.empty() ? "" : labels + ",";
+  const std::string tail = labels.empty() ? "" : "{" + labels + "}";
   std::lock_guard<std::mutex> lock(mu_);
   std::string out = "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n";
   uint64_t cum = 0;
-  for (size_t i = 0; i < kBounds.size(); ++i) {
-    cum += counts_[i];
-    char le[32];
-    std::snprintf(le, sizeof le, "%g",
-                  kBounds[i]);  // bucket labels as written: 0.0025, not 0.0025000000000000001
-    out += name + "_bucket{le=\"" + le + "\"} " + std::to_string(cum) + "\n";
+  size_t i = 0;
+  for (double b : bounds) {
+    // Every bound of a layout is one of bounds_, so the cumulative count at it is exact.
+    while (i < bounds_.size() && bounds_[i] <= b) cum += counts_[i++];
+    INVAR_CHECK(i > 0 && bounds_[i - 1] == b, "histogram bound " + num(b) + " was not counted");
+    // Bounds as written (0.0025, not 0.0025000000000000001); vLLM's clients also write 1.0.
+    char le[40];
+    std::snprintf(le, sizeof le, "%g", b);
+    std::string text = le;
+    if (!invar_layout && text.find_first_of(".e") == std::string::npos) text += ".0";
+    out += name + "_bucket{" + pre + "le=\"" + text + "\"} " + std::to_string(cum) + "\n";
   }
-  cum += counts_[kBounds.size()];
-  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(cum) + "\n";
-  out += name + "_sum " + num(sum_) + "\n";
-  out += name + "_count " + std::to_string(count_) + "\n";
+  out += name + "_bucket{" + pre + "le=\"+Inf\"} " + std::to_string(count_) + "\n";
+  out += name + "_sum" + tail + " " + num(sum_) + "\n";
+  out += name + "_count" + tail + " " + std::to_string(count_) + "\n";
   return out;
 }
 

@@ -44,17 +44,64 @@ bool flag(const ojson& body, const char* name) {
   return it->get<bool>();
 }
 
+std::string dumped(const ojson& j) {
+  return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
+}
+
+// llama-server's form: {"content": str, "add_special"?, "parse_special"?, "with_pieces"?}
+// → {"tokens": [id] | [{"id", "piece"}]}.
+std::string tokenize_content(const Backend& b, const ojson& body) {
+  if (body.contains("prompt") || body.contains("messages"))
+    throw bad_request("content", "give exactly one of 'prompt', 'messages' and 'content'");
+  for (const auto& [k, v] : body.items())
+    if (k != "content" && k != "add_special" && k != "parse_special" && k != "with_pieces" &&
+        k != "model")
+      throw bad_request(k, "unknown field '" + k +
+                               "' for the llama-server form of /tokenize (content, add_special, "
+                               "parse_special, with_pieces)");
+  if (!body["content"].is_string()) throw bad_request("content", "'content' must be a string");
+  flag(body, "add_special");  // validated: Qwen vocabularies add no BOS, the same tokens either way
+  // llama-server's default: special-token text becomes its token, as in every other endpoint.
+  const bool parse_special = !body.contains("parse_special") || body["parse_special"].is_null() ||
+                             flag(body, "parse_special");
+  const bool pieces = flag(body, "with_pieces");
+  std::vector<int32_t> tokens;
+  try {
+    const std::string text = body["content"].get<std::string>();
+    tokens = parse_special ? b.encode(text) : b.encode_plain(text);
+  } catch (const Error& e) {
+    throw bad_request("content", e.what());
+  }
+  ojson list = ojson::array();
+  for (int32_t id : tokens) {
+    if (!pieces) {
+      list.push_back(id);
+      continue;
+    }
+    // A piece that is not whole UTF-8 (part of a character) is its bytes, as llama-server sends it.
+    const std::string bytes = b.token_bytes(id);
+    ojson piece = bytes;
+    if (utf8::first_invalid(bytes) != bytes.size()) {
+      piece = ojson::array();
+      for (unsigned char c : bytes) piece.push_back(int(c));
+    }
+    list.push_back({{"id", id}, {"piece", std::move(piece)}});
+  }
+  return dumped({{"tokens", std::move(list)}});
+}
+
 }  // namespace
 
 std::string tokenize_api(const Backend& b, std::string_view text, const ModelCheck& known) {
   const ojson body = body_parse(text, known);
+  if (body.contains("content") && !body["content"].is_null()) return tokenize_content(b, body);
   flag(body, "add_special_tokens");  // validated; see the header
   const bool strs = flag(body, "return_token_strs");
   const bool has_prompt = body.contains("prompt") && !body["prompt"].is_null();
   const bool has_messages = body.contains("messages") && !body["messages"].is_null();
   if (has_prompt == has_messages)
     throw bad_request(has_prompt ? "messages" : "prompt",
-                      "give exactly one of 'prompt' and 'messages'");
+                      "give exactly one of 'prompt' and 'messages' (or llama-server's 'content')");
   // Before the messages are validated, rendered or tokenised (prompt_limits.h).
   prompt_limits_check(body, {b.n_ctx(), b.max_token_bytes()});
   std::vector<int32_t> tokens;
@@ -79,7 +126,7 @@ std::string tokenize_api(const Backend& b, std::string_view text, const ModelChe
     for (int32_t id : tokens) s.push_back(utf8::lossy(b.token_bytes(id)));
     out["token_strs"] = std::move(s);
   }
-  return out.dump(-1, ' ', false, ojson::error_handler_t::replace);
+  return dumped(out);
 }
 
 std::string detokenize_api(const Backend& b, std::string_view text, const ModelCheck& known) {
@@ -96,8 +143,9 @@ std::string detokenize_api(const Backend& b, std::string_view text, const ModelC
                                   std::to_string(b.n_vocab()) + ")");
     bytes += b.token_bytes(int32_t(t.get<int64_t>()));
   }
-  return ojson{{"prompt", utf8::lossy(bytes)}}.dump(-1, ' ', false,
-                                                    ojson::error_handler_t::replace);
+  // vLLM's requests name the model; llama-server's do not.
+  const bool vllm = body.contains("model") && !body["model"].is_null();
+  return dumped({{vllm ? "prompt" : "content", utf8::lossy(bytes)}});
 }
 
 }  // namespace invar::server

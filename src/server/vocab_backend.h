@@ -19,6 +19,9 @@ class VocabBackend : public Backend {
   std::vector<int32_t> encode(std::string_view text) const override {
     return tok_->encode(text, true);
   }
+  std::vector<int32_t> encode_plain(std::string_view text) const override {
+    return tok_->encode(text, false);
+  }
   const ChatPrompt* chat_template() const override { return chat_->prompt(); }
   ChatTokens chat_encode(const ChatInput& in) const override { return chat_->encode(in); }
   std::string token_bytes(int32_t id) const override { return tok_->token_bytes(id); }

@@ -212,6 +212,7 @@ TEST(ChatOutputShape, FinishReasonsAndToolChoice) {
   ChatOutput req = output_of(with_tools(u, R"(,"tool_choice":"required")"), "No.", false);
   ASSERT_TRUE(req.unmet());
   EXPECT_EQ(req.unmet()->code, "tool_choice_unmet");
+  EXPECT_EQ(req.unmet()->status, 422) << "a 4xx that clients do not retry (docs/chat.md)";
   EXPECT_EQ(req.unmet()->param, "tool_choice");
   EXPECT_FALSE(output_of(with_tools(u, R"(,"tool_choice":"required")"), call, false).unmet());
 

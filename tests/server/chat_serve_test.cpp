@@ -5,7 +5,7 @@
 // equal Python jinja2's rendering of the same request, text and tokens. Also: the startup
 // log names the template and its digest, --chat-template overrides it, a model without a
 // template refuses chat requests with a 400 (completions still work), and /tokenize,
-// /detokenize follow vLLM's shapes and the API key.
+// /detokenize follow the peers' shapes (no "model": llama-server's {"content"}) and the API key.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -129,8 +129,8 @@ std::vector<std::string> expect_prompts_are_jinja2s(const ServeProcess& s, const
     EXPECT_EQ(t["count"].get<size_t>(), tokens.size());
     EXPECT_GT(t["max_model_len"].get<int64_t>(), 0);
     const CurlResult dt = post(s, "/detokenize", {{"tokens", tokens}}, "k");
-    EXPECT_EQ(dt.status, 200) << dt.body;
-    EXPECT_EQ(json::parse(dt.body)["prompt"].get<std::string>(), want[i]) << name;
+    ASSERT_EQ(dt.status, 200) << dt.body;
+    EXPECT_EQ(json::parse(dt.body)["content"].get<std::string>(), want[i]) << name;
     EXPECT_EQ(tokens, tokenize_special(model, want[i])) << name << ": token by token";
     json chat = req;
     chat["max_tokens"] = 1;
@@ -229,7 +229,7 @@ TEST(ChatServe, ChatTemplateFlagOverridesAndNoTemplateRefusesChat) {
   ASSERT_EQ(ok.status, 200) << ok.body;
   const json t = json::parse(ok.body);
   const CurlResult text = post(flag, "/detokenize", {{"tokens", t["tokens"]}});
-  EXPECT_EQ(json::parse(text.body)["prompt"],
+  EXPECT_EQ(json::parse(text.body)["content"],
             "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n");
 }
 

@@ -83,6 +83,7 @@ class FakeBackend : public Backend {
     for (unsigned char c : text) ids.push_back(c);
     return ids;
   }
+  std::vector<int32_t> encode_plain(std::string_view text) const override { return encode(text); }
   const ChatPrompt* chat_template() const override { return &chat_; }
   ChatTokens chat_encode(const ChatInput& in) const override {
     ChatRendered r = chat_.render(in, nullptr);

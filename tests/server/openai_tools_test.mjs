@@ -138,16 +138,37 @@ check('tool_choice none leaves the call as text', async () => {
   assert.match(w.content, /^<tool_call>\n<function=get_weather>/);
 });
 
-check('tool_choice required without a call is an error, not a plain answer', async () => {
-  try {
-    await xmlClient.chat.completions.create({ model: 'replay', tools: [weather], tool_choice: 'required',
-      messages: [{ role: 'user', content: 'Please say hello.' }] });
-    assert.fail('expected an error');
-  } catch (e) {
-    assert.ok(e instanceof OpenAI.APIError, e.message);
-    assert.equal(e.status, 502);
-    assert.equal(e.code, 'tool_choice_unmet');
+// The request-log lines of requests sent with `user` (the text log quotes it).
+const linesOf = (server, user) => server.log().split('\n').filter((l) => l.includes(`user="${user}"`));
+
+check('tool_choice required without a call is a 422 the SDK does not retry', async () => {
+  // The SDK's default retry policy (maxRetries 2: 408, 409, 429 and >= 500 are retried).
+  const retrying = new OpenAI({ apiKey: 'none', baseURL: `http://127.0.0.1:${xml.port}/v1` });
+  assert.equal(retrying.maxRetries, 2, 'the SDK retries by default: the check is not vacuous');
+  for (const [choice, user] of [['required', 'unmet-required'],
+                                [{ type: 'function', function: { name: 'get_time' } }, 'unmet-named']]) {
+    try {
+      await retrying.chat.completions.create({ model: 'replay', tools: [weather, time], tool_choice: choice, user,
+        messages: [{ role: 'user', content: 'Please say hello.' }] });
+      assert.fail('expected an error');
+    } catch (e) {
+      assert.ok(e instanceof OpenAI.UnprocessableEntityError, `${e.constructor.name}: ${e.message}`);
+      assert.equal(e.status, 422);
+      assert.equal(e.code, 'tool_choice_unmet');
+      assert.equal(e.param, 'tool_choice');
+      assert.equal(e.type, 'unprocessable_entity_error');
+    }
+    // The log line is written after the reply: wait for it, then for any retry to show up.
+    for (let i = 0; i < 100 && linesOf(xml, user).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 300));
+    const lines = linesOf(xml, user);
+    assert.equal(lines.length, 1, `one attempt, not retried:\n${lines.join('\n')}`);
+    assert.match(lines[0], /endpoint=\/v1\/chat\/completions status=422 /);
   }
+  // Streamed: the error comes as an event after what was sent; the SDK throws, nothing retried.
+  const stream = await retrying.chat.completions.create({ model: 'replay', tools: [weather], tool_choice: 'required',
+    user: 'unmet-stream', stream: true, messages: [{ role: 'user', content: 'Please say hello.' }] });
+  await assert.rejects(async () => { for await (const c of stream) void c; }, /tool_choice/);
   const named = await xmlClient.chat.completions.create({ model: 'replay', tools: [weather, time],
     tool_choice: { type: 'function', function: { name: 'get_weather' } },
     messages: [{ role: 'user', content: 'weather in Paris' }] });
