@@ -89,7 +89,11 @@ TEST(BoundedErrors, TwoMegabyteBadFieldsGetSmallErrorsAndSmallLogLines) {
       EXPECT_TRUE(r->status == 400 || r->status == 404)
           << r->status << " " << r->body.substr(0, 300);
       EXPECT_LE(r->body.size(), 1024u) << path << ": " << r->body.substr(0, 300);
-      EXPECT_NE(r->body.find(" bytes)"), std::string::npos) << r->body.substr(0, 300);
+      // A 2 MB logit_bias is refused for its first out-of-vocabulary id, which echoes nothing
+      // long; every other case echoes its value cut short.
+      if (body.find("logit_bias") == std::string::npos) {
+        EXPECT_NE(r->body.find(" bytes)"), std::string::npos) << r->body.substr(0, 300);
+      }
     }
   });
   EXPECT_EQ(lines.size(), cases.size());

@@ -209,7 +209,7 @@ class FakeBackend : public Backend {
   ChatPrompt chat_{
       {"{% for m in messages %}{{ '<' + m.role + '>' + m.content + '\\n' }}"
        "{% endfor %}{{ '<assistant>' }}",
-       "the fake backend", "", "", std::nullopt, true}};
+       "the fake backend", "", "", std::nullopt, true, std::nullopt}};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<RequestId, Req> reqs_;
