@@ -63,9 +63,9 @@ set(INVAR_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -
 function(invar_isa_flags srcs)
   foreach(f ${srcs})
     if(f MATCHES "_avx512\\.cpp$")
-      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "${INVAR_AVX512_FLAGS}")
+      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "${INVAR_AVX512_FLAGS};${INVAR_SANITIZE_ISA_OPT}")
     elseif(f MATCHES "_avx2\\.cpp$")
-      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "${INVAR_AVX2_FLAGS}")
+      set_source_files_properties(${f} PROPERTIES COMPILE_OPTIONS "${INVAR_AVX2_FLAGS};${INVAR_SANITIZE_ISA_OPT}")
     endif()
   endforeach()
 endfunction()
@@ -80,10 +80,10 @@ endif()
 # Test code (not the libraries it tests, which keep the build type's flags) is compiled with -Og:
 # a third less compile time than -O2 for GoogleTest/JSON-heavy files, and the tests' own loops
 # are small next to the library calls they make. Files built for one ISA (*_avx2.cpp,
-# *_avx512.cpp) instantiate numerics code and keep the build's optimisation (GCC 12 also warns
+# *_avx512.cpp) instantiate numerics code and keep the build's ISA optimisation (GCC 12 also warns
 # about its own intrinsics headers at -Og): their -O comes after the target's -Og and wins.
 if(INVAR_SANITIZE)
-  set(INVAR_ISA_TEST_OPT -O1)
+  set(INVAR_ISA_TEST_OPT ${INVAR_SANITIZE_ISA_OPT})
 else()
   set(INVAR_ISA_TEST_OPT -O2)
 endif()
@@ -113,34 +113,77 @@ endfunction()
 
 # Every test executable compiles with the same flags, so they share one precompiled header
 # (invar_test_pch, tests/CMakeLists.txt): GoogleTest, nlohmann/json and the cpp-httplib client,
-# whose feature defines every test therefore carries.
+# whose feature defines every test therefore carries. MAIN: the executable brings its own main
+# (tests/gtest_source_main.cpp) instead of GoogleTest's.
 function(invar_test_target name)
-  cmake_parse_arguments(A "" "" "SOURCES" ${ARGN})
+  cmake_parse_arguments(A "MAIN" "" "SOURCES" ${ARGN})
   target_compile_options(${name} PRIVATE ${INVAR_WARNINGS} -Og)
-  foreach(f ${A_SOURCES})
-    if(f MATCHES "_avx(2|512)\\.cpp$")
-      set_property(SOURCE ${f} APPEND PROPERTY COMPILE_OPTIONS ${INVAR_ISA_TEST_OPT})
-    endif()
-  endforeach()
-  target_link_libraries(${name} PRIVATE GTest::gtest GTest::gtest_main nlohmann_json::nlohmann_json
+  invar_test_isa_sources(${name} ${A_SOURCES})
+  target_link_libraries(${name} PRIVATE GTest::gtest nlohmann_json::nlohmann_json
                         PkgConfig::INVAR_TEST_HTTPLIB)
+  if(NOT A_MAIN)
+    target_link_libraries(${name} PRIVATE GTest::gtest_main)
+  endif()
   target_compile_definitions(${name} PRIVATE _FILE_OFFSET_BITS=64
     INVAR_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     INVAR_TEST_DATA_DIR="${PROJECT_SOURCE_DIR}/tests/data"
     INVAR_BINARY_DIR="${PROJECT_BINARY_DIR}")
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_precompile_headers(${name} REUSE_FROM invar_test_pch)
-  invar_pch_skip_isa(${name})
 endfunction()
 
-# invar_test(NAME SOURCES... LIBS ... [LABELS ...]): a GoogleTest executable registered with CTest.
+# A test target's files built for one ISA: their ISA flags and optimisation after the target's
+# -Og, and neither the shared precompiled header (other flags) nor a unity batch.
+function(invar_test_isa_sources target)
+  invar_isa_flags("${ARGN}")
+  foreach(f ${ARGN})
+    if(f MATCHES "_avx(2|512)\\.cpp$")
+      set_property(SOURCE ${f} APPEND PROPERTY COMPILE_OPTIONS ${INVAR_ISA_TEST_OPT})
+      set_source_files_properties(${f} PROPERTIES SKIP_PRECOMPILE_HEADERS ON
+                                  SKIP_UNITY_BUILD_INCLUSION ON)
+    endif()
+  endforeach()
+endfunction()
+
+# invar_test(NAME SOURCES... LIBS ... [TIMEOUT s] [LABELS ...] [IN EXE]): GoogleTest tests
+# registered with CTest as NAME. Alone, NAME is its own executable. With IN, the sources join
+# the test executable EXE of this directory (created by its first test), compiled in unity
+# batches (CI time: GoogleTest, json and cpp-httplib are instantiated and optimised once a batch,
+# not once a file), and NAME runs `EXE --source=FILE...`: only the tests of its own files, with
+# its own timeout and labels. Target-level settings (dependencies, definitions) go on EXE.
+# NO_UNITY: the files compile on their own (their file-scope `using` declarations and
+# directives would clash with the other files of a batch).
 function(invar_test name)
-  cmake_parse_arguments(A "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
-  add_executable(${name} ${A_SOURCES})
-  target_link_libraries(${name} PRIVATE ${A_LIBS})
-  invar_isa_flags("${A_SOURCES}")
-  invar_test_target(${name} SOURCES ${A_SOURCES})
-  add_test(NAME ${name} COMMAND ${name})
+  cmake_parse_arguments(A "NO_UNITY" "TIMEOUT;IN" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(A_IN)
+    set(exe ${A_IN})
+    if(NOT TARGET ${exe})
+      add_executable(${exe} ${PROJECT_SOURCE_DIR}/tests/gtest_source_main.cpp)
+      invar_test_target(${exe} MAIN)
+      if(INVAR_UNITY_BUILD)
+        set_target_properties(${exe} PROPERTIES UNITY_BUILD ON
+                              UNITY_BUILD_BATCH_SIZE ${INVAR_UNITY_BATCH})
+      endif()
+    endif()
+    target_sources(${exe} PRIVATE ${A_SOURCES})
+    if(A_NO_UNITY)
+      set_source_files_properties(${A_SOURCES} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    endif()
+    target_link_libraries(${exe} PRIVATE ${A_LIBS})
+    invar_test_isa_sources(${exe} ${A_SOURCES})
+    set(args)
+    foreach(f ${A_SOURCES})
+      get_filename_component(base ${f} NAME)
+      list(APPEND args --source=${base})
+    endforeach()
+    add_test(NAME ${name} COMMAND ${exe} ${args})
+  else()
+    set(exe ${name})
+    add_executable(${exe} ${A_SOURCES})
+    target_link_libraries(${exe} PRIVATE ${A_LIBS})
+    invar_test_target(${exe} SOURCES ${A_SOURCES})
+    add_test(NAME ${name} COMMAND ${exe})
+  endif()
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 300)
   endif()
@@ -150,7 +193,7 @@ function(invar_test name)
     set_tests_properties(${name} PROPERTIES LABELS "${A_LABELS}")
   endif()
   foreach(label ${A_LABELS})
-    invar_label_target(${label} ${name})
+    invar_label_target(${label} ${exe})
   endforeach()
 endfunction()
 

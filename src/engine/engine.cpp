@@ -97,6 +97,7 @@ struct Engine::Impl {
   std::vector<ScheduledSeq*> group;               // admit()'s scratch
   std::vector<std::vector<RequestEvent>> events;  // per chunk of the step, until it is committed
   std::vector<FinishReason> finishes;
+  std::vector<std::string> errors;  // per chunk: a non-finite logit's message, else empty
   uint64_t requests_total = 0, prompt_tokens_total = 0, computed_tokens = 0;
   double busy_s = 0;
   std::thread thread;
@@ -157,12 +158,25 @@ struct Engine::Impl {
     const auto n = static_cast<size_t>(plan.n_chunks);
     if (events.size() < n) events.resize(n);
     finishes.resize(n);
+    errors.resize(n);
     for (size_t k = 0; k < n; ++k) {
       ChunkPlan& c = plan.chunks[k];
       Sequence& s = sequence_of(c.seq);
       events[k].clear();
-      const ChunkOutcome o = post.process(c, runner.logits(static_cast<int64_t>(k)),
-                                          live.at(s.id).text.get(), events[k]);
+      errors[k].clear();
+      ChunkOutcome o;
+      try {
+        o = post.process(c, runner.logits(static_cast<int64_t>(k)), live.at(s.id).text.get(),
+                         events[k]);
+      } catch (const EngineError& e) {
+        if (e.kind() != ErrorKind::nonfinite) throw;
+        // A non-finite logit: the verified positions are kept (what they hold is a function
+        // of the tokens), nothing of this chunk is reported, and the request ends with the
+        // error once the step is committed.
+        events[k].clear();
+        errors[k] = e.what();
+        o = ChunkOutcome{FinishReason::error, c.n_tokens - c.n_draft, 0};
+      }
       c.n_kept = o.n_kept;
       finishes[k] = o.finish;
       if (o.n_kept < c.n_tokens)
@@ -178,7 +192,10 @@ struct Engine::Impl {
       Sequence* s = &sequence_of(plan.chunks[k].seq);
       for (RequestEvent& ev : events[k])
         if (s->sink) s->sink(std::move(ev));
-      if (finishes[k] != FinishReason::none) finish(s, finishes[k]);
+      if (!errors[k].empty())
+        fail(s, ErrorKind::nonfinite, std::move(errors[k]));
+      else if (finishes[k] != FinishReason::none)
+        finish(s, finishes[k]);
     }
     busy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }

@@ -48,6 +48,7 @@ enum class ErrorKind {
   overloaded,        // the waiting queue is full: retry later
   shutting_down,     // the engine is draining or stopped
   internal,          // a bug in invar (a failed forward pass)
+  nonfinite,         // the model computed a NaN or Inf logit for this request (damaged weights)
 };
 
 class EngineError : public Error {

@@ -1,7 +1,10 @@
 #include "engine/postprocess.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
+#include "engine/engine.h"
 #include "tokenizer/token_types.h"
 #include "tokenizer/tokenizer.h"
 
@@ -16,6 +19,23 @@ std::vector<int32_t> end_of_sequence_ids(const Tokenizer& tok) {
   }
   return ids;
 }
+
+namespace {
+
+// A NaN or Inf logit would reach the response as a NaN logprob or a token drawn from garbage:
+// the request ends with an error instead (ErrorKind::nonfinite). One pass over the row,
+// ~n_vocab compares next to the n_vocab·E multiply-adds that made it.
+void require_finite(const float* row, int64_t n_vocab, int64_t position) {
+  for (int64_t i = 0; i < n_vocab; ++i)
+    if (!std::isfinite(row[i]))
+      throw EngineError(ErrorKind::nonfinite, "",
+                        "the model computed a non-finite logit (" +
+                            std::string(std::isnan(row[i]) ? "NaN" : "Inf") + " for token " +
+                            std::to_string(i) + ") at position " + std::to_string(position) +
+                            ": the model file's weights are damaged for this input");
+}
+
+}  // namespace
 
 std::string_view Postprocessor::token_text_bytes(const GenerationRequest& r, int32_t id) const {
   const auto& types = tokenizer_->vocab().token_types;
@@ -33,6 +53,7 @@ void Postprocessor::logits_capture(Sequence& s, int64_t pos0, int64_t n, const f
     const int64_t p = pos0 + j;
     if (p < s.logits_reported) continue;  // recomputed after a preemption
     const float* r = rows + static_cast<size_t>(j) * V;
+    require_finite(r, n_vocab_, p);
     s.logits_pending.emplace_back(p, std::vector<float>(r, r + V));
     s.logits_reported = p + 1;
   }
@@ -47,6 +68,7 @@ void Postprocessor::prompt_logprobs_emit(Sequence& s, const ChunkPlan& c, const 
     ev.kind = EventKind::prompt_logprobs;
     ev.position = target;
     ev.token = s.tokens[static_cast<size_t>(target)];
+    require_finite(rows + static_cast<size_t>(j * n_vocab_), n_vocab_, target);
     logprobs_top(rows + static_cast<size_t>(j * n_vocab_), n_vocab_, ev.token,
                  s.req.prompt_logprobs, scratch_, &ev.logprob, &ev.top);
     s.prompt_lp_reported = target + 1;
@@ -60,6 +82,7 @@ FinishReason Postprocessor::token_emit(Sequence& s, const float* row, TextAssemb
   RequestEvent ev;
   ev.kind = EventKind::token;
   ev.position = position;
+  require_finite(row, n_vocab_, position);
   // Penalties see s.tokens, the verified sequence: in a verification chunk the drafts kept so
   // far are its last tokens, exactly as plain decoding would have generated them.
   const float* penalised =

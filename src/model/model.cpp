@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/sha256.h"
+#include "model/finite_scales.h"
 #include "model/forward.h"
 #include "model/sha256_cache.h"
 #include "model/weights.h"
@@ -21,6 +22,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, bool populate_now, b
   m->file_ = GgufFile::open(path, populate_now, huge_pages);
   m->hp_ = hparams_from_gguf(*m->file_);
   m->w_ = std::make_unique<ModelWeights>(weights_bind(*m->file_, m->hp_));
+  check_finite_scales(*m->file_);
   m->load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!populate_now && !huge_pages) {
     const GgufFile* f = m->file_.get();

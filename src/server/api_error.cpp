@@ -62,6 +62,10 @@ ApiError api_error_of(ErrorKind kind, std::string param, std::string message) {
       return overloaded(std::move(message));
     case ErrorKind::shutting_down:
       return unavailable(std::move(message));
+    case ErrorKind::nonfinite:
+      // The model file's weights failed, not invar (500) and not the request (4xx): 502, and
+      // never a NaN in a response.
+      return {502, std::move(message), "server_error", "", "nonfinite_logits"};
     case ErrorKind::internal:
       break;
   }

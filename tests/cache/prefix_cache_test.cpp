@@ -15,7 +15,7 @@
 #include "sanitizer_build.h"
 
 namespace invar {
-namespace {
+namespace prefix_cache_test {
 
 constexpr int64_t kBs = 4;            // tokens per block
 constexpr int64_t kBlockFloats = 8;   // 32 bytes → one 64-byte slot
@@ -376,5 +376,5 @@ TEST(PrefixCache, FreedSlotsReturnTheirPagesWhenTheOtherKindNeedsTheBudget) {
   EXPECT_LT(grown, cfg.cache_bytes + (1 << 20)) << "both kinds resident at once";
 }
 
-}  // namespace
+}  // namespace prefix_cache_test
 }  // namespace invar

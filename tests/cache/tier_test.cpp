@@ -29,7 +29,7 @@
 #include "cache/tier_record.h"
 
 namespace invar {
-namespace {
+namespace tier_test {
 
 namespace fs = std::filesystem;
 
@@ -488,5 +488,5 @@ TEST(TierSoak, BudgetsHoldWithoutDescriptorGrowth) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace tier_test
 }  // namespace invar

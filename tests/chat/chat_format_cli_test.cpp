@@ -13,7 +13,7 @@
 
 #include "command_run.h"
 
-namespace {
+namespace chat_format_cli_test {
 
 namespace fs = std::filesystem;
 
@@ -148,4 +148,4 @@ TEST(ChatFormatCli, UsageErrors) {
   EXPECT_NE(r.out.find("'messages' must be an array"), std::string::npos) << r.out;
 }
 
-}  // namespace
+}  // namespace chat_format_cli_test

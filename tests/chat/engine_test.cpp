@@ -10,7 +10,7 @@
 #include "chat/py_string.h"
 #include "chat/template.h"
 
-namespace {
+namespace engine_test {
 
 using invar::chat::Template;
 using invar::chat::TemplateError;
@@ -236,4 +236,4 @@ TEST(ChatSandbox, MutatingMethodsAreRefused) {
   EXPECT_EQ(render("{{ xs.append is defined }}{{ xs }}", ctx), "True[1, 2]");
 }
 
-}  // namespace
+}  // namespace engine_test

@@ -20,7 +20,7 @@
 #include "chat/content_format.h"
 #include "chat/template.h"
 
-namespace {
+namespace jinja2_compare_test {
 
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
@@ -283,4 +283,4 @@ TEST(Jinja2Compare, EngineSnippets) {
   EXPECT_EQ(tally.equal, tally.total);
 }
 
-}  // namespace
+}  // namespace jinja2_compare_test

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-namespace {
+namespace output_parser_test {
 
 using invar::chat::OutputDelta;
 using invar::chat::OutputParser;
@@ -159,4 +159,4 @@ TEST(OutputParser, ParameterTypingFollowsTheSchema) {
   EXPECT_EQ(tool_parameter_value(tools, "f", "o", deep), ojson(deep));  // no stack overflow
 }
 
-}  // namespace
+}  // namespace output_parser_test

@@ -17,7 +17,7 @@
 #include "detmath_lanes.h"
 
 namespace invar {
-namespace {
+namespace detmath_test {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -262,5 +262,5 @@ TEST(Detmath, SimdSiluBitIdentical) {
   expect_lanes_equal(test::LaneFn::silu, det_silu, "silu");
 }
 
-}  // namespace
+}  // namespace detmath_test
 }  // namespace invar

@@ -19,7 +19,7 @@
 #include "core/quant_blocks.h"
 
 namespace invar {
-namespace {
+namespace quant_dequant_test {
 
 const DType kQuantTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0,   DType::Q5_1,
                              DType::Q8_0, DType::Q2_K, DType::Q3_K,   DType::Q4_K,
@@ -176,5 +176,5 @@ TEST(QuantDequant, PlainTypesWidenExactly) {
   EXPECT_EQ(y[0], bf16_to_f32(0x3c00));
 }
 
-}  // namespace
+}  // namespace quant_dequant_test
 }  // namespace invar

@@ -13,7 +13,7 @@
 #include "core/dtype.h"
 
 namespace invar {
-namespace {
+namespace quantize_test {
 
 struct Bound {
   DType type;
@@ -113,5 +113,5 @@ TEST(QuantizeDeathTest, PartialBlocksAreACheckFailure) {
   EXPECT_DEATH(dequant_row(DType::Q4_K, q.data(), y.data(), 48), "block size 256");
 }
 
-}  // namespace
+}  // namespace quantize_test
 }  // namespace invar

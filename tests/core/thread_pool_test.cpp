@@ -10,7 +10,7 @@
 #include <vector>
 
 namespace invar {
-namespace {
+namespace thread_pool_test {
 
 // Runs parallel_balanced and returns, for every unit, how many times it ran and which thread ran
 // it. `wait_for_last`: thread 0's first call waits (up to 10 s) until the last unit has run, so
@@ -87,5 +87,5 @@ TEST(ThreadPool, ForSplitsAtGrain) {
   for (auto& c : runs) EXPECT_EQ(c.load(), 1);
 }
 
-}  // namespace
+}  // namespace thread_pool_test
 }  // namespace invar

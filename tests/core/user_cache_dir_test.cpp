@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-namespace {
+namespace user_cache_dir_test {
 
 // Sets (or unsets, nullopt) an environment variable for the scope, then restores it.
 class EnvScope {
@@ -55,4 +55,4 @@ TEST(UserCacheDir, FollowsTheXdgRule) {
   }
 }
 
-}  // namespace
+}  // namespace user_cache_dir_test

@@ -10,7 +10,7 @@
 #include <vector>
 
 namespace invar {
-namespace {
+namespace zero_pages_test {
 
 // Pages of [p, p + bytes) that are resident (mincore).
 size_t resident_pages(const void* p, size_t bytes) {
@@ -67,5 +67,5 @@ TEST(ZeroPages, GrowingKeepsValuesAndAddsZeros) {
   EXPECT_EQ(v[4], 3);
 }
 
-}  // namespace
+}  // namespace zero_pages_test
 }  // namespace invar

@@ -19,7 +19,7 @@
 #include "model/model_harness.h"
 
 namespace invar::test {
-namespace {
+namespace drafter_mtp_test {
 
 // The trunk's greedy continuation of `prompt` and its final hidden row at every position.
 struct Trace {
@@ -165,5 +165,5 @@ TEST(MtpDrafter, ModelWithoutTheBlockIsAClearError) {
   }
 }
 
-}  // namespace
+}  // namespace drafter_mtp_test
 }  // namespace invar::test

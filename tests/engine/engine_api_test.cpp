@@ -1,13 +1,16 @@
 // The Engine API on a reference model: validation, stop tokens, cancellation, prompt logprobs,
 // seeded sampling, and a random load with cancellations that must leave no block referenced.
+#include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "core/error.h"
 #include "invariance_harness.h"
+#include "model/gguf.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::testing_engine {
-namespace {
+namespace engine_api_test {
 
 const Model& tiny() {
   return model_get("qwen3next-tiny");
@@ -37,6 +40,40 @@ TEST(EngineApi, RejectsBadRequestsWithAMessage) {
   r = request_make({1, 2}, 4, false);
   r.sampling.top_p = 0.0f;
   expect_error(r, "top_p");
+}
+
+// A file whose weights are finite but overflow (output.weight's row 7 at ±3e38) passes the
+// load-time scale check and makes the logit of token 7 non-finite at every position: each
+// request ends with ErrorKind::nonfinite's message, and no token or logprob is reported.
+TEST(EngineApi, NonFiniteLogitsEndTheRequestWithAnError) {
+  const std::string src = std::string(INVAR_TEST_DATA_DIR) + "/models/qwen3next-tiny.gguf";
+  std::ifstream in(src, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  {
+    auto f = GgufFile::open(src);
+    const GgufTensorInfo* out = f->find_tensor("output.weight");
+    ASSERT_TRUE(out && out->type == DType::F32);
+    const int64_t k = out->ne[0];
+    const size_t at = size_t(out->data - f->bytes()) + size_t(7 * k) * 4;
+    for (int64_t i = 0; i < k; ++i) {
+      const float v = i % 2 ? -3e38f : 3e38f;
+      std::memcpy(bytes.data() + at + size_t(i) * 4, &v, 4);
+    }
+  }
+  const std::string path = ::testing::TempDir() + "/nonfinite_logits.gguf";
+  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+  const auto m = Model::load(path);
+  GenerationRequest r = request_make({1, 2, 3}, 4, false);
+  r.top_logprobs = 2;
+  const auto o = run_sequential(*m, config_base(), {r})[0];
+  EXPECT_EQ(o.finish, FinishReason::error);
+  EXPECT_NE(o.error.find("non-finite logit"), std::string::npos) << o.error;
+  EXPECT_NE(o.error.find("for token 7"), std::string::npos) << o.error;
+  EXPECT_TRUE(o.generated.empty());
+  // The same request on the intact file runs: the error comes from the damaged row.
+  const auto good = run_sequential(tiny(), config_base(), {r})[0];
+  EXPECT_EQ(good.finish, FinishReason::length);
+  std::remove(path.c_str());
 }
 
 TEST(EngineApi, StopTokenMaxTokensAndZeroMaxTokens) {
@@ -161,5 +198,5 @@ TEST(EngineApi, RandomLoadWithCancellationsLeaksNothing) {
   EXPECT_EQ(met.requests_total, 200u);
 }
 
-}  // namespace
+}  // namespace engine_api_test
 }  // namespace invar::testing_engine

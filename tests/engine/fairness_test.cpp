@@ -9,7 +9,7 @@
 #include "invariance_harness.h"
 
 namespace invar::testing_engine {
-namespace {
+namespace fairness_test {
 
 class Fairness : public ::testing::TestWithParam<std::string> {};
 
@@ -121,5 +121,5 @@ TEST_P(Fairness, ChoicesShareOnePrefillAndEqualTheirSoloRuns) {
 INSTANTIATE_TEST_SUITE_P(Models, Fairness, ::testing::ValuesIn(reference_models()),
                          reference_model_label);
 
-}  // namespace
+}  // namespace fairness_test
 }  // namespace invar::testing_engine

@@ -4,7 +4,7 @@
 #include "invariance_harness.h"
 
 namespace invar::testing_engine {
-namespace {
+namespace invariance_batch_test {
 
 class BatchInvariance : public ::testing::TestWithParam<std::string> {};
 
@@ -74,5 +74,5 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchInvariance, ::testing::ValuesIn(reference_
                                                               : std::string("qwen3next");
                          });
 
-}  // namespace
+}  // namespace invariance_batch_test
 }  // namespace invar::testing_engine

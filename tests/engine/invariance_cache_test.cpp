@@ -4,7 +4,7 @@
 #include "invariance_harness.h"
 
 namespace invar::testing_engine {
-namespace {
+namespace invariance_cache_test {
 
 class CacheInvariance : public ::testing::TestWithParam<std::string> {
  protected:
@@ -90,5 +90,5 @@ INSTANTIATE_TEST_SUITE_P(Models, CacheInvariance, ::testing::ValuesIn(reference_
                                                               : std::string("qwen3next");
                          });
 
-}  // namespace
+}  // namespace invariance_cache_test
 }  // namespace invar::testing_engine

@@ -3,7 +3,7 @@
 #include "invariance_harness.h"
 
 namespace invar::testing_engine {
-namespace {
+namespace invariance_chunk_test {
 
 class ChunkInvariance : public ::testing::TestWithParam<std::string> {
  protected:
@@ -60,5 +60,5 @@ INSTANTIATE_TEST_SUITE_P(Models, ChunkInvariance, ::testing::ValuesIn(reference_
                                                               : std::string("qwen3next");
                          });
 
-}  // namespace
+}  // namespace invariance_chunk_test
 }  // namespace invar::testing_engine

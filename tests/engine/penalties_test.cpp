@@ -20,7 +20,7 @@
 #include "engine/sampler.h"
 
 namespace invar {
-namespace {
+namespace penalties_test {
 
 using json = nlohmann::json;
 
@@ -239,5 +239,5 @@ TEST(Penalties, SampledTokensReadThePenalisedRow) {
   EXPECT_LT(seen[20], seen[1]) << "output token 20 is penalised by 2 × 2 + 2, prompt token 1 not";
 }
 
-}  // namespace
+}  // namespace penalties_test
 }  // namespace invar

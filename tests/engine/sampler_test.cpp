@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace invar {
-namespace {
+namespace sampler_test {
 
 TEST(Sampler, GreedyTiesGoToTheSmallerId) {
   SamplerScratch s;
@@ -109,5 +109,5 @@ TEST(Sampler, LogprobsOrderedByValueThenId) {
   EXPECT_NEAR(lp, -std::log(sum), 1e-5);
 }
 
-}  // namespace
+}  // namespace sampler_test
 }  // namespace invar

@@ -15,7 +15,7 @@
 #include "engine/fair_share.h"
 
 namespace invar {
-namespace {
+namespace scheduler_test {
 
 constexpr int64_t kStateFloats = 2;  // a 64-bit prefix hash as two 32-bit halves
 
@@ -418,5 +418,5 @@ TEST(Scheduler, PrefillBudgetIsSharedAcrossClients) {
   }
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace invar

@@ -10,7 +10,7 @@
 #include "script_drafter.h"
 
 namespace invar::testing_engine {
-namespace {
+namespace seed_shape_test {
 
 class SeedShape : public ::testing::TestWithParam<std::string> {};
 
@@ -142,5 +142,5 @@ INSTANTIATE_TEST_SUITE_P(Models, SeedShape, ::testing::ValuesIn(reference_models
                                                               : std::string("qwen3next");
                          });
 
-}  // namespace
+}  // namespace seed_shape_test
 }  // namespace invar::testing_engine

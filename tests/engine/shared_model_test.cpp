@@ -7,7 +7,7 @@
 #include "invariance_harness.h"
 
 namespace invar::testing_engine {
-namespace {
+namespace shared_model_test {
 
 // Holds each engine's token k until the other engine has produced token k too, so the two
 // engines' forward passes interleave step by step instead of one finishing first.
@@ -72,5 +72,5 @@ TEST(SharedModel, TwoEnginesConcurrentlyGiveTheBitsOfOneAlone) {
   expect_same_bits(alone_b, col.take(1), int64_t(pb.size()), "engine B beside engine A");
 }
 
-}  // namespace
+}  // namespace shared_model_test
 }  // namespace invar::testing_engine

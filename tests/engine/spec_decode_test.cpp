@@ -13,7 +13,7 @@
 #include "script_drafter.h"
 
 namespace invar::testing_engine {
-namespace {
+namespace spec_decode_test {
 
 // qwen35moe has no reference file: the model tests' small random one.
 const Model& qwen35moe_generated() {
@@ -425,5 +425,5 @@ TEST(DrafterMake, NamesAndRanges) {
   EXPECT_THROW(Engine(m, nullptr, bad), Error);
 }
 
-}  // namespace
+}  // namespace spec_decode_test
 }  // namespace invar::testing_engine

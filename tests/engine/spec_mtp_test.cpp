@@ -14,7 +14,7 @@
 #include "model/model_harness.h"
 
 namespace invar::testing_engine {
-namespace {
+namespace spec_mtp_test {
 
 const Model& mtp_model(Arch arch) {
   static std::map<Arch, std::unique_ptr<Model>> models;
@@ -201,5 +201,5 @@ TEST(SpecMtpRefused, ModelWithoutTheBlock) {
   }
 }
 
-}  // namespace
+}  // namespace spec_mtp_test
 }  // namespace invar::testing_engine

@@ -8,7 +8,7 @@
 
 using namespace invar;
 
-namespace {
+namespace text_assembler_test {
 
 // Feeds `pieces` one by one; returns what was released, in order, with each release recorded.
 std::string feed(TextAssembler& a, const std::vector<std::string>& pieces,
@@ -23,7 +23,8 @@ std::string feed(TextAssembler& a, const std::vector<std::string>& pieces,
   return out;
 }
 
-}  // namespace
+}  // namespace text_assembler_test
+using namespace text_assembler_test;
 
 TEST(Utf8, SanitizeReplacesIllFormed) {
   EXPECT_EQ(utf8::lossy("abc"), "abc");

@@ -9,7 +9,7 @@
 #include "model/hparams.h"
 
 namespace invar {
-namespace {
+namespace gguf_cli_test {
 
 const std::string kInvar = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
 const std::string kData = INVAR_TEST_DATA_DIR;
@@ -211,5 +211,5 @@ TEST(GgufCli, InspectReportsBrokenFiles) {
   std::remove(p.c_str());
 }
 
-}  // namespace
+}  // namespace gguf_cli_test
 }  // namespace invar

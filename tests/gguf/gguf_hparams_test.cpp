@@ -8,7 +8,7 @@
 #include "model/hparams.h"
 
 namespace invar {
-namespace {
+namespace gguf_hparams_test {
 
 class HparamsTest : public ::testing::Test {
  protected:
@@ -229,5 +229,5 @@ TEST_F(HparamsTest, LegacySsmInAndFusedExperts) {
             "model: ffn_gate_up_exps is fused in 1 of 4 layers; invar needs all or none");
 }
 
-}  // namespace
+}  // namespace gguf_hparams_test
 }  // namespace invar

@@ -8,7 +8,7 @@
 #include "gguf_test_util.h"
 
 namespace invar {
-namespace {
+namespace gguf_make_model_test {
 
 struct Case {
   Arch arch;
@@ -251,5 +251,5 @@ TEST(MakeModel, ConfigErrorsNameTheFlag) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace gguf_make_model_test
 }  // namespace invar

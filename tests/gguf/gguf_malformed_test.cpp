@@ -5,7 +5,7 @@
 #include "gguf_test_util.h"
 
 namespace invar {
-namespace {
+namespace gguf_malformed_test {
 
 using test::Bytes;
 using test::parse_error;
@@ -276,5 +276,5 @@ TEST(GgufMalformed, OpenNamesThePath) {
   std::remove(empty.c_str());
 }
 
-}  // namespace
+}  // namespace gguf_malformed_test
 }  // namespace invar

@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
+#include "core/quant_blocks.h"
 #include "gguf_test_util.h"
+#include "model/finite_scales.h"
 #include "model/hparams.h"
 
 namespace invar::test {
-namespace {
+namespace gguf_quant_test {
 
 std::string q4km_model() {
   static const std::string p = [] {
@@ -44,6 +47,56 @@ TEST(GgufQuant, PresetFileLoadsWithItsTypeMix) {
   for (const auto& t : f->tensors())
     EXPECT_EQ(int64_t(t.n_bytes), dtype_row_bytes(t.type, t.ne[0]) * (t.n_elements() / t.ne[0]))
         << t.name;
+}
+
+// A NaN or Inf block scale is refused when the file is loaded, naming the tensor, the block and
+// the field (issue 29): d of a Q4_K block, dmin of another, an element of an F32 tensor. The
+// intact file passes.
+TEST(GgufQuant, NonFiniteBlockScalesAreRefused) {
+  const std::vector<uint8_t> good = read_file(q4km_model());
+  EXPECT_NO_THROW(check_finite_scales(*GgufFile::from_memory(good.data(), good.size())));
+  struct Plant {
+    std::string tensor;
+    int64_t block;
+    size_t field;  // index in quant_f16_offsets, or the element for F32
+    uint16_t f16;  // F16 bits (quantised) or 0 for an F32 NaN
+    std::string expect;
+  };
+  // Two Q4_K tensors (scale d, min dmin) and an F32 one, found in the file.
+  std::vector<std::string> q4k, f32;
+  {
+    auto f = GgufFile::from_memory(good.data(), good.size());
+    for (const GgufTensorInfo& t : f->tensors()) {
+      if (t.type == DType::Q4_K && t.n_elements() >= 6 * 256) q4k.push_back(t.name);
+      if (t.type == DType::F32 && t.n_elements() >= 10) f32.push_back(t.name);
+    }
+  }
+  ASSERT_GE(q4k.size(), 2u);
+  ASSERT_GE(f32.size(), 1u);
+  const Plant plants[] = {
+      {q4k[0], 3, 0, 0x7E00, "block 3: scale d is NaN"},
+      {q4k[1], 5, 1, 0x7C00, "block 5: scale dmin is +Inf"},
+      {f32[0], 9, 9, 0, "element 9: value is NaN"},
+  };
+  for (const Plant& p : plants) {
+    std::vector<uint8_t> bad = good;
+    auto f = GgufFile::from_memory(good.data(), good.size());
+    const GgufTensorInfo* t = f->find_tensor(p.tensor);
+    ASSERT_TRUE(t) << p.tensor;
+    const size_t base = size_t(t->data - f->bytes());
+    if (t->type == DType::F32) {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(bad.data() + base + 4 * size_t(p.field), &nan, 4);
+    } else {
+      const size_t at =
+          base + size_t(p.block * dtype_block_bytes(t->type)) + quant_f16_offsets(t->type)[p.field];
+      std::memcpy(bad.data() + at, &p.f16, 2);
+    }
+    const std::string e =
+        error_of([&] { check_finite_scales(*GgufFile::from_memory(bad.data(), bad.size())); });
+    EXPECT_NE(e.find("'" + p.tensor + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find(p.expect), std::string::npos) << e;
+  }
 }
 
 TEST(GgufQuant, TruncatedQuantisedDataIsRefused) {
@@ -100,5 +153,5 @@ TEST(GgufQuant, UnsupportedTypeAndQuantisedNormAreNamed) {
       << e2;
 }
 
-}  // namespace
+}  // namespace gguf_quant_test
 }  // namespace invar::test

@@ -11,7 +11,7 @@
 #include "test_data.h"
 
 namespace invar {
-namespace {
+namespace gguf_reference_test {
 
 const std::string kData = INVAR_TEST_DATA_DIR;
 
@@ -139,5 +139,5 @@ TEST(ReferenceFormat, RefusesOtherVersions) {
   EXPECT_EQ(test::load_reference_file(path).at("config"), nlohmann::json::object());
 }
 
-}  // namespace
+}  // namespace gguf_reference_test
 }  // namespace invar

@@ -10,7 +10,7 @@
 #include "gguf_test_util.h"
 
 namespace invar {
-namespace {
+namespace gguf_writer_test {
 
 const std::string kData = INVAR_TEST_DATA_DIR;
 
@@ -233,5 +233,5 @@ TEST(GgufWriter, StreamedRowsAreTheSameBytesWhateverTheChunksAndThreads) {
   for (const auto& p : {ref, out}) std::remove(p.c_str());
 }
 
-}  // namespace
+}  // namespace gguf_writer_test
 }  // namespace invar

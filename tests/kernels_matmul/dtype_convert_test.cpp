@@ -10,7 +10,7 @@
 #include "core/dtype.h"
 
 namespace invar {
-namespace {
+namespace dtype_convert_test {
 
 uint32_t bits_of(float f) {
   uint32_t u;
@@ -144,5 +144,5 @@ TEST(DTypeConvert, F32ToBF16RoundsToNearestEven) {
   EXPECT_EQ(bits_of(bf16_to_f32(0xbf80)), 0xbf800000u);
 }
 
-}  // namespace
+}  // namespace dtype_convert_test
 }  // namespace invar

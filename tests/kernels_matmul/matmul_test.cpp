@@ -11,7 +11,7 @@
 #include "matmul_test_util.h"
 
 namespace invar::test {
-namespace {
+namespace matmul_test {
 
 // K where the type allows any K (not a multiple of 16: the few-rows kernels at every M; whole
 // 16-weight blocks: the many-rows tiles), else the Q8_0 sizes (one block; several).
@@ -306,11 +306,11 @@ TEST(Matmul, RowToF32DecodesEveryType) {
   }
 }
 
-}  // namespace
+}  // namespace matmul_test
 }  // namespace invar::test
 
 namespace invar::test {
-namespace {
+namespace matmul_test {
 
 // Several products in one dispatch (matmul_jobs) give the bits of separate matmul() calls, for
 // one row (decode) and many, on 1 and 2 threads, at every level; a job with no rows writes
@@ -360,5 +360,5 @@ TEST(Matmul, JobsEqualSeparateCalls) {
   }
 }
 
-}  // namespace
+}  // namespace matmul_test
 }  // namespace invar::test

@@ -15,7 +15,7 @@
 #include "matmul_test_util.h"
 
 namespace invar::test {
-namespace {
+namespace qmatmul_test {
 
 // K for each type: one block, then several 512-weight chunks of the prefill path, ending
 // on a partial one; for 32-weight blocks a K that is not a multiple of 256 either.
@@ -232,5 +232,5 @@ TEST(QuantMatmul, CallerScratch) {
   }
 }
 
-}  // namespace
+}  // namespace qmatmul_test
 }  // namespace invar::test

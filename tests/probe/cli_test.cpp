@@ -10,7 +10,7 @@
 #include "probe/completion.h"
 
 namespace invar::probe {
-namespace {
+namespace cli_test {
 
 namespace fs = std::filesystem;
 
@@ -85,5 +85,5 @@ TEST(ProbeCli, ErrorsExitTwo) {
   EXPECT_EQ(invar("--server-cmd 'exit 1 # {port}' --preset seed --health-timeout 5").status, 2);
 }
 
-}  // namespace
+}  // namespace cli_test
 }  // namespace invar::probe

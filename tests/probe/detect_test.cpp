@@ -15,7 +15,7 @@
 #include "probe/server_process.h"
 
 namespace invar::probe {
-namespace {
+namespace detect_test {
 
 using probe_test::FakeConfig;
 using probe_test::FakeMode;
@@ -213,5 +213,5 @@ TEST(ProbeDetect, ErrorsAreErrors) {
   EXPECT_THROW(probe_run(plan, dead), Error);
 }
 
-}  // namespace
+}  // namespace detect_test
 }  // namespace invar::probe

@@ -11,7 +11,7 @@
 #include "probe/report.h"
 
 namespace invar::probe {
-namespace {
+namespace digest_test {
 
 Completion sample() {
   Completion c;
@@ -168,5 +168,5 @@ TEST(ProbeReport, CachedTokensFoldAndTextShowsVerdict) {
   EXPECT_EQ(report_json(r)["arms"][0]["first_divergent_token"], 4);
 }
 
-}  // namespace
+}  // namespace digest_test
 }  // namespace invar::probe

@@ -13,7 +13,7 @@
 #include "probe/report.h"
 
 namespace invar::probe {
-namespace {
+namespace html_test {
 
 namespace fs = std::filesystem;
 const char* const kChromium = "/usr/bin/chromium";
@@ -123,5 +123,5 @@ TEST(ProbeHtml, OpensInHeadlessChromium) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace html_test
 }  // namespace invar::probe

@@ -8,7 +8,7 @@
 #include "probe/plan.h"
 
 namespace invar::probe {
-namespace {
+namespace parse_test {
 
 json fixture(const std::string& name) {
   return json::parse(
@@ -121,5 +121,5 @@ TEST(ProbeParse, RecordRoundTripIsExact) {
   EXPECT_EQ(d.usage.cached_tokens, c.usage.cached_tokens);
 }
 
-}  // namespace
+}  // namespace parse_test
 }  // namespace invar::probe

@@ -7,7 +7,7 @@
 #include "probe/runner.h"
 
 namespace invar::probe {
-namespace {
+namespace plan_test {
 
 TEST(ProbePlan, SeedPresetIsTheWriteUpsPlan) {
   Plan p = plan_preset_seed("");
@@ -102,5 +102,5 @@ TEST(ProbePlan, ErrorsNameTheField) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace plan_test
 }  // namespace invar::probe

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <vector>
 
+#include "server/api_error.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -76,6 +78,16 @@ TEST(ErrorStatus, FiveHundredsOnlyWhereReviewed) {
   }
   EXPECT_GT(files, 15) << "the source tree was not found at " << root;
   EXPECT_GE(sites, 3) << "the patterns no longer find the known sites";
+}
+
+// A non-finite logit (damaged weights) is the model's failure, not the server's and not the
+// client's: 502 with its own code.
+TEST(ErrorStatus, NonFiniteLogitsAre502) {
+  const invar::server::ApiError e =
+      invar::server::api_error_of(invar::ErrorKind::nonfinite, "", "non-finite logit");
+  EXPECT_EQ(e.status, 502);
+  EXPECT_EQ(e.code, "nonfinite_logits");
+  EXPECT_EQ(e.message, "non-finite logit");
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace {
+namespace sim_cli_test {
 
 const std::string kInvar = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
 
@@ -77,4 +77,4 @@ TEST(SimulateCli, BadInputIsAClearError) {
   EXPECT_NE(out.find("NAME=LO..HI"), std::string::npos) << out;
 }
 
-}  // namespace
+}  // namespace sim_cli_test

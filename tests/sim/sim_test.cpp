@@ -8,7 +8,7 @@
 #include "sim/simulator.h"
 
 namespace invar::sim {
-namespace {
+namespace sim_test {
 
 Policy make_policy(PolicyKind k, SpecMethod spec = SpecMethod::mtp) {
   Policy p;
@@ -171,5 +171,5 @@ TEST(Simulate, TraceErrorsNameTheField) {
   }
 }
 
-}  // namespace
+}  // namespace sim_test
 }  // namespace invar::sim

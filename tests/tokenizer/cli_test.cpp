@@ -10,7 +10,7 @@
 #include "command_run.h"
 #include "test_support.h"
 
-namespace {
+namespace cli_test {
 
 using Result = invar::test::CommandResult;
 
@@ -76,4 +76,4 @@ TEST(ChatFormatCli, RendersChatCaseAndRefusesWhatItCannotRender) {
   EXPECT_NE(r.out.find("No messages provided."), std::string::npos) << r.out;
 }
 
-}  // namespace
+}  // namespace cli_test

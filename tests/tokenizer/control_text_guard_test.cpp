@@ -11,7 +11,7 @@
 #include "test_support.h"
 
 namespace invar {
-namespace {
+namespace control_text_guard_test {
 
 const Tokenizer& qwen3() {
   static const auto tok = Tokenizer::from_file(test::source_path("data/qwen3/tokenizer.json"));
@@ -93,5 +93,5 @@ TEST(ControlTextGuard, InvalidUtf8IsRefused) {
   EXPECT_THROW(guard.protect("bad \xC3"), Error);
 }
 
-}  // namespace
+}  // namespace control_text_guard_test
 }  // namespace invar

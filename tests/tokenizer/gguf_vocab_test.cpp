@@ -11,7 +11,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace invar {
-namespace {
+namespace gguf_vocab_test {
 
 using test::ids_diff;
 using test::printable;
@@ -129,5 +129,5 @@ TEST(GgufVocab, TinyVocabRefusesBytesItHasNoTokenFor) {
   }
 }
 
-}  // namespace
+}  // namespace gguf_vocab_test
 }  // namespace invar

@@ -16,7 +16,7 @@
 #include "tokenizer/utf8.h"
 
 namespace invar {
-namespace {
+namespace qwen3_cases_test {
 
 using test::ids_diff;
 using test::printable;
@@ -221,5 +221,5 @@ TEST_F(Qwen3Tokenizer, EncodeIsThreadSafe) {
   EXPECT_EQ(bad.load(), 0);
 }
 
-}  // namespace
+}  // namespace qwen3_cases_test
 }  // namespace invar

@@ -11,7 +11,7 @@
 #include "tokenizer/utf8.h"
 
 namespace invar {
-namespace {
+namespace stream_decoder_test {
 
 TEST(Utf8, LossyReplacesMaximalSubparts) {
   EXPECT_EQ(utf8::lossy("abc"), "abc");
@@ -148,5 +148,5 @@ TEST_F(Stream, ConcatenationEqualsLossyDecodeOnRandomIds) {
   }
 }
 
-}  // namespace
+}  // namespace stream_decoder_test
 }  // namespace invar

@@ -12,7 +12,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace invar {
-namespace {
+namespace token_index_test {
 
 TEST(TokenIndex, FindsEveryTokenAsAMapWould) {
   std::vector<std::string> tokens;
@@ -58,5 +58,5 @@ TEST(TokenIndex, MergeResultsOutOfOrderOrDuplicated) {
             std::vector<int32_t>{3});
 }
 
-}  // namespace
+}  // namespace token_index_test
 }  // namespace invar

@@ -1,0 +1,65 @@
+// The main of a test executable that holds the tests of several source files (a module's tests
+// compile as a few unity batches, which CI's build time needs: invar_test(... IN exe) in
+// cmake/invar.cmake). `--source=NAME.cpp` (repeatable) runs only the tests defined in those
+// files, so each file group keeps its own CTest entry, timeout, labels and environment.
+// Without --source every test runs, as with GoogleTest's own main.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace {
+
+std::string_view base_name(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  std::set<std::string, std::less<>> sources;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.rfind("--source=", 0) == 0) {
+      sources.emplace(a.substr(9));
+    } else {
+      std::fprintf(stderr, "%s: unknown argument '%s' (expected --source=FILE.cpp)\n", argv[0],
+                   argv[i]);
+      return 2;
+    }
+  }
+  // A death test in the "threadsafe" style re-runs this binary with its own filter: keep it.
+  if (!GTEST_FLAG_GET(internal_run_death_test).empty()) sources.clear();
+  if (!sources.empty()) {
+    if (GTEST_FLAG_GET(filter) != "*") {
+      std::fprintf(stderr, "%s: --source and --gtest_filter together: give one of them\n", argv[0]);
+      return 2;
+    }
+    std::string filter;
+    std::set<std::string, std::less<>> seen;
+    const testing::UnitTest& unit = *testing::UnitTest::GetInstance();
+    for (int s = 0; s < unit.total_test_suite_count(); ++s) {
+      const testing::TestSuite& suite = *unit.GetTestSuite(s);
+      for (int t = 0; t < suite.total_test_count(); ++t) {
+        const testing::TestInfo& info = *suite.GetTestInfo(t);
+        const std::string_view file = base_name(info.file());
+        if (sources.count(file) == 0) continue;
+        seen.emplace(file);
+        if (!filter.empty()) filter += ':';
+        filter += std::string(info.test_suite_name()) + "." + info.name();
+      }
+    }
+    // An entry that runs nothing must fail, not pass. (A test's helper files, e.g. the ISA
+    // halves of a kernel test, are named too and define no test themselves.)
+    if (seen.empty()) {
+      std::fprintf(stderr, "%s: no test is defined in the files given with --source\n", argv[0]);
+      return 2;
+    }
+    GTEST_FLAG_SET(filter, filter);
+  }
+  return RUN_ALL_TESTS();
+}
