@@ -46,6 +46,7 @@ class Lowering {
       }
     }
     check_left_recursion(g);
+    check_productive(g);
     return g;
   }
 
@@ -269,6 +270,36 @@ class Lowering {
                       g.names_[e.to] + "' before matching anything (rewrite it as a repetition)");
         }
       }
+    }
+  }
+
+  // A grammar whose start rule derives no finite string would leave a matcher with nothing to
+  // allow at its first token: refused here (e.g. a cycle of $refs with no content).
+  void check_productive(const Grammar& g) {
+    std::vector<char> productive(g.alts_.size(), 0);
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t r = 0; r < g.alts_.size(); ++r) {
+        if (productive[r]) continue;
+        for (int32_t p : g.alts_[r]) {
+          bool all = true;
+          for (int32_t i = p; !Grammar::is_end(g.code_[i]); ++i) {
+            const int32_t c = g.code_[i];
+            if (Grammar::is_call(c) ? !productive[Grammar::rule_of(c)] : g.sets_[c >> 1].empty()) {
+              all = false;
+              break;
+            }
+          }
+          if (all) {
+            productive[r] = 1;
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+    if (!productive[g.root_]) {
+      throw Error("grammar: the language is empty: rule '" + g.names_[g.root_] + "' derives no string");
     }
   }
 

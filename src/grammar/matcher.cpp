@@ -254,6 +254,30 @@ bool Matcher::accept_bytes(std::string_view bytes) {
   return true;
 }
 
+std::optional<std::string> Matcher::shortest_completion(size_t max_states) {
+  maybe_compact();
+  const int32_t start = current();
+  if (start == kTerminated || states_[start].accepting) return std::string();
+  std::unordered_map<int32_t, std::pair<int32_t, uint8_t>> from;  // state -> (previous, byte)
+  std::vector<int32_t> queue{start};
+  from.emplace(start, std::make_pair(-1, uint8_t{0}));
+  for (size_t head = 0; head < queue.size() && from.size() < max_states; ++head) {
+    const int32_t s = queue[head];
+    for (int b = 0; b < 256; ++b) {
+      const int32_t t = step(s, static_cast<uint8_t>(b));
+      if (t == kDead || from.contains(t)) continue;
+      from.emplace(t, std::make_pair(s, static_cast<uint8_t>(b)));
+      if (states_[t].accepting) {
+        std::string out;
+        for (int32_t x = t; x != start; x = from[x].first) out += static_cast<char>(from[x].second);
+        return std::string(out.rbegin(), out.rend());
+      }
+      queue.push_back(t);
+    }
+  }
+  return std::nullopt;
+}
+
 bool Matcher::is_accepting() const {
   const int32_t s = current();
   return s == kTerminated || states_[s].accepting;

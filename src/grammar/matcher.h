@@ -26,6 +26,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -60,6 +62,11 @@ class Matcher {
   bool accept_bytes(std::string_view bytes);
   // Whether accept_token(id) would succeed, without changing the state: O(token bytes).
   bool token_allowed(int32_t id);
+
+  // The shortest bytes (ties: smallest bytes first) after which the output is complete, found
+  // by a breadth-first search over at most max_states states; nullopt if none is found. Does
+  // not change the state. For tests and for finishing a constrained output deliberately.
+  std::optional<std::string> shortest_completion(size_t max_states = 20000);
 
   bool is_accepting() const;   // the output so far is a complete sentence of the grammar
   bool is_terminated() const;  // an end-of-sequence id was accepted

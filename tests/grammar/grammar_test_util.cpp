@@ -73,32 +73,10 @@ std::string random_walk(Matcher& m, const Vocabulary& v, std::mt19937_64& rng, i
     }
     out += v.token(id);
   }
-  // Finishing: one byte at a time, closers first, else the smallest allowed byte.
-  std::vector<int32_t> byte_id(256, -1);
-  for (size_t id = 0; id < v.size(); ++id) {
-    const std::string& t = v.token(static_cast<int32_t>(id));
-    if (t.size() == 1 && byte_id[static_cast<uint8_t>(t[0])] < 0) byte_id[static_cast<uint8_t>(t[0])] = static_cast<int32_t>(id);
-  }
-  auto allowed = [&](int b) { return byte_id[b] >= 0 && m.token_allowed(byte_id[b]); };
-  const std::string prefer = "\"]}0";
-  while (out.size() < max_bytes) {
-    if (m.is_accepting()) {
-      ok = true;
-      return out;
-    }
-    int chosen = -1;
-    for (char c : prefer) {
-      if (allowed(static_cast<uint8_t>(c))) {
-        chosen = static_cast<uint8_t>(c);
-        break;
-      }
-    }
-    for (int b = 0; b < 256 && chosen < 0; ++b) {
-      if (allowed(b)) chosen = b;
-    }
-    if (chosen < 0) return out;
-    m.accept_token(byte_id[chosen]);
-    out += static_cast<char>(chosen);
+  // Finishing: the shortest completion.
+  if (auto rest = m.shortest_completion(); rest && m.accept_bytes(*rest)) {
+    out += *rest;
+    ok = m.is_accepting();
   }
   return out;
 }
