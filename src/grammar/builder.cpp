@@ -1,5 +1,6 @@
 #include "grammar/builder.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "grammar/error.h"
@@ -35,6 +36,61 @@ ExprId Builder::literal(std::string_view s) {
   kids.reserve(s.size());
   for (char c : s) kids.push_back(byte(static_cast<uint8_t>(c)));
   return seq(std::move(kids));
+}
+
+ExprId Builder::literal_set(const std::vector<std::string>& strings) {
+  struct TrieNode {
+    std::vector<std::pair<uint8_t, int32_t>> kids;  // sorted by byte
+    bool terminal = false;
+  };
+  std::vector<TrieNode> t(1);
+  for (const auto& s : strings) {
+    int32_t cur = 0;
+    for (char c : s) {
+      const uint8_t b = static_cast<uint8_t>(c);
+      auto& kids = t[cur].kids;
+      auto it = std::lower_bound(kids.begin(), kids.end(), std::make_pair(b, int32_t{-1}));
+      if (it == kids.end() || it->first != b) {
+        const int32_t id = static_cast<int32_t>(t.size());
+        it = kids.insert(it, {b, id});
+        t.emplace_back();
+      }
+      cur = it->second;
+    }
+    t[cur].terminal = true;
+  }
+  // Bottom-up (children are created after their parents): a node with one child and no end
+  // extends its child's literal; any other node becomes a rule.
+  std::vector<ExprId> expr(t.size(), -1);
+  std::vector<std::string> chain(t.size());  // bytes leading from the node to expr's start
+  for (size_t i = t.size(); i-- > 0;) {
+    const TrieNode& n = t[i];
+    if (n.kids.size() == 1 && !n.terminal) {
+      const auto [b, kid] = n.kids[0];
+      chain[i] = static_cast<char>(b) + chain[kid];
+      chain[kid].clear();
+      chain[kid].shrink_to_fit();
+      expr[i] = expr[kid];
+      continue;
+    }
+    std::vector<ExprId> alts;
+    for (const auto& [b, kid] : n.kids) {
+      std::string lit = static_cast<char>(b) + chain[kid];
+      chain[kid].clear();
+      chain[kid].shrink_to_fit();
+      alts.push_back(expr[kid] < 0 ? literal(lit) : seq({literal(lit), expr[kid]}));
+    }
+    if (n.terminal) alts.push_back(empty());
+    if (n.kids.empty()) {
+      expr[i] = -1;  // a leaf: nothing after the chain
+      continue;
+    }
+    const RuleId r = fresh_rule("literals");
+    define(r, alt(std::move(alts)));
+    expr[i] = ref(r);
+  }
+  if (expr[0] < 0) return chain[0].empty() ? empty() : literal(chain[0]);
+  return chain[0].empty() ? expr[0] : seq({literal(chain[0]), expr[0]});
 }
 
 ExprId Builder::seq(std::vector<ExprId> kids) {

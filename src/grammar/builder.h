@@ -45,6 +45,10 @@ class Builder {
   ExprId bytes(const ByteSet& s);
   ExprId byte(uint8_t b);
   ExprId literal(std::string_view s);  // the bytes of s in order
+  // Exactly one of the strings, as a trie (shared prefixes matched once): one parse alive at a
+  // time however many strings, where an alternation of literals would run one per string.
+  // Each branching node is a rule whose calls are tail calls, so depth never grows.
+  ExprId literal_set(const std::vector<std::string>& strings);
   ExprId seq(std::vector<ExprId> kids);
   ExprId alt(std::vector<ExprId> kids);  // no kids: the empty language
   ExprId ref(RuleId r);

@@ -40,14 +40,13 @@ RuleId choice_rules(Builder& b, std::string_view text) {
     throw Error(std::string("choice: not JSON: ") + e.what());
   }
   if (!list.is_array() || list.empty()) throw Error("choice: expected a non-empty JSON array of strings");
-  std::vector<ExprId> alts;
+  std::vector<std::string> strings;
   for (size_t i = 0; i < list.size(); ++i) {
     if (!list[i].is_string()) throw Error("choice: element " + std::to_string(i) + " is not a string");
-    const std::string& s = list[i].get_ref<const std::string&>();
-    alts.push_back(s.empty() ? b.empty() : b.literal(s));
+    strings.push_back(list[i].get<std::string>());
   }
   const RuleId root = b.rule("root");
-  b.define(root, b.alt(std::move(alts)));
+  b.define(root, b.literal_set(strings));
   return root;
 }
 

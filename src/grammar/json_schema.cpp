@@ -578,15 +578,12 @@ class SchemaCompiler {
       allowed = 0;
       for (const auto& t : types(s, path)) allowed |= type_bit(t);
     }
-    std::vector<ExprId> alts;
-    std::set<std::string> seen;
+    std::vector<std::string> texts;
     for (const auto& v : values) {
-      if (!(value_bits(v) & allowed)) continue;
-      const std::string text = serialize(v);
-      if (seen.insert(text).second) alts.push_back(b_.literal(text));
+      if (value_bits(v) & allowed) texts.push_back(serialize(v));
     }
-    if (alts.empty()) fail(path, "no enum/const value has the schema's type");
-    return b_.alt(std::move(alts));
+    if (texts.empty()) fail(path, "no enum/const value has the schema's type");
+    return b_.literal_set(texts);
   }
 
   // ---- allOf ---------------------------------------------------------------------------------

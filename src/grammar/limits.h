@@ -22,7 +22,7 @@ struct Limits {
   int32_t max_stack_depth = 2048;
   // Matcher: parallel parses alive at one byte (ambiguity). Above it accept/mask throw
   // LimitError; the count depends only on the grammar and the bytes so far.
-  size_t max_stacks_per_state = 4096;
+  size_t max_stacks_per_state = 16384;
   // Matcher caches are compacted (rebuilt from the live states) once they pass these sizes at
   // the start of a call; this bounds memory and never changes a result.
   size_t max_cached_nodes = 1 << 20;        // interned stack frames
