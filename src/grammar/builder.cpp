@@ -107,7 +107,9 @@ ExprId Builder::alt(std::vector<ExprId> kids) {
   return add(std::move(n));
 }
 
-ExprId Builder::ref(RuleId r) { return add(Node{Op::ref, r, 0, 0, {}}); }
+ExprId Builder::ref(RuleId r) {
+  return add(Node{Op::ref, r, 0, 0, {}});
+}
 
 ExprId Builder::repeat(ExprId e, int64_t min, int64_t max) {
   const int64_t bound = max == kUnbounded ? min : max;
@@ -126,7 +128,9 @@ ExprId Builder::repeat(ExprId e, int64_t min, int64_t max) {
   return add(std::move(n));
 }
 
-ExprId Builder::empty() { return add(Node{Op::empty, 0, 0, 0, {}}); }
+ExprId Builder::empty() {
+  return add(Node{Op::empty, 0, 0, 0, {}});
+}
 
 RuleId Builder::rule(const std::string& name) {
   auto [it, inserted] = rule_index_.try_emplace(name, static_cast<RuleId>(rule_names_.size()));
@@ -148,6 +152,8 @@ RuleId Builder::fresh_rule(const std::string& stem) {
   }
 }
 
-void Builder::define(RuleId r, ExprId body) { rule_body_[r] = body; }
+void Builder::define(RuleId r, ExprId body) {
+  rule_body_[r] = body;
+}
 
 }  // namespace invar::grammar

@@ -35,9 +35,9 @@ class Builder {
   enum class Op : uint8_t { bytes, seq, alt, ref, repeat, empty };
   struct Node {
     Op op;
-    int32_t a = 0;                      // bytes: set index; ref: rule; repeat: child
-    int64_t min = 0, max = 0;           // repeat bounds (max = kUnbounded: none)
-    std::vector<ExprId> kids;           // seq, alt
+    int32_t a = 0;             // bytes: set index; ref: rule; repeat: child
+    int64_t min = 0, max = 0;  // repeat bounds (max = kUnbounded: none)
+    std::vector<ExprId> kids;  // seq, alt
   };
 
   explicit Builder(const Limits& limits) : limits_(limits) {}

@@ -140,7 +140,9 @@ uint32_t decode_utf8(std::string_view s, size_t& i, const char* what) {
 
 namespace {
 
-int utf8_len(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+int utf8_len(uint32_t cp) {
+  return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
 
 // Splits [lo, hi] (one encoded length) into pieces whose UTF-8 forms are a range per byte
 // (the construction of Russ Cox's RE2 / Rust's utf8-ranges).
@@ -233,7 +235,9 @@ std::string json_escape_cp(uint32_t cp) {
   return buf;
 }
 
-bool json_special(uint32_t cp) { return cp < 0x20 || cp == '"' || cp == '\\'; }
+bool json_special(uint32_t cp) {
+  return cp < 0x20 || cp == '"' || cp == '\\';
+}
 
 }  // namespace
 

@@ -20,7 +20,7 @@ class CodepointSet {
   void add(uint32_t cp) { add(cp, cp); }
   void add(uint32_t lo, uint32_t hi);  // inclusive; surrogates are dropped
   void add(const CodepointSet& o);
-  CodepointSet complement() const;     // within the scalar values
+  CodepointSet complement() const;  // within the scalar values
   CodepointSet intersect(const CodepointSet& o) const;
   bool contains(uint32_t cp) const;
   bool empty() const { return ranges_.empty(); }

@@ -39,10 +39,12 @@ RuleId choice_rules(Builder& b, std::string_view text) {
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("choice: not JSON: ") + e.what());
   }
-  if (!list.is_array() || list.empty()) throw Error("choice: expected a non-empty JSON array of strings");
+  if (!list.is_array() || list.empty())
+    throw Error("choice: expected a non-empty JSON array of strings");
   std::vector<std::string> strings;
   for (size_t i = 0; i < list.size(); ++i) {
-    if (!list[i].is_string()) throw Error("choice: element " + std::to_string(i) + " is not a string");
+    if (!list[i].is_string())
+      throw Error("choice: element " + std::to_string(i) + " is not a string");
     strings.push_back(list[i].get<std::string>());
   }
   const RuleId root = b.rule("root");
@@ -55,7 +57,8 @@ RuleId choice_rules(Builder& b, std::string_view text) {
 std::shared_ptr<const Grammar> compile(Kind kind, std::string_view text, const Limits& limits) {
   if (text.size() > limits.max_input_bytes) {
     throw LimitError(std::string(kind_name(kind)) + ": input of " + std::to_string(text.size()) +
-                     " bytes is above " + std::to_string(limits.max_input_bytes) + " (max_input_bytes)");
+                     " bytes is above " + std::to_string(limits.max_input_bytes) +
+                     " (max_input_bytes)");
   }
   Builder b(limits);
   RuleId root = -1;

@@ -25,7 +25,8 @@ const char* kind_name(Kind k);
 std::shared_ptr<const Grammar> compile(Kind kind, std::string_view text, const Limits& limits = {});
 
 // compile() with default limits behind a process-wide LRU keyed by (kind, SHA-256 of text),
-// thread-safe: a hit costs a hash of the text and returns the same Grammar object. Errors are not cached.
+// thread-safe: a hit costs a hash of the text and returns the same Grammar object. Errors are not
+// cached.
 std::shared_ptr<const Grammar> compile_cached(Kind kind, std::string_view text);
 
 struct CacheStats {

@@ -77,8 +77,8 @@ class GbnfParser {
 
   ExprId alternatives(int depth, int64_t& product) {
     if (depth > b_.limits().max_nesting) {
-      throw LimitError("gbnf: groups nested deeper than " + std::to_string(b_.limits().max_nesting) +
-                       " (max_nesting)");
+      throw LimitError("gbnf: groups nested deeper than " +
+                       std::to_string(b_.limits().max_nesting) + " (max_nesting)");
     }
     const bool nested = depth > 0;
     std::vector<ExprId> alts;
@@ -173,7 +173,8 @@ class GbnfParser {
       const char c = t_[pos_++];
       v = v * 16 + (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
     }
-    if (v > kMaxCodepoint || (v >= 0xD800 && v <= 0xDFFF)) fail("escape is not a Unicode scalar value");
+    if (v > kMaxCodepoint || (v >= 0xD800 && v <= 0xDFFF))
+      fail("escape is not a Unicode scalar value");
     return v;
   }
 
@@ -270,6 +271,8 @@ class GbnfParser {
 
 }  // namespace
 
-RuleId gbnf_parse(Builder& b, std::string_view text) { return GbnfParser(b, text).run(); }
+RuleId gbnf_parse(Builder& b, std::string_view text) {
+  return GbnfParser(b, text).run();
+}
 
 }  // namespace invar::grammar

@@ -168,7 +168,8 @@ class Lowering {
       }
       const RuleId r = helper();
       chain_[key] = r;
-      alts_[r] = prev < 0 ? std::vector<Seq>{Seq{x}, Seq{}} : std::vector<Seq>{Seq{x, call(prev)}, Seq{}};
+      alts_[r] =
+          prev < 0 ? std::vector<Seq>{Seq{x}, Seq{}} : std::vector<Seq>{Seq{x, call(prev)}, Seq{}};
       count(5);
       prev = r;
     }
@@ -250,7 +251,8 @@ class Lowering {
         }
         const RuleId r = f.r;
         call_stack.pop_back();
-        if (!call_stack.empty()) low[call_stack.back().r] = std::min(low[call_stack.back().r], low[r]);
+        if (!call_stack.empty())
+          low[call_stack.back().r] = std::min(low[call_stack.back().r], low[r]);
         if (low[r] == index[r]) {
           RuleId t;
           do {
@@ -266,8 +268,9 @@ class Lowering {
     for (size_t r = 0; r < n; ++r) {
       for (const Edge& e : edges[r]) {
         if (e.pushes && comp[e.to] == comp[r]) {
-          throw Error("grammar: left recursion: rule '" + g.names_[r] + "' can reach itself through '" +
-                      g.names_[e.to] + "' before matching anything (rewrite it as a repetition)");
+          throw Error("grammar: left recursion: rule '" + g.names_[r] +
+                      "' can reach itself through '" + g.names_[e.to] +
+                      "' before matching anything (rewrite it as a repetition)");
         }
       }
     }
@@ -299,7 +302,8 @@ class Lowering {
       }
     }
     if (!productive[g.root_]) {
-      throw Error("grammar: the language is empty: rule '" + g.names_[g.root_] + "' derives no string");
+      throw Error("grammar: the language is empty: rule '" + g.names_[g.root_] +
+                  "' derives no string");
     }
   }
 
@@ -314,7 +318,9 @@ class Lowering {
   size_t elements_ = 0;
 };
 
-Grammar lower(const Builder& b, RuleId root) { return Lowering(b).run(root); }
+Grammar lower(const Builder& b, RuleId root) {
+  return Lowering(b).run(root);
+}
 
 size_t Grammar::size_bytes() const {
   size_t n = code_.size() * sizeof(int32_t) + sets_.size() * sizeof(ByteSet);

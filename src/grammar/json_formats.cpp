@@ -15,7 +15,8 @@ ExprId two_digits(Builder& b, int lo, int hi) {
   std::vector<ExprId> alts;
   for (int t = lo / 10; t <= hi / 10; ++t) {
     const int a = std::max(lo, t * 10) % 10, z = std::min(hi, t * 10 + 9) % 10;
-    alts.push_back(b.seq({b.byte(static_cast<uint8_t>('0' + t)), range(b, static_cast<char>('0' + a), static_cast<char>('0' + z))}));
+    alts.push_back(b.seq({b.byte(static_cast<uint8_t>('0' + t)),
+                          range(b, static_cast<char>('0' + a), static_cast<char>('0' + z))}));
   }
   return b.alt(std::move(alts));
 }
@@ -36,7 +37,8 @@ ExprId date_expr(Builder& b) {
   for (int k = 4; k < 100; k += 4) mult4.push_back((k < 10 ? "0" : "") + std::to_string(k));
   // Leap years: divisible by 4 but not by 100 (any century, last two digits a non-zero
   // multiple of 4), or by 400 (first two digits a multiple of 4, then 00; 0000 is no year).
-  const ExprId leap = b.alt({b.seq({d, d, literal_list(b, mult4)}), b.seq({literal_list(b, mult4), b.literal("00")})});
+  const ExprId leap = b.alt(
+      {b.seq({d, d, literal_list(b, mult4)}), b.seq({literal_list(b, mult4), b.literal("00")})});
   const ExprId m31 = literal_list(b, {"01", "03", "05", "07", "08", "10", "12"});
   const ExprId m30 = literal_list(b, {"04", "06", "09", "11"});
   const ExprId dash = b.byte('-');
@@ -53,7 +55,8 @@ ExprId time_expr(Builder& b) {
   sign.add('+');
   sign.add('-');
   const ExprId offset = b.alt({b.byte('Z'), b.seq({b.bytes(sign), hh, b.byte(':'), mm})});
-  return b.seq({hh, b.byte(':'), mm, b.byte(':'), mm, b.opt(b.seq({b.byte('.'), b.plus(d)})), offset});
+  return b.seq(
+      {hh, b.byte(':'), mm, b.byte(':'), mm, b.opt(b.seq({b.byte('.'), b.plus(d)})), offset});
 }
 
 ExprId uuid_expr(Builder& b) {

@@ -17,27 +17,37 @@ ExprId digit_range(Builder& b, char lo, char hi) {
 ExprId same_length(Builder& b, const std::string& lo, const std::string& hi) {
   const size_t n = lo.size();
   if (n == 0) return b.empty();
-  if (lo[0] == hi[0]) return b.seq({b.byte(static_cast<uint8_t>(lo[0])), same_length(b, lo.substr(1), hi.substr(1))});
+  if (lo[0] == hi[0])
+    return b.seq({b.byte(static_cast<uint8_t>(lo[0])), same_length(b, lo.substr(1), hi.substr(1))});
   const std::string rest_lo = lo.substr(1), rest_hi = hi.substr(1);
   const bool lo_min = rest_lo.find_first_not_of('0') == std::string::npos;
   const bool hi_max = rest_hi.find_first_not_of('9') == std::string::npos;
-  const ExprId any_rest = b.repeat(digit_range(b, '0', '9'), static_cast<int64_t>(n - 1), static_cast<int64_t>(n - 1));
+  const ExprId any_rest =
+      b.repeat(digit_range(b, '0', '9'), static_cast<int64_t>(n - 1), static_cast<int64_t>(n - 1));
   std::vector<ExprId> alts;
   char mid_lo = lo[0], mid_hi = hi[0];
   if (!lo_min) {
-    alts.push_back(b.seq({b.byte(static_cast<uint8_t>(lo[0])), same_length(b, rest_lo, std::string(n - 1, '9'))}));
+    alts.push_back(b.seq(
+        {b.byte(static_cast<uint8_t>(lo[0])), same_length(b, rest_lo, std::string(n - 1, '9'))}));
     ++mid_lo;
   }
   if (!hi_max) --mid_hi;
-  if (mid_lo <= mid_hi) alts.push_back(n == 1 ? digit_range(b, mid_lo, mid_hi) : b.seq({digit_range(b, mid_lo, mid_hi), any_rest}));
+  if (mid_lo <= mid_hi)
+    alts.push_back(n == 1 ? digit_range(b, mid_lo, mid_hi)
+                          : b.seq({digit_range(b, mid_lo, mid_hi), any_rest}));
   if (!hi_max) {
-    alts.push_back(b.seq({b.byte(static_cast<uint8_t>(hi[0])), same_length(b, std::string(n - 1, '0'), rest_hi)}));
+    alts.push_back(b.seq(
+        {b.byte(static_cast<uint8_t>(hi[0])), same_length(b, std::string(n - 1, '0'), rest_hi)}));
   }
   return b.alt(std::move(alts));
 }
 
-std::string pow10_minus1(size_t n) { return std::string(n, '9'); }
-std::string pow10(size_t n) { return "1" + std::string(n, '0'); }
+std::string pow10_minus1(size_t n) {
+  return std::string(n, '9');
+}
+std::string pow10(size_t n) {
+  return "1" + std::string(n, '0');
+}
 
 // Canonical non-negative integers in [lo, hi] (hi nullopt: unbounded). lo, hi as decimal text.
 ExprId nonneg_range(Builder& b, uint64_t lo, std::optional<uint64_t> hi) {
@@ -52,8 +62,9 @@ ExprId nonneg_range(Builder& b, uint64_t lo, std::optional<uint64_t> hi) {
   }
   if (!hi) {
     // Every number with more digits than lo.
-    alts.push_back(b.seq({digit_range(b, '1', '9'),
-                          b.repeat(digit_range(b, '0', '9'), static_cast<int64_t>(n_lo), kUnbounded)}));
+    alts.push_back(
+        b.seq({digit_range(b, '1', '9'),
+               b.repeat(digit_range(b, '0', '9'), static_cast<int64_t>(n_lo), kUnbounded)}));
   }
   return b.alt(std::move(alts));
 }
@@ -81,7 +92,8 @@ ExprId integer_range_expr(Builder& b, std::optional<int64_t> lo, std::optional<i
 namespace {
 
 // y = I(.F)? with y >= 0 in the range (lo, hi integers, lo >= 0; hi nullopt: unbounded).
-ExprId nonneg_decimal(Builder& b, uint64_t lo, bool lo_inc, std::optional<uint64_t> hi, bool hi_inc) {
+ExprId nonneg_decimal(Builder& b, uint64_t lo, bool lo_inc, std::optional<uint64_t> hi,
+                      bool hi_inc) {
   const ExprId digit = digit_range(b, '0', '9');
   std::vector<ExprId> alts;
   // F zero or absent: y = I, so I itself must be in range.
@@ -89,17 +101,21 @@ ExprId nonneg_decimal(Builder& b, uint64_t lo, bool lo_inc, std::optional<uint64
   std::optional<uint64_t> z = hi;
   bool ok = true;
   if (hi && !hi_inc) {
-    if (*hi == 0) ok = false;
-    else z = *hi - 1;
+    if (*hi == 0)
+      ok = false;
+    else
+      z = *hi - 1;
   }
   if (ok && (!z || a <= *z)) {
-    alts.push_back(b.seq({nonneg_range(b, a, z), b.opt(b.seq({b.byte('.'), b.plus(b.byte('0'))}))}));
+    alts.push_back(
+        b.seq({nonneg_range(b, a, z), b.opt(b.seq({b.byte('.'), b.plus(b.byte('0'))}))}));
   }
   // F non-zero: I < y < I + 1, so lo <= I and I + 1 <= hi.
   if (!hi || *hi >= lo + 1) {
     std::optional<uint64_t> zi;
     if (hi) zi = *hi - 1;
-    const ExprId nonzero_frac = b.seq({b.byte('.'), b.star(digit), digit_range(b, '1', '9'), b.star(digit)});
+    const ExprId nonzero_frac =
+        b.seq({b.byte('.'), b.star(digit), digit_range(b, '1', '9'), b.star(digit)});
     alts.push_back(b.seq({nonneg_range(b, lo, zi), nonzero_frac}));
   }
   if (alts.empty()) return -1;

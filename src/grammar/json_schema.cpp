@@ -21,16 +21,34 @@ const std::set<std::string> kAnnotations = {"title",    "description", "examples
                                             "$schema",  "$id",         "$comment", "deprecated",
                                             "readOnly", "writeOnly",   "$defs",    "definitions"};
 // Every assertion keyword the compiler enforces; any other keyword is refused.
-const std::set<std::string> kEnforced = {
-    "type",     "properties", "required",  "additionalProperties", "items",   "prefixItems",
-    "minItems", "maxItems",   "enum",      "const",                "anyOf",   "oneOf",
-    "allOf",    "$ref",       "minLength", "maxLength",            "pattern", "format",
-    "minimum",  "maximum",    "exclusiveMinimum", "exclusiveMaximum"};
+const std::set<std::string> kEnforced = {"type",
+                                         "properties",
+                                         "required",
+                                         "additionalProperties",
+                                         "items",
+                                         "prefixItems",
+                                         "minItems",
+                                         "maxItems",
+                                         "enum",
+                                         "const",
+                                         "anyOf",
+                                         "oneOf",
+                                         "allOf",
+                                         "$ref",
+                                         "minLength",
+                                         "maxLength",
+                                         "pattern",
+                                         "format",
+                                         "minimum",
+                                         "maximum",
+                                         "exclusiveMinimum",
+                                         "exclusiveMaximum"};
 
 const std::set<std::string> kObjectKeys = {"properties", "required", "additionalProperties"};
 const std::set<std::string> kArrayKeys = {"items", "prefixItems", "minItems", "maxItems"};
 const std::set<std::string> kStringKeys = {"minLength", "maxLength", "pattern", "format"};
-const std::set<std::string> kNumberKeys = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+const std::set<std::string> kNumberKeys = {"minimum", "maximum", "exclusiveMinimum",
+                                           "exclusiveMaximum"};
 
 // Type bits for oneOf's overlap check.
 enum : uint32_t {
@@ -151,19 +169,24 @@ class SchemaCompiler {
       b_.define(number, number_expr(b_));
       const ExprId value = b_.ref(value_rule_);
       const ExprId member = b_.seq({string_any(), b_.byte(':'), value});
-      b_.define(object_rule_, b_.seq({b_.byte('{'), b_.opt(b_.seq({member, b_.star(b_.seq({b_.byte(','), member}))})),
-                                      b_.byte('}')}));
-      b_.define(array, b_.seq({b_.byte('['), b_.opt(b_.seq({value, b_.star(b_.seq({b_.byte(','), value}))})),
+      b_.define(
+          object_rule_,
+          b_.seq({b_.byte('{'), b_.opt(b_.seq({member, b_.star(b_.seq({b_.byte(','), member}))})),
+                  b_.byte('}')}));
+      b_.define(array, b_.seq({b_.byte('['),
+                               b_.opt(b_.seq({value, b_.star(b_.seq({b_.byte(','), value}))})),
                                b_.byte(']')}));
-      b_.define(value_rule_, b_.alt({b_.ref(object_rule_), b_.ref(array), string_any(), b_.ref(number),
-                                     b_.literal("true"), b_.literal("false"), b_.literal("null")}));
+      b_.define(value_rule_,
+                b_.alt({b_.ref(object_rule_), b_.ref(array), string_any(), b_.ref(number),
+                        b_.literal("true"), b_.literal("false"), b_.literal("null")}));
     }
     return b_.ref(value_rule_);
   }
 
   // ---- $ref ----------------------------------------------------------------------------------
   const json& resolve(const std::string& ref, const std::string& path) {
-    if (ref.empty() || ref[0] != '#') fail(path, "$ref '" + ref + "' is not a local reference (#...)");
+    if (ref.empty() || ref[0] != '#')
+      fail(path, "$ref '" + ref + "' is not a local reference (#...)");
     try {
       return root_.at(json::json_pointer(ref.substr(1)));
     } catch (const std::exception&) {
@@ -212,8 +235,8 @@ class SchemaCompiler {
 
   ExprId compile(const json& s, const std::string& path, int depth) {
     if (depth > b_.limits().max_nesting) {
-      throw LimitError("json_schema: schemas nested deeper than " + std::to_string(b_.limits().max_nesting) +
-                       " (max_nesting) at " + path);
+      throw LimitError("json_schema: schemas nested deeper than " +
+                       std::to_string(b_.limits().max_nesting) + " (max_nesting) at " + path);
     }
     if (s.is_boolean()) {
       if (s.get<bool>()) return value_rule();
@@ -222,7 +245,8 @@ class SchemaCompiler {
     if (!s.is_object()) fail(path, "a schema must be an object or a boolean");
     check_keywords(s, path);
     if (s.contains("$ref")) {
-      if (auto o = others(s, {"$ref"}); !o.empty()) fail(path + "/" + o[0], "keyword '" + o[0] + "' beside $ref is not supported");
+      if (auto o = others(s, {"$ref"}); !o.empty())
+        fail(path + "/" + o[0], "keyword '" + o[0] + "' beside $ref is not supported");
       return ref_expr(s["$ref"].get<std::string>(), path);
     }
     if (s.contains("allOf")) return all_of(s, path, depth);
@@ -232,7 +256,8 @@ class SchemaCompiler {
         fail(path + "/" + o[0], "keyword '" + o[0] + "' beside " + k + " is not supported");
       }
       const json& branches = s[k];
-      if (!branches.is_array() || branches.empty()) fail(path + "/" + k, std::string(k) + " must be a non-empty array");
+      if (!branches.is_array() || branches.empty())
+        fail(path + "/" + k, std::string(k) + " must be a non-empty array");
       if (std::string(k) == "oneOf") check_one_of(branches, path + "/oneOf");
       std::vector<ExprId> alts;
       for (size_t i = 0; i < branches.size(); ++i) {
@@ -303,14 +328,17 @@ class SchemaCompiler {
     bool inclusive = true;
   };
   // The tighter of the inclusive and the exclusive bound on one side (lower: larger wins).
-  Bound bound(const json& s, const char* inc, const char* exc, bool lower, const std::string& path) {
+  Bound bound(const json& s, const char* inc, const char* exc, bool lower,
+              const std::string& path) {
     Bound out;
     for (const char* k : {inc, exc}) {
       if (!s.contains(k)) continue;
       const json& v = s[k];
-      if (!v.is_number()) fail(path + "/" + k, std::string(k) + " must be a number (draft 2020-12)");
+      if (!v.is_number())
+        fail(path + "/" + k, std::string(k) + " must be a number (draft 2020-12)");
       const double d = v.get<double>();
-      if (!std::isfinite(d) || std::fabs(d) > 9007199254740992.0) fail(path + "/" + k, std::string(k) + " is beyond ±2^53");
+      if (!std::isfinite(d) || std::fabs(d) > 9007199254740992.0)
+        fail(path + "/" + k, std::string(k) + " is beyond ±2^53");
       const bool is_inc = k == inc;
       if (!out.v || (lower ? d > *out.v : d < *out.v) || (d == *out.v && !is_inc)) {
         out.v = d;
@@ -362,7 +390,8 @@ class SchemaCompiler {
     const int64_t n = v.get<int64_t>();
     if (n > b_.limits().max_repeat) {
       throw LimitError("json_schema: " + std::string(k) + " " + std::to_string(n) + " is above " +
-                       std::to_string(b_.limits().max_repeat) + " (max_repeat) at " + path + "/" + k);
+                       std::to_string(b_.limits().max_repeat) + " (max_repeat) at " + path + "/" +
+                       k);
     }
     return n;
   }
@@ -372,20 +401,26 @@ class SchemaCompiler {
   ExprId string(const json& s, const std::string& path) {
     const bool lengths = s.contains("minLength") || s.contains("maxLength");
     if (s.contains("format")) {
-      if (s.contains("pattern") || lengths) fail(path + "/format", "format together with pattern or minLength/maxLength is not supported");
+      if (s.contains("pattern") || lengths)
+        fail(path + "/format",
+             "format together with pattern or minLength/maxLength is not supported");
       if (!s["format"].is_string()) fail(path + "/format", "format must be a string");
       const std::string f = s["format"].get<std::string>();
       const ExprId e = format_expr(b_, f);
-      if (e < 0) fail(path + "/format", "format '" + f + "' is not supported (date, time, date-time, uuid, email are)");
+      if (e < 0)
+        fail(path + "/format",
+             "format '" + f + "' is not supported (date, time, date-time, uuid, email are)");
       return quoted(e);
     }
     if (s.contains("pattern")) {
-      if (lengths) fail(path + "/pattern", "pattern together with minLength/maxLength is not supported");
+      if (lengths)
+        fail(path + "/pattern", "pattern together with minLength/maxLength is not supported");
       if (!s["pattern"].is_string()) fail(path + "/pattern", "pattern must be a string");
       RegexOptions opt;
       opt.json_string = true;
       opt.search = true;
-      return quoted(regex_expr(b_, s["pattern"].get<std::string>(), opt, "json_schema: " + path + "/pattern"));
+      return quoted(regex_expr(b_, s["pattern"].get<std::string>(), opt,
+                               "json_schema: " + path + "/pattern"));
     }
     if (!lengths) return string_any();
     const int64_t min = s.contains("minLength") ? count(s, "minLength", path) : 0;
@@ -400,8 +435,10 @@ class SchemaCompiler {
     if (s.contains("prefixItems")) {
       const json& p = s["prefixItems"];
       if (!p.is_array()) fail(path + "/prefixItems", "prefixItems must be an array");
-      if (p.size() > static_cast<size_t>(b_.limits().max_repeat)) throw LimitError("json_schema: prefixItems longer than max_repeat at " + path);
-      for (size_t i = 0; i < p.size(); ++i) prefix.push_back(compile(p[i], path + "/prefixItems/" + std::to_string(i), depth + 1));
+      if (p.size() > static_cast<size_t>(b_.limits().max_repeat))
+        throw LimitError("json_schema: prefixItems longer than max_repeat at " + path);
+      for (size_t i = 0; i < p.size(); ++i)
+        prefix.push_back(compile(p[i], path + "/prefixItems/" + std::to_string(i), depth + 1));
     }
     std::optional<ExprId> items;  // nullopt: no items beyond the prefix
     if (!s.contains("items")) {
@@ -417,7 +454,8 @@ class SchemaCompiler {
     const int64_t m = s.contains("minItems") ? count(s, "minItems", path) : 0;
     int64_t max = s.contains("maxItems") ? count(s, "maxItems", path) : kUnbounded;
     if (!items) max = max == kUnbounded ? k : std::min(max, k);
-    if (max != kUnbounded && max < m) fail(path, "no array satisfies minItems/maxItems/prefixItems");
+    if (max != kUnbounded && max < m)
+      fail(path, "no array satisfies minItems/maxItems/prefixItems");
     auto elem = [&](int64_t i) { return i < k ? prefix[i] : *items; };
     auto sep = [&](int64_t i) { return i == 0 ? b_.empty() : b_.byte(','); };
     const ExprId close = b_.byte(']');
@@ -523,7 +561,8 @@ class SchemaCompiler {
       names.push_back(name);
       const std::string sub_path = path + "/properties/" + pointer_escape(name);
       if (sub.is_boolean() && !sub.get<bool>()) {
-        if (is_required(name)) fail(sub_path, "property '" + name + "' is required but its schema is false");
+        if (is_required(name))
+          fail(sub_path, "property '" + name + "' is required but its schema is false");
         continue;  // forbidden: never written, and excluded from additional keys
       }
       const ExprId key = b_.literal("\"" + json_escape(name) + "\":");
@@ -532,9 +571,11 @@ class SchemaCompiler {
     // Required names without a schema of their own take additionalProperties' schema.
     for (const auto& name : required) {
       if (props.contains(name)) continue;
-      if (!extra_value) fail(path + "/required", "'" + name + "' is required but additionalProperties is false");
+      if (!extra_value)
+        fail(path + "/required", "'" + name + "' is required but additionalProperties is false");
       names.push_back(name);
-      list.push_back({name, b_.seq({b_.literal("\"" + json_escape(name) + "\":"), *extra_value}), true});
+      list.push_back(
+          {name, b_.seq({b_.literal("\"" + json_escape(name) + "\":"), *extra_value}), true});
     }
     // Head_i: properties i.. with nothing written yet; Tail_i: the same after something was.
     ExprId head, tail;
@@ -591,7 +632,8 @@ class SchemaCompiler {
     const json& list = s["allOf"];
     if (!list.is_array() || list.empty()) fail(path + "/allOf", "allOf must be a non-empty array");
     std::vector<std::pair<json, std::string>> branches;
-    for (size_t i = 0; i < list.size(); ++i) branches.push_back({list[i], path + "/allOf/" + std::to_string(i)});
+    for (size_t i = 0; i < list.size(); ++i)
+      branches.push_back({list[i], path + "/allOf/" + std::to_string(i)});
     json siblings = json::object();
     for (const auto& [k, v] : s.items()) {
       if (k != "allOf" && !kAnnotations.contains(k)) siblings[k] = v;
@@ -611,7 +653,8 @@ class SchemaCompiler {
         if (k == "properties" && v.is_object()) {
           for (const auto& [name, sub] : v.items()) {
             if (merged["properties"].contains(name) && merged["properties"][name] != sub) {
-              fail(bpath + "/properties/" + pointer_escape(name), "allOf branches give property '" + name + "' different schemas");
+              fail(bpath + "/properties/" + pointer_escape(name),
+                   "allOf branches give property '" + name + "' different schemas");
             }
             merged["properties"][name] = sub;
           }
@@ -619,14 +662,16 @@ class SchemaCompiler {
         }
         if (k == "required" && v.is_array()) {
           for (const auto& x : v) {
-            if (std::find(merged["required"].begin(), merged["required"].end(), x) == merged["required"].end()) {
+            if (std::find(merged["required"].begin(), merged["required"].end(), x) ==
+                merged["required"].end()) {
               merged["required"].push_back(x);
             }
           }
           continue;
         }
-        fail(bpath + "/" + pointer_escape(k), "allOf of several schemas merges type object, properties and required only; '" + k +
-                                                  "' is not merged");
+        fail(bpath + "/" + pointer_escape(k),
+             "allOf of several schemas merges type object, properties and required only; '" + k +
+                 "' is not merged");
       }
     }
     return compile(merged, path + "/allOf", depth + 1);
@@ -653,16 +698,19 @@ class SchemaCompiler {
     }
     if (s.contains("allOf")) return kObject;
     uint32_t bits = 0;
-    for (const auto& t : types(s, path)) bits |= t == "any" ? static_cast<uint32_t>(kAll) : type_bit(t);
+    for (const auto& t : types(s, path))
+      bits |= t == "any" ? static_cast<uint32_t>(kAll) : type_bit(t);
     return bits;
   }
 
   // The values a required property is pinned to by const/enum in every branch, or nothing.
-  std::optional<std::set<std::string>> pinned(const json& branch, const std::string& name, const std::string& path) {
+  std::optional<std::set<std::string>> pinned(const json& branch, const std::string& name,
+                                              const std::string& path) {
     const json& s = deref(branch, path);
     if (!s.is_object() || !s.contains("required") || !s.contains("properties")) return std::nullopt;
     const json& req = s["required"];
-    if (!req.is_array() || std::find(req.begin(), req.end(), name) == req.end()) return std::nullopt;
+    if (!req.is_array() || std::find(req.begin(), req.end(), name) == req.end())
+      return std::nullopt;
     if (!s["properties"].is_object() || !s["properties"].contains(name)) return std::nullopt;
     const json& p = deref(s["properties"][name], path);
     if (!p.is_object()) return std::nullopt;
@@ -682,7 +730,8 @@ class SchemaCompiler {
   // when all are objects with a required property pinned to disjoint const/enum values.
   void check_one_of(const json& branches, const std::string& path) {
     std::vector<uint32_t> bits;
-    for (size_t i = 0; i < branches.size(); ++i) bits.push_back(type_bits(branches[i], path + "/" + std::to_string(i), 0));
+    for (size_t i = 0; i < branches.size(); ++i)
+      bits.push_back(type_bits(branches[i], path + "/" + std::to_string(i), 0));
     bool disjoint = true;
     for (size_t i = 0; i < bits.size() && disjoint; ++i) {
       for (size_t j = i + 1; j < bits.size(); ++j) {
@@ -709,8 +758,9 @@ class SchemaCompiler {
         if (ok && all.size() == total) return;
       }
     }
-    fail(path, "oneOf branches may overlap (a value could match two); supported are branches of "
-               "disjoint types or objects told apart by a required const/enum property; use anyOf");
+    fail(path,
+         "oneOf branches may overlap (a value could match two); supported are branches of "
+         "disjoint types or objects told apart by a required const/enum property; use anyOf");
   }
 
   Builder& b_;

@@ -9,7 +9,7 @@
 namespace invar::grammar {
 
 struct Limits {
-  size_t max_input_bytes = 512 * 1024;  // grammar / regex / schema text; a 1 MB input is refused
+  size_t max_input_bytes = 512 * 1024;    // grammar / regex / schema text; a 1 MB input is refused
   size_t max_grammar_elements = 1 << 20;  // lowered program size (elements + ends), ~4 MB
   size_t max_rules = 1 << 18;             // rules after lowering, helpers included
   size_t max_expr_nodes = 1 << 20;        // front-end expression nodes before lowering

@@ -46,8 +46,8 @@ int32_t Matcher::initial_state() {
 int32_t Matcher::intern_frame(int32_t pos, int32_t parent) {
   const int32_t depth = parent < 0 ? 1 : frames_[parent].depth + 1;
   if (depth > lim_.max_stack_depth) return -1;  // nesting cut: a dead path
-  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) |
-                       static_cast<uint32_t>(parent + 1);
+  const uint64_t key =
+      (static_cast<uint64_t>(static_cast<uint32_t>(pos)) << 32) | static_cast<uint32_t>(parent + 1);
   auto [it, inserted] = frame_index_.try_emplace(key, static_cast<int32_t>(frames_.size()));
   if (inserted) frames_.push_back({pos, parent, depth});
   return it->second;
@@ -90,13 +90,15 @@ int32_t Matcher::intern_state() {
   std::sort(scratch_.begin(), scratch_.end());
   scratch_.erase(std::unique(scratch_.begin(), scratch_.end()), scratch_.end());
   if (scratch_.size() > lim_.max_stacks_per_state) {
-    throw LimitError("grammar: more than " + std::to_string(lim_.max_stacks_per_state) +
-                     " parallel parses after one byte (max_stacks_per_state): the grammar is too ambiguous");
+    throw LimitError(
+        "grammar: more than " + std::to_string(lim_.max_stacks_per_state) +
+        " parallel parses after one byte (max_stacks_per_state): the grammar is too ambiguous");
   }
   if (scratch_.empty() && !scratch_accepting_) return kDead;
   std::vector<int32_t> key = scratch_;
   key.push_back(scratch_accepting_ ? -2 : -1);
-  auto [it, inserted] = state_index_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
+  auto [it, inserted] =
+      state_index_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
   if (inserted) states_.push_back({scratch_, scratch_accepting_});
   return it->second;
 }
@@ -204,8 +206,9 @@ void Matcher::fill_mask(std::span<uint64_t> words) {
     masks_.push_back({s, ++mask_clock_, std::vector<uint64_t>(words.begin(), words.end())});
     return;
   }
-  auto lru = std::min_element(masks_.begin(), masks_.end(),
-                              [](const CachedMask& a, const CachedMask& b) { return a.last_use < b.last_use; });
+  auto lru = std::min_element(
+      masks_.begin(), masks_.end(),
+      [](const CachedMask& a, const CachedMask& b) { return a.last_use < b.last_use; });
   lru->state = s;
   lru->last_use = ++mask_clock_;
   std::copy(words.begin(), words.end(), lru->words.begin());
@@ -283,14 +286,18 @@ bool Matcher::is_accepting() const {
   return s == kTerminated || states_[s].accepting;
 }
 
-bool Matcher::is_terminated() const { return current() == kTerminated; }
+bool Matcher::is_terminated() const {
+  return current() == kTerminated;
+}
 
 void Matcher::rollback(size_t k) {
   INVAR_CHECK(k <= n_steps(), "rollback past the first token");
   history_.resize(history_.size() - k);
 }
 
-Matcher Matcher::fork() const { return *this; }
+Matcher Matcher::fork() const {
+  return *this;
+}
 
 // Rebuilds frames, states and caches from the states the history still names, renumbered in
 // history order: ids change, the stacks they stand for do not, so no result changes.

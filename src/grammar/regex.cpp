@@ -40,8 +40,8 @@ class RegexParser {
     if (end > pos_ && p_[end - 1] == '$' && !escaped_at(end - 1)) {
       anchored_end = true;
       --end;
-    } else if (end >= pos_ + 2 && p_[end - 2] == '\\' && (p_[end - 1] == 'Z' || p_[end - 1] == 'z') &&
-               !escaped_at(end - 2)) {
+    } else if (end >= pos_ + 2 && p_[end - 2] == '\\' &&
+               (p_[end - 1] == 'Z' || p_[end - 1] == 'z') && !escaped_at(end - 2)) {
       anchored_end = true;
       end -= 2;
     }
@@ -52,7 +52,9 @@ class RegexParser {
     if (pos_ != limit_) fail("unbalanced ')'");
     if (!opt_.search) return e;
     if (top_alt && (anchored_start || anchored_end)) {
-      fail("an anchor applies to one branch of a top-level '|' only; wrap the alternation in a group");
+      fail(
+          "an anchor applies to one branch of a top-level '|' only; wrap the alternation in a "
+          "group");
     }
     std::vector<ExprId> seq;
     if (!anchored_start) seq.push_back(any_text());
@@ -91,9 +93,7 @@ class RegexParser {
     return opt_.json_string ? json_char_expr(b_, s) : utf8_expr(b_, s);
   }
 
-  ExprId any_text() {
-    return b_.star(chars(CodepointSet::all()));
-  }
+  ExprId any_text() { return b_.star(chars(CodepointSet::all())); }
 
   ExprId alternation(int depth, int64_t& product, bool* top_alt) {
     if (depth > b_.limits().max_nesting) {
@@ -292,7 +292,8 @@ class RegexParser {
       nl.add('\n');
       return chars(s.intersect(nl.complement()));
     }
-    if (c == '^' || c == '$') fail(std::string("the anchor ") + c + " is supported only at the pattern's ends");
+    if (c == '^' || c == '$')
+      fail(std::string("the anchor ") + c + " is supported only at the pattern's ends");
     if (c == '*' || c == '+' || c == '?') fail(std::string("nothing to repeat before '") + c + "'");
     CodepointSet s;
     if (c == '\\') {
@@ -311,8 +312,8 @@ class RegexParser {
       const std::string_view rest = p_.substr(pos_, limit_ - pos_);
       if (rest.starts_with("?:")) {
         pos_ += 2;
-      } else if (rest.starts_with("?P<") || (rest.starts_with("?<") && !rest.starts_with("?<=") &&
-                                                !rest.starts_with("?<!"))) {
+      } else if (rest.starts_with("?P<") ||
+                 (rest.starts_with("?<") && !rest.starts_with("?<=") && !rest.starts_with("?<!"))) {
         const size_t close = p_.find('>', pos_);
         if (close == std::string_view::npos || close >= limit_) fail("unterminated group name");
         pos_ = close + 1;

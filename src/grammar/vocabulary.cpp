@@ -18,7 +18,8 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes, std::vector<int32_t
   }
   std::vector<int32_t> order;
   for (size_t i = 0; i < bytes_.size(); ++i) {
-    if (bytes_[i].size() > 0xFFFF) throw Error("vocabulary: token " + std::to_string(i) + " is longer than 65535 bytes");
+    if (bytes_[i].size() > 0xFFFF)
+      throw Error("vocabulary: token " + std::to_string(i) + " is longer than 65535 bytes");
     if (!bytes_[i].empty()) order.push_back(static_cast<int32_t>(i));
   }
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
@@ -43,7 +44,8 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes, std::vector<int32_t
       open.push_back(static_cast<int32_t>(nodes_.size() - 1));
     }
     Node& leaf = nodes_[open.back()];
-    if (leaf.tok_begin == leaf.tok_end) leaf.tok_begin = leaf.tok_end = static_cast<int32_t>(trie_tokens_.size());
+    if (leaf.tok_begin == leaf.tok_end)
+      leaf.tok_begin = leaf.tok_end = static_cast<int32_t>(trie_tokens_.size());
     trie_tokens_.push_back(id);
     leaf.tok_end = static_cast<int32_t>(trie_tokens_.size());
     max_depth_ = std::max(max_depth_, s.size());
@@ -55,6 +57,8 @@ Vocabulary::Vocabulary(std::vector<std::string> token_bytes, std::vector<int32_t
   }
 }
 
-bool Vocabulary::is_eos(int32_t id) const { return std::binary_search(eos_.begin(), eos_.end(), id); }
+bool Vocabulary::is_eos(int32_t id) const {
+  return std::binary_search(eos_.begin(), eos_.end(), id);
+}
 
 }  // namespace invar::grammar

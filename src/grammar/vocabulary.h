@@ -17,7 +17,7 @@ class Vocabulary {
   // Cost: O(total bytes · log V) once (a sort), ~30 MB for a 151k-token vocabulary.
   Vocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> eos_ids);
 
-  size_t size() const { return bytes_.size(); }          // V, the mask's length in bits
+  size_t size() const { return bytes_.size(); }             // V, the mask's length in bits
   size_t mask_words() const { return (size() + 63) / 64; }  // uint64 words of a mask
   const std::string& token(int32_t id) const { return bytes_[id]; }
   bool is_eos(int32_t id) const;
@@ -25,10 +25,10 @@ class Vocabulary {
 
   // The trie in preorder: node 0 is the root (empty prefix); a node's subtree is [i, end).
   struct Node {
-    uint8_t byte;      // the byte that leads here from the parent
-    uint16_t depth;    // bytes from the root (the root is 0)
-    int32_t end;       // one past the last node of the subtree
-    int32_t tok_begin; // tokens whose bytes end exactly here: token_ids()[tok_begin, tok_end)
+    uint8_t byte;       // the byte that leads here from the parent
+    uint16_t depth;     // bytes from the root (the root is 0)
+    int32_t end;        // one past the last node of the subtree
+    int32_t tok_begin;  // tokens whose bytes end exactly here: token_ids()[tok_begin, tok_end)
     int32_t tok_end;
   };
   const std::vector<Node>& nodes() const { return nodes_; }

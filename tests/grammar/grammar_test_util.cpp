@@ -9,17 +9,56 @@ namespace invar::grammar::test {
 SyntheticVocab synthetic_vocab() {
   std::vector<std::string> t;
   for (int b = 0; b < 256; ++b) t.push_back(std::string(1, static_cast<char>(b)));
-  for (const char* s : {"{\"", "\":", "\",", "\"}", "\"]", "[\"", "true", "false", "null", "12", "00",
-                        "-1", ".5", "e+", "ab", "abc", "name", "\"name\":", "},", "}]", "]}", "\\n", "\\u00",
-                        "\xC3\xA9", "\xE6\x97\xA5\xE6\x9C\xAC", "\xF0\x9F\x98\x80", "\xC3", "\xA9\"", "2024-", "-01",
-                        "T12:", ":00", "Z\"", "@ex", "ample", ".com", "aaaa", " ", "  ", "\n", "0000", "ffff"}) {
+  for (const char* s : {"{\"",
+                        "\":",
+                        "\",",
+                        "\"}",
+                        "\"]",
+                        "[\"",
+                        "true",
+                        "false",
+                        "null",
+                        "12",
+                        "00",
+                        "-1",
+                        ".5",
+                        "e+",
+                        "ab",
+                        "abc",
+                        "name",
+                        "\"name\":",
+                        "},",
+                        "}]",
+                        "]}",
+                        "\\n",
+                        "\\u00",
+                        "\xC3\xA9",
+                        "\xE6\x97\xA5\xE6\x9C\xAC",
+                        "\xF0\x9F\x98\x80",
+                        "\xC3",
+                        "\xA9\"",
+                        "2024-",
+                        "-01",
+                        "T12:",
+                        ":00",
+                        "Z\"",
+                        "@ex",
+                        "ample",
+                        ".com",
+                        "aaaa",
+                        " ",
+                        "  ",
+                        "\n",
+                        "0000",
+                        "ffff"}) {
     t.push_back(s);
   }
   const int32_t eos = static_cast<int32_t>(t.size());
   t.push_back("");
   const int32_t control = static_cast<int32_t>(t.size());
   t.push_back("");
-  return {std::make_shared<const Vocabulary>(std::move(t), std::vector<int32_t>{eos}), eos, control};
+  return {std::make_shared<const Vocabulary>(std::move(t), std::vector<int32_t>{eos}), eos,
+          control};
 }
 
 std::shared_ptr<const Vocabulary> qwen3_vocab() {
@@ -29,7 +68,8 @@ std::shared_ptr<const Vocabulary> qwen3_vocab() {
     std::vector<std::string> bytes(static_cast<size_t>(tok->n_vocab()));
     std::vector<int32_t> eos;
     for (int64_t id = 0; id < tok->n_vocab(); ++id) {
-      const bool control = static_cast<size_t>(id) < vocab.token_types.size() && vocab.token_types[id] == 3;
+      const bool control =
+          static_cast<size_t>(id) < vocab.token_types.size() && vocab.token_types[id] == 3;
       if (!control) bytes[id] = tok->token_bytes(static_cast<int32_t>(id));
     }
     for (const char* s : {"<|im_end|>", "<|endoftext|>"}) {

@@ -32,8 +32,8 @@ bool full_match(const std::shared_ptr<const Grammar>& g, const std::string& s);
 std::vector<int32_t> mask_ids(const std::vector<uint64_t>& words, size_t n);
 
 // A seeded walk: `free_tokens` random allowed tokens (end-of-sequence allowed only once the
-// output is at least `min_free` tokens), then Matcher::shortest_completion. Returns the bytes; `ok` false when no accepting end was reached
-// within max_bytes.
+// output is at least `min_free` tokens), then Matcher::shortest_completion. Returns the bytes; `ok`
+// false when no accepting end was reached within max_bytes.
 std::string random_walk(Matcher& m, const Vocabulary& v, std::mt19937_64& rng, int free_tokens,
                         size_t max_bytes, bool& ok);
 

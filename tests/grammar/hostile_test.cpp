@@ -24,7 +24,8 @@ void expect_limit(Kind kind, const std::string& text, const std::string& needle,
   } catch (const Error& e) {
     ADD_FAILURE() << what << ": Error but not LimitError: " << e.what();
   }
-  std::printf("hostile %-34s -> limit error in %8.2f ms (%zu bytes of input)\n", what, ms_since(t0), text.size());
+  std::printf("hostile %-34s -> limit error in %8.2f ms (%zu bytes of input)\n", what, ms_since(t0),
+              text.size());
 }
 
 std::string repeat(const std::string& s, size_t n) {
@@ -36,14 +37,18 @@ std::string repeat(const std::string& s, size_t n) {
 TEST(GrammarHostile, BlowupsEndInTheLimitError) {
   expect_limit(Kind::regex, "(a{1000}){1000}", "max_repeat_product", "regex (a{1000}){1000}");
   expect_limit(Kind::regex, "a{100000}", "max_repeat", "regex a{100000}");
-  expect_limit(Kind::gbnf, "root ::= ((\"a\"{100}){100}){100}", "max_repeat_product", "gbnf nested {100}");
-  expect_limit(Kind::regex, repeat("(", 5000) + "a" + repeat(")", 5000), "max_nesting", "regex 5000 nested groups");
-  expect_limit(Kind::gbnf, "root ::= " + repeat("(", 5000) + "\"a\"" + repeat(")", 5000), "max_nesting",
-               "gbnf 5000 nested groups");
-  expect_limit(Kind::json_schema, repeat("{\"items\":", 5000) + "{}" + repeat("}", 5000), "max_nesting",
-               "schema nested 5000 deep");
-  expect_limit(Kind::json_schema, R"({"type":"string","maxLength":1000000})", "max_repeat", "schema maxLength 1e6");
-  expect_limit(Kind::json_schema, R"({"type":"array","minItems":50000})", "max_repeat", "schema minItems 5e4");
+  expect_limit(Kind::gbnf, "root ::= ((\"a\"{100}){100}){100}", "max_repeat_product",
+               "gbnf nested {100}");
+  expect_limit(Kind::regex, repeat("(", 5000) + "a" + repeat(")", 5000), "max_nesting",
+               "regex 5000 nested groups");
+  expect_limit(Kind::gbnf, "root ::= " + repeat("(", 5000) + "\"a\"" + repeat(")", 5000),
+               "max_nesting", "gbnf 5000 nested groups");
+  expect_limit(Kind::json_schema, repeat("{\"items\":", 5000) + "{}" + repeat("}", 5000),
+               "max_nesting", "schema nested 5000 deep");
+  expect_limit(Kind::json_schema, R"({"type":"string","maxLength":1000000})", "max_repeat",
+               "schema maxLength 1e6");
+  expect_limit(Kind::json_schema, R"({"type":"array","minItems":50000})", "max_repeat",
+               "schema minItems 5e4");
   // A 1 MB schema: refused by size before it is parsed.
   std::string big = "{\"enum\":[";
   while (big.size() < (1u << 20)) big += "\"" + std::to_string(big.size()) + "\",";
@@ -51,7 +56,8 @@ TEST(GrammarHostile, BlowupsEndInTheLimitError) {
   expect_limit(Kind::json_schema, big, "max_input_bytes", "schema of 1 MB");
   // A grammar too large after lowering: many rules each with a 10000-step chain.
   std::string many = "root ::= a0\n";
-  for (int i = 0; i < 200; ++i) many += "a" + std::to_string(i) + " ::= [a-z]{0,10000} a" + std::to_string(i + 1) + "\n";
+  for (int i = 0; i < 200; ++i)
+    many += "a" + std::to_string(i) + " ::= [a-z]{0,10000} a" + std::to_string(i + 1) + "\n";
   many += "a200 ::= \"x\"\n";
   expect_limit(Kind::gbnf, many, "max_grammar_elements", "gbnf 200 x {0,10000}");
 }
@@ -60,7 +66,8 @@ TEST(GrammarHostile, BlowupsEndInTheLimitError) {
 // interned stacks, so the automaton stays small however long the input.
 TEST(GrammarHostile, ExponentialRegexesStayLinear) {
   const auto sv = test::synthetic_vocab();
-  for (const char* re : {"(a|a)*b", "(a*)*b", "(a|aa)+c", "((a+)+)+b", "(a|ab|abc|abcd)*x", "(.*a){12}"}) {
+  for (const char* re :
+       {"(a|a)*b", "(a*)*b", "(a|aa)+c", "((a+)+)+b", "(a|ab|abc|abcd)*x", "(.*a){12}"}) {
     auto g = compile(Kind::regex, re);
     Matcher m(g, sv.vocab);
     const auto t0 = std::chrono::steady_clock::now();
@@ -68,8 +75,8 @@ TEST(GrammarHostile, ExponentialRegexesStayLinear) {
     ASSERT_TRUE(m.accept_bytes(input)) << re;
     EXPECT_LT(m.n_cached_states(), 100u) << re;
     const auto mask = m.mask();
-    std::printf("hostile regex %-20s 20000 bytes + a mask in %7.2f ms, %zu states, %zu frames\n", re, ms_since(t0),
-                m.n_cached_states(), m.n_cached_frames());
+    std::printf("hostile regex %-20s 20000 bytes + a mask in %7.2f ms, %zu states, %zu frames\n",
+                re, ms_since(t0), m.n_cached_states(), m.n_cached_frames());
   }
 }
 
@@ -104,26 +111,31 @@ TEST(GrammarHostile, RuntimeNestingIsBounded) {
   while (depth < 100000 && m.accept_bytes("[")) ++depth;
   EXPECT_LT(depth, 2048u);
   EXPECT_GT(depth, 100u);
-  std::printf("hostile json nesting: cut at depth %zu (max_stack_depth %d)\n", depth, Limits{}.max_stack_depth);
+  std::printf("hostile json nesting: cut at depth %zu (max_stack_depth %d)\n", depth,
+              Limits{}.max_stack_depth);
 }
 
 TEST(GrammarHostile, LargeButLegalInputsCompile) {
   std::string choices = "[";
-  for (int i = 0; i < 20000; ++i) choices += (i ? ",\"" : "\"") + std::string("item-") + std::to_string(i * 7919) + "\"";
+  for (int i = 0; i < 20000; ++i)
+    choices += (i ? ",\"" : "\"") + std::string("item-") + std::to_string(i * 7919) + "\"";
   choices += "]";
   auto t0 = std::chrono::steady_clock::now();
   auto g = compile(Kind::choice, choices);
-  std::printf("choice of 20000 strings (%zu bytes): compiled in %.1f ms, program %zu bytes\n", choices.size(), ms_since(t0),
-              g->size_bytes());
+  std::printf("choice of 20000 strings (%zu bytes): compiled in %.1f ms, program %zu bytes\n",
+              choices.size(), ms_since(t0), g->size_bytes());
   EXPECT_TRUE(test::full_match(g, "item-7919"));
   EXPECT_FALSE(test::full_match(g, "item-7918"));
   std::string props = "{\"type\":\"object\",\"properties\":{";
-  for (int i = 0; i < 3000; ++i) props += (i ? ",\"" : "\"") + std::string("field_") + std::to_string(i) + "\":{\"type\":\"integer\"}";
+  for (int i = 0; i < 3000; ++i)
+    props += (i ? ",\"" : "\"") + std::string("field_") + std::to_string(i) +
+             "\":{\"type\":\"integer\"}";
   props += "}}";
   t0 = std::chrono::steady_clock::now();
   g = compile(Kind::json_schema, props);
-  std::printf("schema of 3000 optional properties (%zu bytes): compiled in %.1f ms, program %zu bytes\n", props.size(),
-              ms_since(t0), g->size_bytes());
+  std::printf(
+      "schema of 3000 optional properties (%zu bytes): compiled in %.1f ms, program %zu bytes\n",
+      props.size(), ms_since(t0), g->size_bytes());
   EXPECT_TRUE(test::full_match(g, "{\"field_7\":1,\"field_2999\":2}"));
 }
 

@@ -36,7 +36,8 @@ TEST(GrammarJsonSchema, CorpusSamplesValidateInPythonJsonschema) {
   ASSERT_GE(corpus.size(), 100u);
   const auto sv = test::synthetic_vocab();
   const auto qwen = test::qwen3_vocab();
-  const auto dir = std::filesystem::temp_directory_path() / ("invar-grammar-" + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("invar-grammar-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const auto file = dir / "instances.jsonl";
   std::ofstream out(file);
@@ -59,32 +60,40 @@ TEST(GrammarJsonSchema, CorpusSamplesValidateInPythonJsonschema) {
       Matcher m(g, v);
       bool ok;
       const std::string text = test::random_walk(m, *v, rng, real ? 80 : 8 + 60 * w, 20000, ok);
-      ASSERT_TRUE(ok) << name << " walk " << w << " did not reach an accepting state: " << text.substr(0, 300);
+      ASSERT_TRUE(ok) << name << " walk " << w
+                      << " did not reach an accepting state: " << text.substr(0, 300);
       EXPECT_TRUE(full_match(g, text)) << name << ": " << text;
       if (name == "invoice" || name == "ref-recursive-tree" || name == "enum-non-ascii") {
         std::printf("sample %s walk %d: %s\n", name.c_str(), w, text.substr(0, 400).c_str());
       }
-      nlohmann::json rec = {{"name", name}, {"schema", nlohmann::json::parse(entry["schema"].dump())}, {"text", text}};
+      nlohmann::json rec = {{"name", name},
+                            {"schema", nlohmann::json::parse(entry["schema"].dump())},
+                            {"text", text}};
       out << rec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       ++docs;
     }
   }
   out.close();
   int rc = 0;
-  const std::string report = run_python(std::string(INVAR_SOURCE_DIR) + "/tests/grammar/validate_instances.py", file.string(), rc);
+  const std::string report = run_python(
+      std::string(INVAR_SOURCE_DIR) + "/tests/grammar/validate_instances.py", file.string(), rc);
   std::printf("%s", report.c_str());
   EXPECT_EQ(rc, 0) << report;
-  EXPECT_NE(report.find("validated " + std::to_string(docs) + " documents"), std::string::npos) << report;
+  EXPECT_NE(report.find("validated " + std::to_string(docs) + " documents"), std::string::npos)
+      << report;
   std::filesystem::remove_all(dir);
 }
 
 TEST(GrammarJsonSchema, IntegerRangesAreExact) {
-  const std::vector<std::pair<int64_t, int64_t>> ranges = {{0, 9}, {1, 12}, {-5, 5}, {10, 99}, {100, 1000}, {-1000, -10},
-                                                           {7, 7}, {-99, 0}, {123, 4567}, {19, 201}, {-301, -299}};
+  const std::vector<std::pair<int64_t, int64_t>> ranges = {
+      {0, 9}, {1, 12},  {-5, 5},     {10, 99},  {100, 1000}, {-1000, -10},
+      {7, 7}, {-99, 0}, {123, 4567}, {19, 201}, {-301, -299}};
   for (auto [lo, hi] : ranges) {
-    auto g = compile(Kind::json_schema, nlohmann::json{{"type", "integer"}, {"minimum", lo}, {"maximum", hi}}.dump());
+    auto g = compile(Kind::json_schema,
+                     nlohmann::json{{"type", "integer"}, {"minimum", lo}, {"maximum", hi}}.dump());
     for (int64_t x = lo - 120; x <= hi + 120; ++x) {
-      ASSERT_EQ(full_match(g, std::to_string(x)), x >= lo && x <= hi) << lo << ".." << hi << " on " << x;
+      ASSERT_EQ(full_match(g, std::to_string(x)), x >= lo && x <= hi)
+          << lo << ".." << hi << " on " << x;
     }
     EXPECT_FALSE(full_match(g, "-0"));
     EXPECT_FALSE(full_match(g, "0" + std::to_string(std::max<int64_t>(lo, 1))));  // leading zero
@@ -103,14 +112,18 @@ TEST(GrammarJsonSchema, IntegerRangesAreExact) {
 
 TEST(GrammarJsonSchema, NumberBoundsAreExact) {
   auto g = compile(Kind::json_schema, R"({"type":"number","minimum":-2,"exclusiveMaximum":3})");
-  for (const char* yes : {"-2", "-2.0", "-1.999", "0", "-0.5", "2.999", "2", "0.0"}) EXPECT_TRUE(full_match(g, yes)) << yes;
-  for (const char* no : {"-2.001", "3", "3.0", "3.5", "-3", "-0", "1e2", "01"}) EXPECT_FALSE(full_match(g, no)) << no;
+  for (const char* yes : {"-2", "-2.0", "-1.999", "0", "-0.5", "2.999", "2", "0.0"})
+    EXPECT_TRUE(full_match(g, yes)) << yes;
+  for (const char* no : {"-2.001", "3", "3.0", "3.5", "-3", "-0", "1e2", "01"})
+    EXPECT_FALSE(full_match(g, no)) << no;
   auto pos = compile(Kind::json_schema, R"({"type":"number","exclusiveMinimum":0})");
   for (const char* yes : {"0.001", "1", "12.5"}) EXPECT_TRUE(full_match(pos, yes)) << yes;
   for (const char* no : {"0", "0.000", "-1", "-0.5"}) EXPECT_FALSE(full_match(pos, no)) << no;
 }
 
-bool leap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+bool leap(int y) {
+  return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
 
 TEST(GrammarJsonSchema, DatesAreExact) {
   auto g = compile(Kind::json_schema, R"({"type":"string","format":"date"})");
@@ -129,7 +142,9 @@ TEST(GrammarJsonSchema, DatesAreExact) {
 }
 
 TEST(GrammarJsonSchema, CompactFormAndPropertyOrder) {
-  auto g = compile(Kind::json_schema, R"({"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"array","items":{"type":"integer"}}},
+  auto g = compile(
+      Kind::json_schema,
+      R"({"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"array","items":{"type":"integer"}}},
     "required":["b"],"additionalProperties":false})");
   EXPECT_TRUE(full_match(g, R"({"b":1,"a":[1,2]})"));
   EXPECT_TRUE(full_match(g, R"({"b":1})"));
@@ -138,7 +153,8 @@ TEST(GrammarJsonSchema, CompactFormAndPropertyOrder) {
   EXPECT_FALSE(full_match(g, R"({"b":1,"c":2})"));      // additionalProperties false
   EXPECT_FALSE(full_match(g, R"({})"));                 // required
   // Additional keys (default: any) never repeat a listed name, however it is spelled.
-  auto open = compile(Kind::json_schema, R"({"type":"object","properties":{"id":{"type":"integer"}}})");
+  auto open =
+      compile(Kind::json_schema, R"({"type":"object","properties":{"id":{"type":"integer"}}})");
   EXPECT_TRUE(full_match(open, R"({"id":1,"x":"y","idx":[true]})"));
   EXPECT_TRUE(full_match(open, R"({"other":null})"));
   EXPECT_FALSE(full_match(open, R"({"id":1,"id":2})"));
@@ -181,37 +197,70 @@ void expect_refused(const std::string& schema, const std::string& needle) {
 }
 
 TEST(GrammarJsonSchema, UnsupportedKeywordsAreNamedWithTheirPath) {
-  for (const char* k : {"multipleOf", "patternProperties", "propertyNames", "minProperties", "maxProperties",
-                        "dependentRequired", "dependentSchemas", "uniqueItems", "contains", "minContains",
-                        "maxContains", "if", "then", "else", "not", "unevaluatedProperties", "unevaluatedItems",
-                        "contentEncoding", "$dynamicRef", "$anchor", "additionalItems", "discriminator"}) {
-    const std::string schema = std::string(R"({"type":"object","properties":{"x":{"type":"integer",")") + k + R"(":1}}})";
-    expect_refused(schema, std::string("keyword '") + k + "' is not supported at /properties/x/" + k);
+  for (const char* k : {"multipleOf",
+                        "patternProperties",
+                        "propertyNames",
+                        "minProperties",
+                        "maxProperties",
+                        "dependentRequired",
+                        "dependentSchemas",
+                        "uniqueItems",
+                        "contains",
+                        "minContains",
+                        "maxContains",
+                        "if",
+                        "then",
+                        "else",
+                        "not",
+                        "unevaluatedProperties",
+                        "unevaluatedItems",
+                        "contentEncoding",
+                        "$dynamicRef",
+                        "$anchor",
+                        "additionalItems",
+                        "discriminator"}) {
+    const std::string schema =
+        std::string(R"({"type":"object","properties":{"x":{"type":"integer",")") + k + R"(":1}}})";
+    expect_refused(schema,
+                   std::string("keyword '") + k + "' is not supported at /properties/x/" + k);
   }
-  expect_refused(R"j({"type":"string","format":"hostname"})j", "format 'hostname' is not supported");
+  expect_refused(R"j({"type":"string","format":"hostname"})j",
+                 "format 'hostname' is not supported");
   expect_refused(R"j({"type":"number","minimum":0.5})j", "not an integer");
   expect_refused(R"j({"type":"string","pattern":"a(?=b)"})j", "lookahead");
   expect_refused(R"j({"type":"string","pattern":"(a)\\1"})j", "/pattern: backreferences");
-  expect_refused(R"j({"type":"string","pattern":"^a","maxLength":3})j", "pattern together with minLength/maxLength");
+  expect_refused(R"j({"type":"string","pattern":"^a","maxLength":3})j",
+                 "pattern together with minLength/maxLength");
   expect_refused(R"j({"$ref":"other.json#/x"})j", "not a local reference");
   expect_refused(R"j({"$ref":"#/$defs/missing"})j", "points to nothing");
-  expect_refused(R"j({"$ref":"#/$defs/a","type":"object","$defs":{"a":{}}})j", "keyword 'type' beside $ref");
-  expect_refused(R"j({"oneOf":[{"type":"integer"},{"type":"number"}]})j", "oneOf branches may overlap");
-  expect_refused(R"j({"allOf":[{"type":"string"},{"maxLength":3}]})j", "allOf of several schemas merges type object");
-  expect_refused(R"j({"allOf":[{"properties":{"a":{"type":"integer"}}},{"properties":{"a":{"type":"string"}}}]})j",
-                 "different schemas");
-  expect_refused(R"j({"allOf":[{"additionalProperties":false},{"properties":{"a":{}}}]})j", "'additionalProperties' is not merged");
-  expect_refused(R"j({"type":"object","properties":{"a":false},"required":["a"]})j", "required but its schema is false");
+  expect_refused(R"j({"$ref":"#/$defs/a","type":"object","$defs":{"a":{}}})j",
+                 "keyword 'type' beside $ref");
+  expect_refused(R"j({"oneOf":[{"type":"integer"},{"type":"number"}]})j",
+                 "oneOf branches may overlap");
+  expect_refused(R"j({"allOf":[{"type":"string"},{"maxLength":3}]})j",
+                 "allOf of several schemas merges type object");
+  expect_refused(
+      R"j({"allOf":[{"properties":{"a":{"type":"integer"}}},{"properties":{"a":{"type":"string"}}}]})j",
+      "different schemas");
+  expect_refused(R"j({"allOf":[{"additionalProperties":false},{"properties":{"a":{}}}]})j",
+                 "'additionalProperties' is not merged");
+  expect_refused(R"j({"type":"object","properties":{"a":false},"required":["a"]})j",
+                 "required but its schema is false");
   expect_refused(R"j({"type":"array","items":[{"type":"integer"}]})j", "use prefixItems");
   expect_refused(R"j({"type":"integer","minimum":5,"maximum":4})j", "no integer satisfies");
-  expect_refused(R"j({"type":"string","minLength":3,"maxLength":2})j", "maxLength is below minLength");
+  expect_refused(R"j({"type":"string","minLength":3,"maxLength":2})j",
+                 "maxLength is below minLength");
   expect_refused(R"j({"type":"array","minItems":3,"maxItems":2})j", "no array satisfies");
   expect_refused(R"j({"type":"widget"})j", "unknown type 'widget'");
   expect_refused(R"j({"enum":[1,2],"minimum":0})j", "keyword 'minimum' beside enum/const");
-  expect_refused(R"j({"type":"string","enum":[1,2]})j", "no enum/const value has the schema's type");
+  expect_refused(R"j({"type":"string","enum":[1,2]})j",
+                 "no enum/const value has the schema's type");
   expect_refused(R"j(false)j", "the schema false matches nothing");
-  expect_refused(R"j({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})j", "derives no string");
-  expect_refused(R"j({"type":"integer","exclusiveMinimum":true})j", "exclusiveMinimum must be a number");
+  expect_refused(
+      R"j({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})j",
+      "derives no string");
+  expect_refused(R"j({"type":"integer","exclusiveMinimum":true})j",
+                 "exclusiveMinimum must be a number");
   expect_refused("{not json", "json_schema: not JSON");
 }
 

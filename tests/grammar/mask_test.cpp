@@ -42,8 +42,9 @@ std::vector<int32_t> reference_ids(Matcher& ref, const Vocabulary& v) {
 
 // Walks random allowed tokens; at every `check_every`-th state compares the mask of a warm
 // matcher with a fresh matcher replaying the same tokens and checking each token alone.
-void check_masks(const std::shared_ptr<const Grammar>& g, const std::shared_ptr<const Vocabulary>& v,
-                 uint64_t seed, int steps, int check_every, int* checked) {
+void check_masks(const std::shared_ptr<const Grammar>& g,
+                 const std::shared_ptr<const Vocabulary>& v, uint64_t seed, int steps,
+                 int check_every, int* checked) {
   std::mt19937_64 rng(seed);
   Matcher m(g, v);
   std::vector<int32_t> path;
@@ -68,7 +69,9 @@ std::vector<std::shared_ptr<const Grammar>> sample_grammars() {
   return {
       compile(Kind::json_schema, kInvoiceSchema),
       compile(Kind::json_object, ""),
-      compile(Kind::gbnf, "root ::= (expr \"\\n\")+\nexpr ::= term ([-+] term)*\nterm ::= [0-9]+ | \"(\" expr \")\""),
+      compile(Kind::gbnf,
+              "root ::= (expr \"\\n\")+\nexpr ::= term ([-+] term)*\nterm ::= [0-9]+ | \"(\" expr "
+              "\")\""),
       compile(Kind::regex, "(\\w+@\\w+\\.(com|org)|[\xC3\xA9\xE6\x97\xA5]{2,5}-\\d+)"),
       compile(Kind::choice, R"(["apple", "apple pie", "banana", "日本語"])"),
   };
@@ -90,7 +93,8 @@ TEST(GrammarMask, MatchesBruteForceOnQwen3Vocabulary) {
   const auto gs = sample_grammars();
   for (size_t i = 0; i < gs.size(); ++i) check_masks(gs[i], v, 100 + i, 24, 6, &checked);
   EXPECT_GE(checked, 15);
-  std::printf("qwen3 vocabulary: %zu ids, %zu trie nodes; %d states checked\n", v->size(), v->nodes().size(), checked);
+  std::printf("qwen3 vocabulary: %zu ids, %zu trie nodes; %d states checked\n", v->size(),
+              v->nodes().size(), checked);
 }
 
 TEST(GrammarMask, SpecialsNeverAndEndOfSequenceOnlyWhenAccepting) {
