@@ -1,0 +1,33 @@
+// The bounds every compilation and every matcher runs under (issue 26: a hostile schema, regex
+// or grammar ends in LimitError in bounded time and memory). Each is checked as the structure it
+// bounds grows, so the work done before the error is proportional to the bound.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace invar::grammar {
+
+struct Limits {
+  size_t max_input_bytes = 512 * 1024;    // grammar / regex / schema text; a 1 MB input is refused
+  size_t max_grammar_elements = 1 << 20;  // lowered program size (elements + ends), ~4 MB
+  size_t max_rules = 1 << 18;             // rules after lowering, helpers included
+  size_t max_expr_nodes = 1 << 20;        // front-end expression nodes before lowering
+  int max_nesting = 128;  // groups / parentheses / schema nesting / $ref chain depth in a front end
+  int64_t max_repeat = 10000;  // a bound of {m,n}, minLength, maxItems... above it: LimitError
+  int64_t max_repeat_product = 100000;  // product of nested counted repetitions in one regex/GBNF
+  // Matcher: a stack deeper than this is a dead path (the language is cut at this nesting; JSON
+  // nested deeper than ~max_stack_depth/4 levels cannot be produced). A pure function of the
+  // bytes, so masks stay a pure function of the tokens.
+  int32_t max_stack_depth = 2048;
+  // Matcher: parallel parses alive at one byte (ambiguity). Above it accept/mask throw
+  // LimitError; the count depends only on the grammar and the bytes so far.
+  size_t max_stacks_per_state = 16384;
+  // Matcher caches are compacted (rebuilt from the live states) once they pass these sizes at
+  // the start of a call; this bounds memory and never changes a result.
+  size_t max_cached_nodes = 1 << 20;        // interned stack frames
+  size_t max_cached_transitions = 1 << 22;  // memoised (state, byte) steps, ~64 MB at the bound
+  size_t max_cached_masks = 32;             // whole-vocabulary masks kept per matcher
+};
+
+}  // namespace invar::grammar
