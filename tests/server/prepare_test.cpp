@@ -122,7 +122,14 @@ TEST(Prepare, ReadySaysWhenTheQueueIsSaturated) {
   EXPECT_EQ(s.get("/health")->status, 200) << "liveness stays up";
   s.fake->hold = false;
   held.join();
-  EXPECT_EQ(s.get("/ready")->status, 200);
+  // The client has its response a moment before the server's handler returns and the request
+  // leaves the in-flight count: readiness comes back within that moment, not necessarily at once.
+  int ready = 0;
+  for (int i = 0; i < 2000 && ready != 200; ++i) {
+    ready = s.get("/ready")->status;
+    if (ready != 200) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(ready, 200);
 }
 
 }  // namespace
