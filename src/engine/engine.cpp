@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "cache/lower_tiers.h"
 #include "cache/prefix_cache.h"
 #include "cache/tier_bridge.h"
+#include "engine/constraint.h"
 #include "engine/model_runner.h"
 #include "engine/postprocess.h"
 #include "engine/request_check.h"
@@ -97,10 +99,22 @@ struct Engine::Impl {
   std::vector<ScheduledSeq*> group;               // admit()'s scratch
   std::vector<std::vector<RequestEvent>> events;  // per chunk of the step, until it is committed
   std::vector<FinishReason> finishes;
-  std::vector<std::string> errors;  // per chunk: a non-finite logit's message, else empty
+  std::vector<std::string> errors;  // per chunk: why its request fails (a non-finite logit, a
+                                    // grammar that allows nothing), else empty
+  std::vector<ErrorKind> error_kinds;
   uint64_t requests_total = 0, prompt_tokens_total = 0, computed_tokens = 0;
   double busy_s = 0;
   std::thread thread;
+  // Structured output's view of the vocabulary: built by the first constrained submit.
+  std::once_flag grammar_vocab_once;
+  std::shared_ptr<const grammar::Vocabulary> grammar_vocab;
+
+  const std::shared_ptr<const grammar::Vocabulary>& grammar_vocabulary_get() {
+    std::call_once(grammar_vocab_once, [this] {
+      grammar_vocab = grammar_vocabulary(*tokenizer, end_of_sequence_ids(*tokenizer));
+    });
+    return grammar_vocab;
+  }
 
   Impl(const Model& m, const Tokenizer* t, EngineConfig c, std::unique_ptr<Drafter> drafter)
       : tokenizer(t),
@@ -159,6 +173,7 @@ struct Engine::Impl {
     if (events.size() < n) events.resize(n);
     finishes.resize(n);
     errors.resize(n);
+    error_kinds.resize(n);
     for (size_t k = 0; k < n; ++k) {
       ChunkPlan& c = plan.chunks[k];
       Sequence& s = sequence_of(c.seq);
@@ -169,12 +184,13 @@ struct Engine::Impl {
         o = post.process(c, runner.logits(static_cast<int64_t>(k)), live.at(s.id).text.get(),
                          events[k]);
       } catch (const EngineError& e) {
-        if (e.kind() != ErrorKind::nonfinite) throw;
-        // A non-finite logit: the verified positions are kept (what they hold is a function
-        // of the tokens), nothing of this chunk is reported, and the request ends with the
-        // error once the step is committed.
+        // A non-finite logit, or a grammar with no way on: the verified positions are kept
+        // (what they hold is a function of the tokens), nothing of this chunk is reported, and
+        // the request ends with the error once the step is committed. The other requests of
+        // the step go on.
         events[k].clear();
         errors[k] = e.what();
+        error_kinds[k] = e.kind();
         o = ChunkOutcome{FinishReason::error, c.n_tokens - c.n_draft, 0};
       }
       c.n_kept = o.n_kept;
@@ -193,7 +209,7 @@ struct Engine::Impl {
       for (RequestEvent& ev : events[k])
         if (s->sink) s->sink(std::move(ev));
       if (!errors[k].empty())
-        fail(s, ErrorKind::nonfinite, std::move(errors[k]));
+        fail(s, error_kinds[k], std::move(errors[k]));
       else if (finishes[k] != FinishReason::none)
         finish(s, finishes[k]);
     }
@@ -327,6 +343,9 @@ std::vector<RequestId> Engine::submit_group(std::vector<GenerationRequest> reqs,
     s->tokens = req.prompt;
     s->tokens.reserve(req.prompt.size() + static_cast<size_t>(req.max_tokens) + 1);
     s->n_prompt = static_cast<int64_t>(req.prompt.size());
+    if (req.grammar)
+      s->constraint = std::make_unique<SeqConstraint>(req.grammar, impl_->grammar_vocabulary_get(),
+                                                      req.grammar_after);
     s->req = std::move(req);
     s->sink = std::move(sinks[i]);
     g.push_back(std::move(s));

@@ -20,6 +20,9 @@
 namespace invar {
 
 class Tokenizer;  // tokenizer/tokenizer.h
+namespace grammar {
+class Grammar;  // grammar/grammar.h
+}
 
 struct EngineConfig {
   int64_t block_size = 64;          // --block-size: tokens per KV block / prefix-cache unit
@@ -95,6 +98,12 @@ struct GenerationRequest {
   // across a client's requests. Neither changes a logit (scheduling decides when, never how).
   std::string client_key;  // who asks ("" is one client like any other)
   int64_t priority = 0;    // vLLM's priority: among one client's requests, lower goes first
+  // Structured output (engine/constraint.h): every generated token is one the grammar allows,
+  // an end-of-sequence id only once the output is complete, and the request ends when one is
+  // generated. Like logit_bias it shapes selection, not the logits: logprobs stay the model's.
+  // Needs a tokenizer. null: unconstrained.
+  std::shared_ptr<const grammar::Grammar> grammar;
+  int32_t grammar_after = -1;  // the grammar starts after this token (</think>); -1: at once
 };
 
 struct TokenLogprob {

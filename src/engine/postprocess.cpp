@@ -87,7 +87,10 @@ FinishReason Postprocessor::token_emit(Sequence& s, const float* row, TextAssemb
   // far are its last tokens, exactly as plain decoding would have generated them.
   const float* penalised =
       penalties_apply(row, n_vocab_, s.req.sampling, s.tokens, s.n_prompt, penalty_scratch_);
-  ev.token = sample_token(penalised, n_vocab_, s.req.sampling, position, scratch_);
+  const float* allowed =
+      s.constraint ? s.constraint->masked(penalised, n_vocab_, mask_scratch_) : penalised;
+  ev.token = sample_token(allowed, n_vocab_, s.req.sampling, position, scratch_);
+  if (s.constraint) s.constraint->advance(ev.token);
   // Logprobs of the model's own row (vLLM's default logprobs_mode, raw_logprobs).
   logprobs_top(row, n_vocab_, ev.token, s.req.top_logprobs, scratch_, &ev.logprob, &ev.top);
   ev.logits = std::move(s.logits_pending);
@@ -96,7 +99,10 @@ FinishReason Postprocessor::token_emit(Sequence& s, const float* row, TextAssemb
   ++s.n_generated;
   ++generated_total_;
   const auto& stops = s.req.stop_tokens;
-  ev.stop_token = std::find(stops.begin(), stops.end(), ev.token) != stops.end();
+  // A grammar that took an end-of-sequence id is complete: nothing may follow it, even when
+  // the caller ignores end of sequence.
+  ev.stop_token = std::find(stops.begin(), stops.end(), ev.token) != stops.end() ||
+                  (s.constraint && s.constraint->terminated());
   if (text && !ev.stop_token) ev.text = text->push(token_text_bytes(s.req, ev.token));
   const bool stop = ev.stop_token || (text && text->stopped());
   out.push_back(std::move(ev));

@@ -61,6 +61,7 @@ class Postprocessor {
   const int64_t n_vocab_, n_ctx_;
   SamplerScratch scratch_;
   PenaltyScratch penalty_scratch_;
+  std::vector<float> mask_scratch_;  // [V] a constrained row
   uint64_t generated_total_ = 0;
 };
 

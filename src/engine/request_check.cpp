@@ -61,6 +61,11 @@ void request_check(const GenerationRequest& r, const RequestLimits& lim) {
     refuse("stop", "stop strings need a tokenizer; this engine has none");
   for (const auto& s : r.stop_strings)
     if (s.empty()) refuse("stop", "a stop string is empty");
+  if (r.grammar && !lim.has_tokenizer)
+    refuse("response_format", "structured output needs a tokenizer; this engine has none");
+  if (r.grammar_after >= lim.n_vocab)
+    refuse("response_format",
+           "grammar_after " + std::to_string(r.grammar_after) + " is not in the vocabulary");
   const int64_t blocks = (total + 1 + lim.block_size - 1) / lim.block_size;
   if (blocks > lim.block_capacity)
     throw EngineError(ErrorKind::context_overflow, "max_tokens",

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/constraint.h"
 #include "engine/engine.h"
 #include "engine/scheduled_seq.h"
 
@@ -25,6 +26,8 @@ struct Sequence : ScheduledSeq {
   // Speculative decoding: the drafter's state for this request, and drafts run / kept.
   std::unique_ptr<DraftSeq> draft_state;
   int64_t n_drafted = 0, n_accepted = 0;
+  // Structured output: the grammar's state over the generated tokens (null: unconstrained).
+  std::unique_ptr<SeqConstraint> constraint;
 
   bool wants_all_logits() const { return req.capture_logits || req.prompt_logprobs >= 0; }
 };

@@ -11,6 +11,7 @@
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex.h"
+#include "grammar/tool_calls.h"
 
 namespace invar::grammar {
 
@@ -26,6 +27,8 @@ const char* kind_name(Kind k) {
       return "json_schema";
     case Kind::json_object:
       return "json_object";
+    case Kind::tool_calls:
+      return "tool_calls";
   }
   return "?";
 }
@@ -52,6 +55,15 @@ RuleId choice_rules(Builder& b, std::string_view text) {
   return root;
 }
 
+// The text of a JSON front end, keys in their order (a schema's properties are written so).
+nlohmann::ordered_json json_of(Kind kind, std::string_view text) {
+  try {
+    return nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string(kind_name(kind)) + ": not JSON: " + e.what());
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const Grammar> compile(Kind kind, std::string_view text, const Limits& limits) {
@@ -74,18 +86,14 @@ std::shared_ptr<const Grammar> compile(Kind kind, std::string_view text, const L
     case Kind::choice:
       root = choice_rules(b, text);
       break;
-    case Kind::json_schema: {
-      nlohmann::ordered_json schema;
-      try {
-        schema = nlohmann::ordered_json::parse(text);
-      } catch (const nlohmann::json::exception& e) {
-        throw Error(std::string("json_schema: not JSON: ") + e.what());
-      }
-      root = json_schema_rules(b, schema);
+    case Kind::json_schema:
+      root = json_schema_rules(b, json_of(kind, text));
       break;
-    }
     case Kind::json_object:
       root = json_object_rules(b);
+      break;
+    case Kind::tool_calls:
+      root = tool_calls_rules(b, json_of(kind, text));
       break;
   }
   return std::make_shared<const Grammar>(lower(b, root));

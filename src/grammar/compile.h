@@ -16,6 +16,7 @@ enum class Kind {
   choice,       // a JSON array of strings: the output is exactly one of them
   json_schema,  // a JSON Schema document
   json_object,  // any JSON object (the text is ignored)
+  tool_calls,   // tool calls in a chat template's syntax (grammar/tool_calls.h: the spec)
 };
 
 const char* kind_name(Kind k);

@@ -124,8 +124,8 @@ class SchemaCompiler {
  public:
   SchemaCompiler(Builder& b, const json& root) : b_(b), root_(root) {}
 
-  RuleId run() {
-    const RuleId r = b_.rule("root");
+  RuleId run(const std::string& root_name) {
+    const RuleId r = root_name == "root" ? b_.rule("root") : b_.fresh_rule(root_name);
     b_.define(r, compile(root_, "", 0));
     while (!pending_.empty()) {
       auto [ptr, rule] = pending_.back();
@@ -772,8 +772,9 @@ class SchemaCompiler {
 
 }  // namespace
 
-RuleId json_schema_rules(Builder& b, const nlohmann::ordered_json& schema) {
-  return SchemaCompiler(b, schema).run();
+RuleId json_schema_rules(Builder& b, const nlohmann::ordered_json& schema,
+                         const std::string& root_name) {
+  return SchemaCompiler(b, schema).run(root_name);
 }
 
 RuleId json_object_rules(Builder& b) {

@@ -7,6 +7,7 @@
 
 #include "server/api_error.h"
 #include "server/chat_request_parse.h"
+#include "server/output_constraint.h"
 #include "server/request_fields.h"
 
 namespace invar::server {
@@ -132,13 +133,6 @@ void reject_unsupported(const json& body, bool chat) {
     const json* v = field(body, k);
     if (chat || !v || (v->is_array() && v->empty()) || (v->is_string() && *v == "none")) continue;
     throw bad_request(k, std::string("'") + k + "' is only for /v1/chat/completions");
-  }
-  if (const json* v = field(body, "response_format")) {
-    if (!v->is_object()) wrong_type("response_format", "an object", *v);
-    auto t = v->find("type");
-    if (t == v->end() || !t->is_string() || *t != "text")
-      throw bad_request("response_format",
-                        "only response_format {\"type\": \"text\"} is supported");
   }
 }
 
@@ -356,10 +350,18 @@ ApiRequest api_request_parse(std::string_view text, Endpoint endpoint, const Pro
     if (!v->is_string()) wrong_type("model", "a string", *v);
     r.model = v->get<std::string>();
   }
+  // Chat messages and output schemas keep the client's key order (a schema's properties are
+  // written in it): those parse the body a second time, as ordered JSON.
+  bool want_ordered = endpoint == Endpoint::chat;
+  for (const char* k : output_constraint_fields()) want_ordered |= field(body, k) != nullptr;
+  output_constraint_size_check(body);
+  const nlohmann::ordered_json ordered =
+      want_ordered ? nlohmann::ordered_json::parse(text) : nlohmann::ordered_json();
   if (endpoint == Endpoint::completions)
     parse_prompt(body, r);
   else
-    r.chat = chat_request_parse(nlohmann::ordered_json::parse(text));  // keys in client order
+    r.chat = chat_request_parse(ordered);
+  if (want_ordered) r.constraint = output_constraint_parse(ordered);
 
   reject_unsupported(body, endpoint == Endpoint::chat);
   const char* max_name = "max_tokens";

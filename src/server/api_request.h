@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/chat_prompt.h"
+#include "server/output_constraint.h"
 #include "server/prompt_limits.h"
 
 namespace invar::server {
@@ -67,6 +68,8 @@ struct ApiRequest {
                                     // (llama-server's default), all tokens for repetition_penalty
   std::vector<std::pair<int32_t, float>> logit_bias;  // ids are checked against the vocabulary
                                                       // by the job that knows it
+  // Structured output (output_constraint.h): the one constraint the request names, if any.
+  std::optional<OutputConstraint> constraint;
   // Chat fields OpenAI defines for its own platform (docs/api.md).
   std::string service_tier;  // as sent ("" absent); responses name the tier used: "default"
   // Set by the server: who asks, for the engine's fairness (API key, else peer address, else

@@ -101,9 +101,8 @@ std::optional<ApiError> ChatOutput::unmet() const {
   e.message = "tool_choice asked for " + asked + ", but the model wrote " +
               (calls.empty() ? std::string("no valid tool call")
                              : "a call of '" + calls.front().name + "'") +
-              " (invar does not constrain decoding to a tool call, and the same request with "
-              "the same seed writes the same output: change the seed or the prompt, or use "
-              "tool_choice \"auto\")";
+              " (decoding is constrained to a call, so the output ended before one was complete: "
+              "raise max_tokens; the same request with the same seed writes the same output)";
   return e;
 }
 

@@ -71,14 +71,13 @@ CompletionChoices::CompletionChoices(Backend& backend, ApiRequest req, ServerMet
     return one;
   };
   JobPrompt prompt = job_prompt_make(backend, full);
-  const std::vector<int32_t> tokens = prompt.tokens;
-  const bool in_reasoning = prompt.in_reasoning;
+  const JobPrompt again = prompt;  // the later choices' (tokens and grammar are shared, const)
   jobs_.push_back(std::make_unique<CompletionJob>(backend, choice(std::move(full), 0), metrics,
                                                   std::move(prompt)));
   budget_check(budget);
   for (int64_t i = 1; i < req_.n; ++i)
-    jobs_.push_back(std::make_unique<CompletionJob>(
-        backend, choice(req_, i), metrics, JobPrompt{tokens, in_reasoning}, jobs_.front().get()));
+    jobs_.push_back(std::make_unique<CompletionJob>(backend, choice(req_, i), metrics, again,
+                                                    jobs_.front().get()));
   whole_.resize(jobs_.size());
   first_sent_.assign(jobs_.size(), false);
 }

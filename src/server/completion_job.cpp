@@ -37,6 +37,32 @@ std::string finish_name(FinishReason f) {
   return "stop";
 }
 
+// tool_choice "required" or a named function: the output is a call (or with
+// parallel_tool_calls several) of the allowed tools in the template's syntax, so it always
+// parses (grammar/tool_calls.h). nullopt when no call is required or the template has no
+// tool-call syntax (then the output parser's 422 reports a missing call).
+std::optional<OutputConstraint> tool_call_constraint(const Backend& backend, const ChatInput& in) {
+  if (in.tool_choice != ToolChoice::required && in.tool_choice != ToolChoice::named)
+    return std::nullopt;
+  const chat::ToolCallSyntax syntax = backend.chat_template()->tool_call_syntax();
+  if (syntax == chat::ToolCallSyntax::none) return std::nullopt;
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  if (auto t = in.request.find("tools"); t != in.request.end() && t->is_array())
+    for (const auto& tool : *t) {
+      auto fn = tool.find("function");
+      if (fn == tool.end() || !fn->is_object() || !fn->contains("name")) continue;
+      if (in.tool_choice == ToolChoice::named && (*fn)["name"] != in.tool_choice_name) continue;
+      nlohmann::ordered_json one = {{"name", (*fn)["name"]}};
+      if (auto p = fn->find("parameters"); p != fn->end() && !p->is_null()) one["parameters"] = *p;
+      tools.push_back(std::move(one));
+    }
+  if (tools.empty()) return std::nullopt;  // chat_request_parse refuses an unknown name
+  nlohmann::ordered_json spec = {{"syntax", tool_call_syntax_name(syntax)},
+                                 {"parallel", in.parallel_tool_calls},
+                                 {"tools", std::move(tools)}};
+  return OutputConstraint{grammar::Kind::tool_calls, spec.dump(), "tool_choice"};
+}
+
 }  // namespace
 
 JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req) {
@@ -77,6 +103,28 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req) {
                                       "] = " + std::to_string(prompt[i]) +
                                       " is not a token id (vocabulary size " +
                                       std::to_string(backend.n_vocab()) + ")");
+  std::optional<OutputConstraint> constraint = req.constraint;
+  if (chat) {
+    std::optional<OutputConstraint> calls = tool_call_constraint(backend, req.chat);
+    if (calls && constraint)
+      throw bad_request(constraint->field, "'" + constraint->field +
+                                               "' and tool_choice (a call is required) both "
+                                               "constrain the output: send one");
+    if (calls) constraint = std::move(calls);
+  }
+  if (constraint) {
+    const OutputConstraint& c = *constraint;
+    try {
+      out.grammar = grammar::compile_cached(c.kind, c.text);
+    } catch (const Error& e) {
+      throw bad_request(c.field, "'" + c.field + "': " + e.what());
+    }
+    // A reasoning block comes first: the constraint applies to the answer after </think>.
+    if (out.in_reasoning) {
+      const std::vector<int32_t> end = backend.encode("</think>");
+      if (end.size() == 1) out.grammar_after = end[0];
+    }
+  }
   for (const auto& [id, bias] : req.logit_bias)
     if (id >= backend.n_vocab())
       throw bad_request("logit_bias", "'logit_bias' names token " + std::to_string(id) +
@@ -91,6 +139,8 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
       req_(std::move(req)),
       metrics_(metrics),
       prompt_(std::move(prompt.tokens)),
+      grammar_(std::move(prompt.grammar)),
+      grammar_after_(prompt.grammar_after),
       first_(first) {
   bool chat = req_.endpoint == Endpoint::chat;
   const char* prompt_field = chat ? "messages" : "prompt";
@@ -159,6 +209,8 @@ std::pair<GenerationRequest, EventSink> CompletionJob::engine_request(
   g.prompt_logprobs = prompt_lp_k_;
   g.client_key = req_.client_key;
   g.priority = req_.priority;
+  g.grammar = grammar_;
+  g.grammar_after = grammar_after_;
 
   queue_ = std::make_shared<EventQueue>();
   queue_->metrics = &metrics_;

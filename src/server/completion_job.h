@@ -48,10 +48,15 @@ struct JobStats {
 struct JobPrompt {
   std::vector<int32_t> tokens;
   bool in_reasoning = false;  // chat: the prompt ends inside an open <think> block
+  // Structured output (ApiRequest::constraint), compiled: null when unconstrained. It starts
+  // after grammar_after (</think> when the prompt ends inside a reasoning block), else at once.
+  std::shared_ptr<const grammar::Grammar> grammar;
+  int32_t grammar_after = -1;
 };
 
-// Renders (chat) and tokenises the prompt, truncates it (truncate_prompt_tokens) and checks
-// its ids against the vocabulary. Throws ApiError (400) naming the prompt field.
+// Renders (chat) and tokenises the prompt, truncates it (truncate_prompt_tokens), checks its
+// ids against the vocabulary and compiles the output constraint (grammar/compile.h: bounded
+// time and memory, cached by content hash). Throws ApiError (400) naming the field at fault.
 JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req);
 
 class CompletionJob {
@@ -112,6 +117,8 @@ class CompletionJob {
   ResponseContext ctx_;
   std::vector<int32_t> prompt_;
   std::vector<int32_t> eos_ids_;
+  std::shared_ptr<const grammar::Grammar> grammar_;  // structured output (null: none)
+  int32_t grammar_after_ = -1;
   int64_t max_tokens_ = 0;
   int64_t prompt_lp_k_ = -1;  // prompt logprobs asked of the engine (-1: none)
   const CompletionJob* first_ = nullptr;

@@ -190,5 +190,73 @@ TEST(GrammarCompileCache, SameTextSameGrammarObject) {
   for (int t = 1; t < 8; ++t) EXPECT_EQ(seen[t], seen[0]);
 }
 
+// Tool calls (tool_calls.h): the Hermes JSON form and the XML form, the allowed tools only,
+// the arguments' schema enforced (no extra arguments unless the schema allows them; XML string
+// and enum values raw, as the output parser reads them), one call or several.
+TEST(GrammarToolCalls, HermesCallsFollowTheirSchemas) {
+  const std::string spec = R"({"syntax":"hermes","parallel":true,"tools":[
+    {"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},
+      "days":{"type":"integer","minimum":1,"maximum":7}},"required":["city"]}},
+    {"name":"now"}]})";
+  const std::string w = "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":";
+  expect_cases(
+      Kind::tool_calls, spec,
+      {{w + "{\"city\":\"Paris\"}}\n</tool_call>", true},
+       {w + "{\"city\":\"Paris\",\"days\":3}}\n</tool_call>", true},
+       {w + "{\"city\":\"Paris\",\"days\":9}}\n</tool_call>", false},
+       {w + "{\"days\":3}}\n</tool_call>", false},
+       {w + "{\"city\":\"Paris\",\"extra\":1}}\n</tool_call>", false},
+       {"<tool_call>\n{\"name\":\"now\",\"arguments\":{\"any\":[1]}}\n</tool_call>", true},
+       {"<tool_call>\n{\"name\":\"other\",\"arguments\":{}}\n</tool_call>", false},
+       {w + "{\"city\":\"A\"}}\n</tool_call>\n" + w + "{\"city\":\"B\"}}\n</tool_call>", true},
+       {"Sure! " + w + "{\"city\":\"A\"}}\n</tool_call>", false},
+       {"", false}});
+  const std::string single = R"({"syntax":"hermes","parallel":false,"tools":[{"name":"now"}]})";
+  const std::string call = "<tool_call>\n{\"name\":\"now\",\"arguments\":{}}\n</tool_call>";
+  expect_cases(Kind::tool_calls, single, {{call, true}, {call + "\n" + call, false}});
+}
+
+TEST(GrammarToolCalls, XmlCallsTakeRawStringsAndJsonValues) {
+  const std::string spec = R"({"syntax":"qwen3_xml","parallel":false,"tools":[
+    {"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},
+      "days":{"type":"integer"},"units":{"enum":["c","f"]}},"required":["city","days"]}}]})";
+  const std::string open = "<tool_call>\n<function=get_weather>\n";
+  const std::string city = "<parameter=city>\nSão Paulo <downtown>\n</parameter>\n";
+  const std::string days = "<parameter=days>\n3\n</parameter>\n";
+  const std::string close = "</function>\n</tool_call>";
+  expect_cases(Kind::tool_calls, spec,
+               {{open + city + days + close, true},
+                {open + city + days + "<parameter=units>\nf\n</parameter>\n" + close, true},
+                {open + city + days + "<parameter=units>\n\"f\"\n</parameter>\n" + close, false},
+                {open + city + "<parameter=days>\nthree\n</parameter>\n" + close, false},
+                {open + days + close, false},
+                {open + "<parameter=city>\na</parameter>b\n</parameter>\n" + days + close, false},
+                {open + city + days + "<parameter=units>\nk\n</parameter>\n" + close, false}});
+  // A schema without plain properties: any names, raw values.
+  expect_cases(Kind::tool_calls, R"({"syntax":"qwen3_xml","tools":[{"name":"f"}]})",
+               {{"<tool_call>\n<function=f>\n<parameter=x>\n1\n</parameter>\n</function>\n"
+                 "</tool_call>",
+                 true},
+                {"<tool_call>\n<function=f>\n</function>\n</tool_call>", true}});
+}
+
+TEST(GrammarToolCalls, ErrorsNameTheTool) {
+  auto message = [](const std::string& spec) {
+    try {
+      compile(Kind::tool_calls, spec);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("compiled");
+  };
+  EXPECT_NE(message(R"({"syntax":"hermes","tools":[{"name":"f","parameters":{"type":"object",)"
+                    R"("properties":{"x":{"type":"integer","multipleOf":2}}}}]})")
+                .find("function 'f'"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"syntax":"yaml","tools":[{"name":"f"}]})").find("syntax"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"syntax":"hermes","tools":[]})").find("non-empty"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace invar::grammar

@@ -7,6 +7,8 @@
 #include "parse_rejection.h"
 #include "server/api_error.h"
 
+namespace api_request_test {
+
 using namespace invar::server;
 
 namespace {
@@ -156,3 +158,5 @@ TEST(ApiError, OpenAiShape) {
   EXPECT_NE(j.find(R"("code":null)"), std::string::npos) << j;
   EXPECT_EQ(j.find('\xff'), std::string::npos) << "invalid UTF-8 must be replaced";
 }
+
+}  // namespace api_request_test

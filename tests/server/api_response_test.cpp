@@ -8,6 +8,8 @@
 
 #include "server/fingerprint.h"
 
+namespace api_response_test {
+
 using namespace invar::server;
 
 namespace {
@@ -103,3 +105,5 @@ TEST(Fingerprint, DependsOnModelAndNumerics) {
   EXPECT_NE(a, system_fingerprint_of("00", "v2"));
   EXPECT_EQ(a, system_fingerprint_of("00", "v1"));
 }
+
+}  // namespace api_response_test

@@ -17,6 +17,8 @@
 #include "serve_process.h"
 #include "server/request_fields.h"
 
+namespace api_surface_test {
+
 using namespace invar::server;
 using namespace invar::server::testing;
 using json = nlohmann::json;
@@ -463,3 +465,5 @@ TEST(SurfaceCli, VersionAndHelp) {
 }
 
 }  // namespace
+
+}  // namespace api_surface_test

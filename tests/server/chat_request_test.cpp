@@ -16,7 +16,7 @@
 #include "tokenizer/tokenizer.h"
 
 namespace invar::server {
-namespace {
+namespace chat_request_test {
 
 using ojson = nlohmann::ordered_json;
 
@@ -223,5 +223,5 @@ TEST(ChatOutputShape, FinishReasonsAndToolChoice) {
   EXPECT_FALSE(plain.contains("tool_calls"));
 }
 
-}  // namespace
+}  // namespace chat_request_test
 }  // namespace invar::server

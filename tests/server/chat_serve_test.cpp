@@ -19,6 +19,8 @@
 #include "model/gguf.h"
 #include "serve_process.h"
 
+namespace chat_serve_test {
+
 using namespace invar::server::testing;
 using json = nlohmann::ordered_json;
 
@@ -234,3 +236,5 @@ TEST(ChatServe, ChatTemplateFlagOverridesAndNoTemplateRefusesChat) {
 }
 
 }  // namespace
+
+}  // namespace chat_serve_test

@@ -18,6 +18,8 @@
 
 #include "serve_process.h"
 
+namespace fairness_soak_test {
+
 using namespace invar::server::testing;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -216,3 +218,5 @@ TEST(FairnessSoak, TheAttackersScenarios) {
 }
 
 }  // namespace
+
+}  // namespace fairness_soak_test

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+namespace http_framing_test {
+
 using namespace invar::server;
 
 TEST(HeadScanner, ByteAtATimeEqualsWhole) {
@@ -44,3 +46,5 @@ TEST(HeadScanner, ErrorsCarryTheirStatus) {
   EXPECT_EQ(status("GET / HTTP/1.1\r\nHost: a\r\n"), 0) << "incomplete, not wrong";
   EXPECT_EQ(status("GET / HTTP/1.0\r\n\r\n"), 0) << "HTTP/1.0 needs no Host";
 }
+
+}  // namespace http_framing_test

@@ -7,6 +7,8 @@
 #include "fake_server.h"
 #include "http_test_util.h"
 
+namespace http_hostile_soak_test {
+
 using namespace invar::server;
 using namespace invar::server::testing;
 
@@ -41,3 +43,5 @@ TEST(HostileSoak, ParallelHugeChunkedUploads) {
   for (auto& g : got) EXPECT_EQ(status_of(g.response), 413);
   EXPECT_LT(grown_kib, 40 * 1024);
 }
+
+}  // namespace http_hostile_soak_test

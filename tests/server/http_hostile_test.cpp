@@ -10,6 +10,8 @@
 #include "hostile_http_corpus.h"
 #include "http_test_util.h"
 
+namespace http_hostile_test {
+
 using namespace invar::server;
 using namespace invar::server::testing;
 using Clock = std::chrono::steady_clock;
@@ -236,3 +238,5 @@ TEST(HostileHttp, DisconnectCancelsWholeAndStreamedRequests) {
     EXPECT_EQ(metric_value(m, "invar_server_inflight_requests"), 0) << m;
   }
 }
+
+}  // namespace http_hostile_test

@@ -8,6 +8,8 @@
 #include "fake_server.h"
 #include "http_test_util.h"
 
+namespace http_server_test {
+
 using namespace invar::server;
 using namespace invar::server::testing;
 using json = nlohmann::json;
@@ -347,3 +349,5 @@ TEST(HttpServer, SinkReleasedAfterShutdownTouchesNoTransportState) {
   ASSERT_EQ(s.server->state(), "stopped");
   EXPECT_EQ(s.fake->release_kept_sinks(), 2) << "both requests' sinks outlived the transport";
 }
+
+}  // namespace http_server_test

@@ -7,7 +7,7 @@
 #include "server/server_metrics.h"
 
 namespace invar::server {
-namespace {
+namespace latency_histogram_test {
 
 // The cumulative count of bucket `le` in an exposition.
 long bucket(const std::string& text, const std::string& name, const std::string& le) {
@@ -63,5 +63,5 @@ TEST(LatencyHistogram, VllmLayoutsAreVllms) {
     EXPECT_TRUE(std::is_sorted(b->begin(), b->end()));
 }
 
-}  // namespace
+}  // namespace latency_histogram_test
 }  // namespace invar::server

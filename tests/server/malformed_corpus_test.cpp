@@ -7,6 +7,8 @@
 #include "fake_server.h"
 #include "http_test_util.h"
 
+namespace malformed_corpus_test {
+
 using namespace invar::server::testing;
 
 TEST(MalformedCorpus, AllRejectedWith4xxAndServerStaysUp) {
@@ -45,3 +47,5 @@ TEST(MalformedCorpus, GarbageRequestLinesDoNotKillTheServer) {
   }
   EXPECT_EQ(s.get("/health")->status, 200);
 }
+
+}  // namespace malformed_corpus_test

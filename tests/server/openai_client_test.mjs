@@ -1,7 +1,7 @@
 // Drives `invar serve` with the official OpenAI Node client, the way users point existing
 // code at it: completions, chat, streaming (+ include_usage), logprobs in both shapes,
 // streamed = whole, cached_tokens on a repeated document, cache_salt isolation, auth, and the
-// error classes the client raises for 400/401/404/413.
+// error classes the client raises for 400/401/404/413, and structured output (response_format).
 // Usage: node openai_client_test.mjs INVAR_BINARY MODEL_GGUF   (openai resolved from NODE_PATH)
 import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
@@ -156,6 +156,27 @@ await check('errors', async () => {
     () => client.chat.completions.create({ model: 'qwen3next-tiny', messages: [] }));
   await expectStatus(413, OpenAI.APIError,
     () => client.completions.create({ model: 'qwen3next-tiny', prompt: 'y'.repeat(70000) }));
+});
+
+await check('structured output: response_format json_schema, whole = streamed, 400 for a bad schema', async () => {
+  const schema = { type: 'object', properties: { city: { type: 'string', maxLength: 12 }, rain: { type: 'boolean' } },
+                   required: ['city', 'rain'], additionalProperties: false };
+  const req = { model: 'qwen3next-tiny', messages: [{ role: 'user', content: 'Weather in Oslo?' }], max_tokens: 100,
+                temperature: 1, seed: 3, response_format: { type: 'json_schema', json_schema: { name: 'weather', strict: true, schema } } };
+  const r = await client.chat.completions.create(req);
+  const v = JSON.parse(r.choices[0].message.content);
+  assert.deepEqual(Object.keys(v), ['city', 'rain']);
+  assert.equal(typeof v.city, 'string');
+  assert.equal(typeof v.rain, 'boolean');
+  assert.equal(r.choices[0].finish_reason, 'stop');
+  const stream = await client.chat.completions.create({ ...req, stream: true });
+  let text = '';
+  for await (const c of stream) text += c.choices[0]?.delta?.content ?? '';
+  assert.equal(text, r.choices[0].message.content);
+  const e = await expectStatus(400, OpenAI.BadRequestError, () => client.chat.completions.create({ ...req,
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'integer', multipleOf: 2 } } } }));
+  assert.equal(e.param, 'response_format');
+  assert.match(e.error.message, /multipleOf/);
 });
 
 proc.kill('SIGTERM');

@@ -6,6 +6,8 @@
 #include "fake_server.h"
 #include "http_test_util.h"
 
+namespace peer_endpoints_test {
+
 using namespace invar::server;
 using namespace invar::server::testing;
 using json = nlohmann::json;
@@ -148,3 +150,5 @@ TEST(PeerEndpoints, MetricsInVllmNamesBesideInvars) {
 }
 
 }  // namespace
+
+}  // namespace peer_endpoints_test

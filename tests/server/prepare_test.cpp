@@ -10,6 +10,8 @@
 #include "fake_server.h"
 #include "http_test_util.h"
 
+namespace prepare_test {
+
 using namespace invar::server;
 using namespace invar::server::testing;
 using json = nlohmann::json;
@@ -80,7 +82,9 @@ TEST(Prepare, LargeBodiesLeaveTheIoThreadsFree) {
 TEST(Prepare, FullQueueIs429AndCpuBudgetIs400) {
   ServerConfig cfg;
   cfg.prepare_queue = 1;
-  cfg.prepare_cpu_s = 0.05;
+  // The budget leaves room for what parsing and tokenising 100 kB costs under ThreadSanitizer
+  // (~60 ms of CPU on the CI machine, 5-15x the release build's); the spin below is over it.
+  cfg.prepare_cpu_s = 0.5;
   FakeServer s(cfg, false, [](FakeBackend& f) {
     f.ctx = 1 << 20;
     f.big_encode_sleep = std::chrono::milliseconds(400);
@@ -98,7 +102,7 @@ TEST(Prepare, FullQueueIs429AndCpuBudgetIs400) {
   for (auto& t : ts) t.join();
   EXPECT_EQ(statuses, (std::vector<int>{200, 200})) << "sleeping costs no CPU";
 
-  s.fake->big_encode_cpu_s = 0.2;
+  s.fake->big_encode_cpu_s = 0.8;
   auto cpu = s.post("/v1/completions", big.dump());
   EXPECT_EQ(cpu->status, 400) << cpu->body;
   EXPECT_NE(cpu->body.find("--prepare-cpu-seconds"), std::string::npos) << cpu->body;
@@ -133,3 +137,5 @@ TEST(Prepare, ReadySaysWhenTheQueueIsSaturated) {
 }
 
 }  // namespace
+
+}  // namespace prepare_test

@@ -10,6 +10,8 @@
 #include "fake_server.h"
 #include "http_test_util.h"
 
+namespace request_budget_test {
+
 using namespace invar::server;
 using namespace invar::server::testing;
 using json = nlohmann::json;
@@ -145,3 +147,5 @@ TEST(RequestBudget, ClientKeyAndPriorityReachTheEngine) {
 }
 
 }  // namespace
+
+}  // namespace request_budget_test

@@ -14,6 +14,8 @@
 #include "server/api_error.h"
 #include "server/api_request.h"
 
+namespace request_fields_test {
+
 using namespace invar::server;
 
 namespace {
@@ -110,8 +112,8 @@ TEST(RequestFields, ParserRejectsUnknownRejectedAndChangingNoOps) {
   auto e = parse_error(R"({"prompt": "x", "no_such_field": 1})", Endpoint::completions);
   EXPECT_EQ(e.status, 400);
   EXPECT_EQ(e.param, "no_such_field");
-  e = parse_error(R"({"prompt": "x", "guided_json": {"type": "object"}})", Endpoint::completions);
-  EXPECT_EQ(e.param, "guided_json");
+  e = parse_error(R"({"prompt": "x", "guided_whitespace_pattern": " "})", Endpoint::completions);
+  EXPECT_EQ(e.param, "guided_whitespace_pattern");
   e = parse_error(R"({"messages": [{"role": "user", "content": "x"}], "suffix": ""})",
                   Endpoint::chat);
   EXPECT_EQ(e.param, "suffix") << "a completions-only field on chat";
@@ -152,3 +154,5 @@ TEST(RequestFields, ParserReadsTheImplementedExtras) {
 }
 
 }  // namespace
+
+}  // namespace request_fields_test

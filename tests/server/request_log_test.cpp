@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+namespace request_log_test {
+
 using namespace invar::server;
 
 namespace {
@@ -61,3 +63,5 @@ TEST(RequestLog, TextLineCannotBeForged) {
 }
 
 }  // namespace
+
+}  // namespace request_log_test

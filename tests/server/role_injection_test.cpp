@@ -7,6 +7,8 @@
 
 #include "serve_process.h"
 
+namespace role_injection_test {
+
 using namespace invar::server::testing;
 using json = nlohmann::json;
 
@@ -57,3 +59,5 @@ TEST(RoleInjection, ContentSpellingControlTokensStaysText) {
 }
 
 }  // namespace
+
+}  // namespace role_injection_test

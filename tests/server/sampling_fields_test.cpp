@@ -13,7 +13,7 @@
 #include "server/chat_output.h"
 
 namespace invar::server {
-namespace {
+namespace sampling_fields_test {
 
 using ojson = nlohmann::ordered_json;
 
@@ -200,5 +200,5 @@ TEST(SamplingFields, ParallelToolCallsFalseReturnsTheFirstCallOnly) {
   expect_rejected(chat(R"(,"parallel_tool_calls":"no")"), "parallel_tool_calls", Endpoint::chat);
 }
 
-}  // namespace
+}  // namespace sampling_fields_test
 }  // namespace invar::server

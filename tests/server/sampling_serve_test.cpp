@@ -17,6 +17,8 @@
 
 #include "serve_process.h"
 
+namespace sampling_serve_test {
+
 using namespace invar::server::testing;
 using json = nlohmann::json;
 
@@ -267,3 +269,5 @@ TEST(SamplingReplay, ParallelToolCallsFalseReturnsTheFirstCall) {
 }
 
 }  // namespace
+
+}  // namespace sampling_serve_test

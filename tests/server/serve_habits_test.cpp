@@ -18,6 +18,8 @@
 #include "command_run.h"
 #include "serve_process.h"
 
+namespace serve_habits_test {
+
 using namespace invar::server::testing;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
@@ -342,3 +344,5 @@ TEST_F(HabitsServer, MetricsInVllmNamesReadByPrometheusClient) {
 }
 
 }  // namespace
+
+}  // namespace serve_habits_test

@@ -14,6 +14,8 @@
 #include "malformed_corpus.h"
 #include "serve_process.h"
 
+namespace serve_integration_test {
+
 using namespace invar::server::testing;
 using json = nlohmann::json;
 
@@ -516,3 +518,5 @@ TEST(ServeSignals, CorruptModelExitsNonZero) {
     EXPECT_EQ(s.port(), 0) << name << ": reported healthy";
   }
 }
+
+}  // namespace serve_integration_test

@@ -14,6 +14,8 @@
 #include "sanitizer_build.h"
 #include "serve_process.h"
 
+namespace serve_memory_return_test {
+
 using namespace invar::server::testing;
 using json = nlohmann::json;
 
@@ -110,3 +112,5 @@ TEST(ServeMemoryReturn, ThousandRejectedLargeRequestsLeaveNoGrowth) {
 }
 
 }  // namespace
+
+}  // namespace serve_memory_return_test

@@ -12,6 +12,8 @@
 
 #include "serve_process.h"
 
+namespace spec_serve_test {
+
 using namespace invar::server::testing;
 using json = nlohmann::json;
 
@@ -189,3 +191,5 @@ TEST(SpecServe, BadSpecFlagsEndTheServer) {
 }
 
 }  // namespace
+
+}  // namespace spec_serve_test

@@ -20,6 +20,8 @@
 #include "sanitizer_build.h"
 #include "serve_process.h"
 
+namespace tier_serve_test {
+
 using namespace invar::server::testing;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
@@ -370,3 +372,5 @@ TEST(TierServeSoak, BudgetsHoldWithoutGrowth) {
 }
 
 }  // namespace
+
+}  // namespace tier_serve_test

@@ -1,0 +1,64 @@
+#include "engine/constraint.h"
+
+#include <algorithm>
+#include <limits>
+#include <span>
+#include <string>
+
+#include "engine/engine.h"
+#include "tokenizer/token_types.h"
+#include "tokenizer/tokenizer.h"
+
+namespace invar {
+
+std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const Tokenizer& tok,
+                                                              std::vector<int32_t> eos_ids) {
+  const Vocab& v = tok.vocab();
+  std::vector<std::string> bytes(v.tokens.size());
+  for (size_t id = 0; id < bytes.size(); ++id) {
+    const int32_t type = id < v.token_types.size() ? v.token_types[id] : token_type::kNormal;
+    // Control tokens (<|im_end|>) and padding rows are never text the grammar can match.
+    if (type == token_type::kControl || type == token_type::kUnused) continue;
+    bytes[id] = tok.token_bytes(static_cast<int32_t>(id));
+  }
+  return std::make_shared<const grammar::Vocabulary>(std::move(bytes), std::move(eos_ids));
+}
+
+SeqConstraint::SeqConstraint(std::shared_ptr<const grammar::Grammar> g,
+                             std::shared_ptr<const grammar::Vocabulary> vocab, int32_t after_token)
+    : m_(std::move(g), vocab),
+      words_(vocab->mask_words()),
+      after_(after_token),
+      active_(after_token < 0) {}
+
+const float* SeqConstraint::masked(const float* row, int64_t n_vocab, std::vector<float>& scratch) {
+  if (!active_) return row;
+  m_.fill_mask(words_);
+  bool any = false;
+  for (uint64_t w : words_) any |= w != 0;
+  if (!any)
+    throw EngineError(ErrorKind::invalid_request, "response_format",
+                      "the output grammar allows no token here: this model's vocabulary cannot "
+                      "spell what it requires");
+  scratch.assign(row, row + n_vocab);
+  const auto V = static_cast<int64_t>(words_.size()) * 64;
+  const int64_t covered = std::min(n_vocab, V);
+  grammar::apply_mask(std::span<float>(scratch.data(), static_cast<size_t>(covered)),
+                      std::span<const uint64_t>(words_));
+  // Output rows past the tokenizer's vocabulary (padding) are never allowed.
+  for (int64_t i = covered; i < n_vocab; ++i)
+    scratch[static_cast<size_t>(i)] = -std::numeric_limits<float>::infinity();
+  return scratch.data();
+}
+
+void SeqConstraint::advance(int32_t token) {
+  if (!active_) {
+    active_ = token == after_;
+    return;
+  }
+  if (!m_.accept_token(token))
+    throw EngineError(ErrorKind::internal, "",
+                      "token " + std::to_string(token) + " was sampled but the grammar forbids it");
+}
+
+}  // namespace invar

@@ -1,0 +1,56 @@
+// Structured output inside the engine: a request's grammar (GenerationRequest::grammar) as the
+// state of one sequence. Each generated token is sampled from the row with every token the
+// grammar forbids at −inf, then advances the grammar; the end of sequence is allowed only once
+// the output is complete.
+//
+// Under the contract (DESIGN.md §1): the mask is a pure function of (grammar, tokens generated
+// so far) (grammar/matcher.h), and only tokens that become part of the output advance it, so a
+// verification chunk of speculative decoding masks each row exactly as plain decoding masks that
+// position: a draft the grammar forbids is simply not the token sampled there. Rejected drafts
+// never touch the grammar state, so nothing is rolled back.
+//
+// Cost per generated token: Matcher::fill_mask (a copy of ceil(V/64) words when the state was
+// seen before, one vocabulary-trie walk when not: docs/structured-output.md), a copy of the
+// [V] row and V/64 word tests; on the engine thread, after the forward pass.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "grammar/matcher.h"
+
+namespace invar {
+
+class Tokenizer;  // tokenizer/tokenizer.h
+
+// The vocabulary as the grammar sees it: each id's bytes, control and unused ids empty (never
+// allowed), `eos_ids` allowed when the output is complete. O(total token bytes · log V), ~30 MB
+// for 151k tokens: built once per engine, on first use.
+std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const Tokenizer& tok,
+                                                              std::vector<int32_t> eos_ids);
+
+class SeqConstraint {
+ public:
+  // after_token: the constraint starts once this token has been generated (the end of a
+  // reasoning block, </think>); -1: from the first generated token.
+  SeqConstraint(std::shared_ptr<const grammar::Grammar> g,
+                std::shared_ptr<const grammar::Vocabulary> vocab, int32_t after_token);
+
+  // The row to sample from: `row` itself while the constraint has not started, else a copy in
+  // `scratch` with forbidden ids (and ids past the grammar's vocabulary) at −inf. Throws
+  // EngineError(internal) if the grammar allows no token at all.
+  const float* masked(const float* row, int64_t n_vocab, std::vector<float>& scratch);
+  // The token sampled from masked(): advances the grammar (or starts it at after_token).
+  void advance(int32_t token);
+  // An end-of-sequence id was accepted: the output is complete and nothing may follow.
+  bool terminated() const { return active_ && m_.is_terminated(); }
+
+ private:
+  grammar::Matcher m_;
+  std::vector<uint64_t> words_;
+  int32_t after_;
+  bool active_;
+};
+
+}  // namespace invar

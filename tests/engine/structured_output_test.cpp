@@ -1,0 +1,190 @@
+// Structured output in the engine (engine/constraint.h) on a reference model: the output is a
+// sentence of the grammar and ends when it is complete; a grammar changes which token is
+// chosen, never a logit; and a constrained request keeps the contract: the same tokens and
+// logprob bits alone or in a batch, with speculative decoding on or off, with the prompt cached.
+#include <regex>
+
+#include "engine/postprocess.h"
+#include "grammar/compile.h"
+#include "invariance_harness.h"
+#include "script_drafter.h"
+#include "tokenizer/tokenizer.h"
+
+namespace invar::testing_engine {
+namespace structured_output_test {
+
+const Model& tiny() {
+  return model_get("qwen3next-tiny");
+}
+
+const Tokenizer& tok() {
+  static const auto t =
+      Tokenizer::from_file(std::string(INVAR_TEST_DATA_DIR) + "/models/qwen3next-tiny.gguf");
+  return *t;
+}
+
+// Submits the requests together (one engine, shared steps) and waits for all of them.
+std::vector<Outcome> run(const std::vector<GenerationRequest>& reqs, const EngineConfig& cfg,
+                         std::unique_ptr<Drafter> drafter = nullptr) {
+  auto e = drafter ? std::make_unique<Engine>(tiny(), &tok(), cfg, std::move(drafter))
+                   : std::make_unique<Engine>(tiny(), &tok(), cfg);
+  Collector col;
+  for (size_t i = 0; i < reqs.size(); ++i) col.sink(i);
+  col.hold();
+  for (size_t i = 0; i < reqs.size(); ++i) e->submit(reqs[i], col.sink(i));
+  col.release();
+  col.wait(reqs.size());
+  std::vector<Outcome> out;
+  for (size_t i = 0; i < reqs.size(); ++i) out.push_back(col.take(i));
+  return out;
+}
+
+GenerationRequest constrained(std::vector<int32_t> prompt, int64_t max_tokens,
+                              std::shared_ptr<const grammar::Grammar> g) {
+  GenerationRequest r = request_make(std::move(prompt), max_tokens, false);
+  r.stop_tokens = end_of_sequence_ids(tok());
+  r.grammar = std::move(g);
+  return r;
+}
+
+// The completion's text without its final end-of-sequence token.
+std::string text_of(const Outcome& o) {
+  std::vector<int32_t> ids = o.generated;
+  const auto eos = end_of_sequence_ids(tok());
+  if (!ids.empty() && std::find(eos.begin(), eos.end(), ids.back()) != eos.end()) ids.pop_back();
+  return tok().decode(ids);
+}
+
+std::vector<int32_t> prompt_of(uint32_t seed, int64_t n) {
+  std::mt19937 rng(seed);
+  return tokens_random(rng, n, tiny().hparams().n_vocab);
+}
+
+TEST(StructuredOutput, GreedyOutputIsASentenceAndEndsWhenComplete) {
+  const std::regex re("[a-z]{2,6}-[0-9]{3}");
+  const auto g = grammar::compile(grammar::Kind::regex, "[a-z]{2,6}-[0-9]{3}");
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const auto p = prompt_of(seed, 24);
+    const auto free_run = run({request_make(p, 12, false)}, config_base())[0];
+    // The condition is real: the model left to itself writes something else.
+    EXPECT_FALSE(std::regex_match(tok().decode(free_run.generated), re)) << seed;
+    const Outcome o = run({constrained(p, 40, g)}, config_base())[0];
+    EXPECT_EQ(o.finish, FinishReason::stop) << o.error;
+    EXPECT_TRUE(std::regex_match(text_of(o), re)) << "'" << text_of(o) << "'";
+    // Logprobs are the model's own: the chosen token's logprob is at most the best one's.
+    for (size_t i = 0; i < o.logprobs.size(); ++i) EXPECT_LE(o.logprobs[i], 0.0f);
+  }
+}
+
+TEST(StructuredOutput, SampledJsonFollowsTheSchemaUnderIgnoreEos) {
+  const auto g = grammar::compile(
+      grammar::Kind::json_schema,
+      R"({"type":"object","properties":{"id":{"type":"integer","minimum":1,"maximum":99},)"
+      R"("ok":{"type":"boolean"}},"required":["id","ok"],"additionalProperties":false})");
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    GenerationRequest r = constrained(prompt_of(7, 20), 60, g);
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = seed;
+    r.stop_tokens.clear();  // ignore_eos: the grammar's end still ends the request
+    const Outcome o = run({r}, config_base())[0];
+    EXPECT_EQ(o.finish, FinishReason::stop) << o.error;
+    const auto j = nlohmann::json::parse(text_of(o), nullptr, false);
+    ASSERT_TRUE(j.is_object()) << text_of(o);
+    EXPECT_EQ(j.size(), 2u) << text_of(o);
+    ASSERT_TRUE(j["id"].is_number_integer()) << text_of(o);
+    EXPECT_GE(j["id"].get<int>(), 1);
+    EXPECT_LE(j["id"].get<int>(), 99);
+    EXPECT_TRUE(j["ok"].is_boolean()) << text_of(o);
+  }
+}
+
+TEST(StructuredOutput, TheGrammarStartsAfterItsToken) {
+  const auto p = prompt_of(4, 24);
+  const auto free_run = run({request_make(p, 6, false)}, config_base())[0];
+  ASSERT_EQ(free_run.generated.size(), 6u);
+  // Start the constraint after the free run's third token: the first three tokens are the free
+  // run's, the rest is a choice.
+  const int32_t after = free_run.generated[2];
+  const size_t first =
+      size_t(std::find(free_run.generated.begin(), free_run.generated.end(), after) -
+             free_run.generated.begin());
+  GenerationRequest r =
+      constrained(p, 40, grammar::compile(grammar::Kind::choice, R"(["yes","no","maybe"])"));
+  r.grammar_after = after;
+  const Outcome o = run({r}, config_base())[0];
+  ASSERT_GT(o.generated.size(), first + 1);
+  EXPECT_TRUE(std::equal(o.generated.begin(), o.generated.begin() + long(first) + 1,
+                         free_run.generated.begin()));
+  std::vector<int32_t> rest(o.generated.begin() + long(first) + 1, o.generated.end() - 1);
+  const std::string answer = tok().decode(rest);
+  EXPECT_TRUE(answer == "yes" || answer == "no" || answer == "maybe") << answer;
+  EXPECT_EQ(o.finish, FinishReason::stop);
+}
+
+// The contract with a grammar: alone, in a batch with others, after a cache hit, and with
+// speculative decoding whose drafts the grammar often forbids: the same tokens and the same
+// logprob bits (digest_of).
+TEST(StructuredOutput, SameTokensAndBitsAcrossBatchCacheAndSpeculation) {
+  const auto g =
+      grammar::compile(grammar::Kind::json_schema,
+                       R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},)"
+                       R"("tags":{"type":"array","items":{"enum":["a","bb","ccc"]},"maxItems":3}},)"
+                       R"("required":["name","tags"]})");
+  const auto p = prompt_of(9, 40);
+  GenerationRequest r = constrained(p, 48, g);
+  r.sampling.temperature = 0.8f;
+  r.sampling.seed = 11;
+  r.top_logprobs = 3;
+  const Outcome alone = run({r}, config_base())[0];
+  ASSERT_EQ(alone.error, "");
+  ASSERT_GT(alone.generated.size(), 4u);
+
+  // In a batch: unconstrained neighbours and another grammar.
+  GenerationRequest other =
+      constrained(prompt_of(10, 30), 20, grammar::compile(grammar::Kind::regex, "[0-9]+"));
+  const auto batch = run({request_make(prompt_of(12, 50), 20, false), r, other}, config_base());
+  EXPECT_EQ(digest_of(batch[1]), digest_of(alone));
+  EXPECT_EQ(batch[1].generated, alone.generated);
+
+  // After a cache hit on the prompt (written by a request of another length).
+  {
+    Engine e(tiny(), &tok(), config_base());
+    Collector col;
+    e.submit(request_make(concat(p, prompt_of(13, 20)), 2, false), col.sink(0));
+    col.wait(1);
+    e.submit(r, col.sink(1));
+    col.wait(2);
+    const Outcome hit = col.take(1);
+    EXPECT_GT(hit.cached_tokens, 0);
+    EXPECT_EQ(digest_of(hit), digest_of(alone));
+  }
+
+  // Speculation: a drafter that knows the plain continuation but makes mistakes, and one whose
+  // script is the unconstrained continuation (mostly forbidden by the grammar).
+  const auto free_run = run({request_make(p, 48, false)}, config_base())[0];
+  EngineConfig spec = config_base();
+  spec.draft.max_k = 4;
+  for (const auto& script : {concat(p, alone.generated), concat(p, free_run.generated)}) {
+    const Outcome s = run(
+        {r}, spec, std::make_unique<ScriptDrafter>(std::vector<std::vector<int32_t>>{script}))[0];
+    EXPECT_GT(s.drafted, 0);
+    EXPECT_EQ(s.generated, alone.generated);
+    EXPECT_EQ(digest_of(s), digest_of(alone));
+  }
+}
+
+TEST(StructuredOutput, RefusedWithoutATokenizer) {
+  Engine e(tiny(), nullptr, config_base());
+  GenerationRequest r = request_make(prompt_of(1, 8), 4, false);
+  r.grammar = grammar::compile(grammar::Kind::json_object, "");
+  try {
+    e.submit(r, nullptr);
+    ADD_FAILURE() << "accepted";
+  } catch (const EngineError& err) {
+    EXPECT_EQ(err.kind(), ErrorKind::invalid_request);
+    EXPECT_NE(std::string(err.what()).find("tokenizer"), std::string::npos);
+  }
+}
+
+}  // namespace structured_output_test
+}  // namespace invar::testing_engine
