@@ -1,3 +1,10 @@
+# Sanitizer builds: the target is an I/O layer, compiled at INVAR_SANITIZE_IO_OPT (CMakeLists.txt).
+function(invar_sanitize_io_layer target)
+  if(INVAR_SANITIZE)
+    target_compile_options(${target} PRIVATE ${INVAR_SANITIZE_IO_OPT})
+  endif()
+endfunction()
+
 # invar_library(NAME DIR DEPS...): a static library from every .cpp in DIR.
 # Files named *_avx2.cpp / *_avx512.cpp get their ISA flags; dispatch happens at run time.
 function(invar_library name)
