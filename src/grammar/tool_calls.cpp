@@ -95,22 +95,22 @@ ExprId raw_expr(Builder& b, const ojson& s, ExprId text) {
   return text;
 }
 
-// <parameter=...> blocks of one function (qwen3_xml).
-ExprId xml_parameters(Builder& b, const ojson& params, const std::string& fn) {
+// <parameter=...> blocks of one function (qwen3_xml). text: any value text without
+// "</parameter>" (text_without, made once for all the functions).
+ExprId xml_parameters(Builder& b, const ojson& params, const std::string& fn, ExprId text) {
   const auto open = [&](const std::string& name) {
     return b.literal("<parameter=" + name + ">\n");
   };
   const ExprId close = b.literal("\n</parameter>\n");
-  const ExprId text = text_without(b, "</parameter>");
   const auto props = params.is_object() ? params.find("properties") : params.end();
   const bool plain = props != params.end() && props->is_object() && !params.contains("$ref") &&
                      !params.contains("anyOf") && !params.contains("oneOf") &&
                      !params.contains("allOf");
   if (!plain) {
-    // Any parameter names (no '>' or newline in a name), raw values.
+    // Any parameter names (printable ASCII but '<', '=' and '>'), raw values.
     ByteSet name;
-    name.add_range(0x21, 0x7e);
-    for (uint8_t c : {'>', '<', '='}) name.w[c >> 6] &= ~(uint64_t{1} << (c & 63));
+    for (uint8_t c = 0x21; c <= 0x7e; ++c)
+      if (c != '<' && c != '=' && c != '>') name.add(c);
     return b.star(
         b.seq({b.literal("<parameter="), b.plus(b.bytes(name)), b.literal(">\n"), text, close}));
   }
@@ -156,6 +156,7 @@ RuleId tool_calls_rules(Builder& b, const ojson& spec) {
   if (tools == spec.end() || !tools->is_array() || tools->empty())
     throw Error("tool_calls: 'tools' must be a non-empty array");
   std::vector<ExprId> calls;
+  const ExprId xml_text = syntax == "qwen3_xml" ? text_without(b, "</parameter>") : -1;
   for (size_t i = 0; i < tools->size(); ++i) {
     const ojson& t = (*tools)[i];
     if (!t.is_object()) throw Error("tool_calls: tools[" + std::to_string(i) + "] is no object");
@@ -177,9 +178,9 @@ RuleId tool_calls_rules(Builder& b, const ojson& spec) {
       } else {
         if (name.find_first_of("<>\n") != std::string::npos)
           throw Error("the XML form cannot write this function name");
-        calls.push_back(
-            b.seq({b.literal("<function=" + name + ">\n"),
-                   xml_parameters(b, any ? ojson::object() : *p, name), b.literal("</function>")}));
+        calls.push_back(b.seq({b.literal("<function=" + name + ">\n"),
+                               xml_parameters(b, any ? ojson::object() : *p, name, xml_text),
+                               b.literal("</function>")}));
       }
     } catch (const LimitError&) {
       throw;

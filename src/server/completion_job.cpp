@@ -103,14 +103,15 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req) {
                                       "] = " + std::to_string(prompt[i]) +
                                       " is not a token id (vocabulary size " +
                                       std::to_string(backend.n_vocab()) + ")");
-  std::optional<OutputConstraint> constraint = req.constraint;
-  if (chat) {
-    std::optional<OutputConstraint> calls = tool_call_constraint(backend, req.chat);
-    if (calls && constraint)
+  const OutputConstraint* constraint = req.constraint ? &*req.constraint : nullptr;
+  const std::optional<OutputConstraint> calls =
+      chat ? tool_call_constraint(backend, req.chat) : std::nullopt;
+  if (calls) {
+    if (constraint)
       throw bad_request(constraint->field, "'" + constraint->field +
                                                "' and tool_choice (a call is required) both "
                                                "constrain the output: send one");
-    if (calls) constraint = std::move(calls);
+    constraint = &*calls;
   }
   if (constraint) {
     const OutputConstraint& c = *constraint;
