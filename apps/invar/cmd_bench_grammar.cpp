@@ -5,8 +5,10 @@
 //      ids) and on it extended to Qwen3.5's size (248,320 ids) with tokens made of two existing
 //      ones: the trie grows the way a larger BPE vocabulary's does (longer, rarer merges).
 //   2. With --model: engine decode tokens/s of one greedy request, unconstrained and under a
-//      JSON Schema, rounds interleaved (A B A B ...), medians, and their ratio: the mask is
-//      computed on the engine thread after each forward pass, so this ratio is its whole cost.
+//      JSON Schema, rounds interleaved (A B A B ...), medians, and their ratio; each schema with
+//      the masks computed while the forward pass runs (the engine's default) and after it.
+//   3. With --peer llama-server=PATH as well: llama.cpp's grammar sampler on the same file,
+//      prompt, schemas and threads, its rounds between invar's (bench_grammar_peer.h).
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "bench_clock.h"
+#include "bench_grammar_peer.h"
 #include "bench_registry.h"
 #include "core/error.h"
 #include "engine/constraint.h"
@@ -37,6 +40,7 @@ struct GrammarBenchArgs {
   int64_t extend_to = 248320;  // Qwen3.5's vocabulary size; 0: the tokenizer's only
   int walks = 8, steps = 200;
   std::string model;  // decode comparison when given
+  std::string peer;   // "llama-server=PATH": llama.cpp's grammar sampler beside invar's
   int64_t decode = 48;
   int rounds = 8;
   int threads = 0;
@@ -168,45 +172,98 @@ void decode_table(const GrammarBenchArgs& a) {
   EngineConfig cfg;
   cfg.threads = a.threads;
   cfg.prefix_cache = false;  // every round prefills and decodes the same work
-  Engine e(*model, tok.get(), cfg);
-  const std::vector<int32_t> prompt = tok->encode(
+  Engine overlapped(*model, tok.get(), cfg);
+  cfg.mask_overlap = false;
+  Engine serial(*model, tok.get(), cfg);
+  const std::string prompt_text =
       "Extract the invoice fields as JSON. Invoice INV-004211, 2026-11-30, "
-      "ACME GmbH, 3 x widget at 12.50 EUR.",
-      false);
+      "ACME GmbH, 3 x widget at 12.50 EUR.";
+  const std::vector<int32_t> prompt = tok->encode(prompt_text, false);
+  const std::string kLongString = R"({"type":"string","minLength":2000})";
   // The invoice schema (a realistic extraction), and a long free string whose every character
   // is a new grammar state (minLength counts them): a new state costs a vocabulary-trie walk,
-  // the mask's worst case.
-  const std::vector<std::pair<std::string, std::shared_ptr<const grammar::Grammar>>> runs = {
-      {"unconstrained", nullptr},
-      {"JSON Schema invoice", grammar::compile_cached(grammar::Kind::json_schema, kInvoice)},
-      {"string, minLength 2000", grammar::compile_cached(grammar::Kind::json_schema,
-                                                         R"({"type":"string","minLength":2000})")},
+  // the mask's worst case. Each constrained run twice: masks computed while the forward pass
+  // runs (the default) and after it.
+  const auto invoice = grammar::compile_cached(grammar::Kind::json_schema, kInvoice);
+  const auto long_string = grammar::compile_cached(grammar::Kind::json_schema, kLongString);
+  struct Run {
+    std::string name;
+    Engine* engine;
+    std::shared_ptr<const grammar::Grammar> g;
+  };
+  const std::vector<Run> runs = {
+      {"unconstrained", &overlapped, nullptr},
+      {"JSON Schema invoice", &overlapped, invoice},
+      {"JSON Schema invoice, masks after the forward", &serial, invoice},
+      {"string, minLength 2000", &overlapped, long_string},
+      {"string, minLength 2000, masks after the forward", &serial, long_string},
   };
   std::vector<std::vector<double>> tok_s(runs.size()), ratio(runs.size());
   std::vector<int64_t> tokens(runs.size());
-  for (int r = 0; r < a.rounds; ++r)
+  // llama.cpp on the same schemas: none, the invoice, the long string.
+  std::unique_ptr<GrammarPeer> peer;
+  if (!a.peer.empty()) {
+    const std::string prefix = "llama-server=";
+    if (a.peer.rfind(prefix, 0) != 0)
+      throw Error("bench grammar: --peer takes llama-server=PATH, not '" + a.peer + "'");
+    peer = std::make_unique<GrammarPeer>(a.peer.substr(prefix.size()), a.model,
+                                         overlapped.config().threads);
+  }
+  const std::vector<std::pair<std::string, std::string>> peer_runs = {
+      {"unconstrained", ""},
+      {"JSON Schema invoice", kInvoice},
+      {"string, minLength 2000", kLongString}};
+  std::vector<std::vector<double>> peer_tok_s(peer_runs.size()), peer_ratio(peer_runs.size());
+  std::vector<int64_t> peer_tokens(peer_runs.size());
+  for (int r = 0; r < a.rounds; ++r) {
     for (size_t i = 0; i < runs.size(); ++i) {
-      const Decoded d = decode_once(e, prompt, a.decode, runs[i].second);
+      const Decoded d = decode_once(*runs[i].engine, prompt, a.decode, runs[i].g);
       tok_s[i].push_back(d.tok_s);
       tokens[i] = d.tokens;
       ratio[i].push_back(d.tok_s / tok_s[0].back());
     }
+    for (size_t i = 0; peer && i < peer_runs.size(); ++i) {
+      const GrammarPeer::Decoded d = peer->decode(prompt_text, a.decode, peer_runs[i].second);
+      peer_tok_s[i].push_back(d.tok_s);
+      peer_tokens[i] = d.tokens;
+      peer_ratio[i].push_back(d.tok_s / peer_tok_s[0].back());
+    }
+  }
   std::printf(
       "\n## Engine decode, one greedy request: %s, prompt %zu tokens, up to %lld tokens, "
       "%d threads, %d rounds interleaved\n\n",
-      a.model.c_str(), prompt.size(), static_cast<long long>(a.decode), e.config().threads,
+      a.model.c_str(), prompt.size(), static_cast<long long>(a.decode), overlapped.config().threads,
       a.rounds);
   std::printf(
       "| run | tokens | median tok/s | best tok/s | ÷ unconstrained, pair by pair: median "
       "(min) |\n|---|---|---|---|---|\n");
   for (size_t i = 0; i < runs.size(); ++i)
-    std::printf("| %s | %lld | %.2f | %.2f | %.3f (%.3f) |\n", runs[i].first.c_str(),
+    std::printf("| %s | %lld | %.2f | %.2f | %.3f (%.3f) |\n", runs[i].name.c_str(),
                 static_cast<long long>(tokens[i]), percentile(tok_s[i], 0.5),
                 *std::max_element(tok_s[i].begin(), tok_s[i].end()), percentile(ratio[i], 0.5),
                 *std::min_element(ratio[i].begin(), ratio[i].end()));
+  if (!peer) return;
+  // The grammar's cost per token on each side: 1/constrained − 1/unconstrained, medians.
+  std::printf(
+      "\n## Side by side, the same rounds: invar (masks while the forward runs) and llama.cpp "
+      "(%s, one slot, predicted_per_second)\n\n| run | invar tok/s | invar ÷ unconstrained | "
+      "llama.cpp tokens | llama.cpp tok/s | llama.cpp ÷ unconstrained | invar ÷ llama.cpp |\n"
+      "|---|---|---|---|---|---|---|\n",
+      a.peer.c_str());
+  const size_t invar_of[] = {0, 1, 3};  // runs[] entries matching peer_runs[]
+  for (size_t i = 0; i < peer_runs.size(); ++i) {
+    const size_t k = invar_of[i];
+    std::printf("| %s | %.2f | %.3f | %lld | %.2f | %.3f | %.2f |\n", peer_runs[i].first.c_str(),
+                percentile(tok_s[k], 0.5), percentile(ratio[k], 0.5),
+                static_cast<long long>(peer_tokens[i]), percentile(peer_tok_s[i], 0.5),
+                percentile(peer_ratio[i], 0.5),
+                percentile(tok_s[k], 0.5) / percentile(peer_tok_s[i], 0.5));
+  }
 }
 
 int run_bench(const GrammarBenchArgs& a) {
+  if (!a.peer.empty() && a.model.empty())
+    throw Error("bench grammar: --peer compares decode on a model: give --model too");
   const auto tok = Tokenizer::from_file(a.tokenizer);
   auto t0 = Clock::now();
   const auto base = vocab_make(*tok, 0);
@@ -238,6 +295,9 @@ BenchKind grammar_bench("grammar", [](CLI::App& bench) -> Command::Run {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   s->add_option("--model", a->model, "GGUF model: also compare engine decode tok/s");
+  s->add_option("--peer", a->peer,
+                "llama-server=PATH: llama.cpp's grammar sampler on the same file, prompt, schemas "
+                "and threads, rounds interleaved with invar's (needs --model)");
   s->add_option("--decode", a->decode, "tokens per decode run")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{2}, int64_t{100000}));

@@ -33,7 +33,8 @@ SeqConstraint::SeqConstraint(std::shared_ptr<const grammar::Grammar> g,
 
 const float* SeqConstraint::masked(const float* row, int64_t n_vocab, std::vector<float>& scratch) {
   if (!active_) return row;
-  m_.fill_mask(words_);
+  if (!words_ready_) m_.fill_mask(words_);
+  words_ready_ = true;
   bool any = false;
   for (uint64_t w : words_) any |= w != 0;
   if (!any)
@@ -51,7 +52,19 @@ const float* SeqConstraint::masked(const float* row, int64_t n_vocab, std::vecto
   return scratch.data();
 }
 
+bool SeqConstraint::prefetch() noexcept {
+  if (!active_ || words_ready_) return false;
+  try {
+    m_.fill_mask(words_);
+    words_ready_ = true;
+  } catch (...) {
+    words_ready_ = false;
+  }
+  return words_ready_;
+}
+
 void SeqConstraint::advance(int32_t token) {
+  words_ready_ = false;
   if (!active_) {
     active_ = token == after_;
     return;

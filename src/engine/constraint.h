@@ -11,7 +11,9 @@
 //
 // Cost per generated token: Matcher::fill_mask (a copy of ceil(V/64) words when the state was
 // seen before, one vocabulary-trie walk when not: docs/structured-output.md), a copy of the
-// [V] row and V/64 word tests; on the engine thread, after the forward pass.
+// [V] row and V/64 word tests. The mask of the first row a step samples is computed by
+// MaskPrefetch (engine/mask_prefetch.h) while that step's forward pass runs; the masks of the
+// rows after a kept draft, on the engine thread after it.
 #pragma once
 
 #include <cstdint>
@@ -43,12 +45,18 @@ class SeqConstraint {
   const float* masked(const float* row, int64_t n_vocab, std::vector<float>& scratch);
   // The token sampled from masked(): advances the grammar (or starts it at after_token).
   void advance(int32_t token);
+  // Computes the current state's mask ahead of masked(), which then only applies it: called on
+  // another thread while nothing else touches this object. A failure is not reported here:
+  // masked() computes again and throws where the step expects it. True when it computed a mask
+  // (false: not started yet, already computed, or failed).
+  bool prefetch() noexcept;
   // An end-of-sequence id was accepted: the output is complete and nothing may follow.
   bool terminated() const { return active_ && m_.is_terminated(); }
 
  private:
   grammar::Matcher m_;
   std::vector<uint64_t> words_;
+  bool words_ready_ = false;  // words_ holds the current state's mask (prefetch, until advance)
   int32_t after_;
   bool active_;
 };

@@ -12,6 +12,7 @@
 #include "cache/prefix_cache.h"
 #include "cache/tier_bridge.h"
 #include "engine/constraint.h"
+#include "engine/mask_prefetch.h"
 #include "engine/model_runner.h"
 #include "engine/postprocess.h"
 #include "engine/request_check.h"
@@ -102,6 +103,8 @@ struct Engine::Impl {
   std::vector<std::string> errors;  // per chunk: why its request fails (a non-finite logit, a
                                     // grammar that allows nothing), else empty
   std::vector<ErrorKind> error_kinds;
+  MaskPrefetch masks;                      // after `live`: idle before the sequences go
+  std::vector<SeqConstraint*> prefetched;  // the step's constrained sequences
   uint64_t requests_total = 0, prompt_tokens_total = 0, computed_tokens = 0;
   double busy_s = 0;
   std::thread thread;
@@ -166,7 +169,16 @@ struct Engine::Impl {
            "request needs more KV cache than --cache-bytes (" + std::to_string(cfg.cache_bytes) +
                " bytes) can hold");
     if (plan.n_chunks == 0) return;
-    runner.run(plan, sched);
+    {
+      // The forward pass never reads a grammar; the masks its rows need are computed meanwhile.
+      // The join also runs when the pass throws: the handler then frees these sequences.
+      masks_prefetch();
+      struct Join {
+        MaskPrefetch& m;
+        ~Join() { m.wait(); }
+      } join{masks};
+      runner.run(plan, sched);
+    }
     // What each chunk produced decides what is committed: positions holding rejected drafts,
     // or computed after the request ended, never reach the cache.
     const auto n = static_cast<size_t>(plan.n_chunks);
@@ -214,6 +226,16 @@ struct Engine::Impl {
         finish(s, finishes[k]);
     }
     busy_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  void masks_prefetch() {
+    prefetched.clear();
+    if (!cfg.mask_overlap) return;
+    for (int64_t k = 0; k < plan.n_chunks; ++k) {
+      Sequence& s = sequence_of(plan.chunks[static_cast<size_t>(k)].seq);
+      if (s.constraint) prefetched.push_back(s.constraint.get());
+    }
+    masks.start(prefetched);
   }
 
   // A failing forward pass leaves the planned sequences' states undefined: they end with the
@@ -300,6 +322,7 @@ struct Engine::Impl {
     m.evictions = static_cast<uint64_t>(cs.evicted_blocks + cs.evicted_checkpoints);
     m.preemptions = static_cast<uint64_t>(sched.counters().preemptions);
     spec.metrics_fill(m);
+    m.grammar_masks_prefetched = masks.computed();
     m.tokens_per_s = busy_s > 0 ? static_cast<double>(computed_tokens) / busy_s : 0.0;
     queue.publish(m, static_cast<int64_t>(live.size()));
   }

@@ -41,6 +41,8 @@ struct EngineConfig {
   DrafterConfig draft;              // --spec-tokens, --spec-ngram-min/max
   TierConfig tiers;                 // --cache-dir, --cache-redis: lower cache tiers (off: none)
   std::string fingerprint;          // system_fingerprint: addresses the lower tiers' records
+  bool mask_overlap = true;         // grammar masks computed while the forward pass runs
+                                    // (engine/mask_prefetch.h); off: after it (same bits)
 };
 
 // What went wrong with a request, for the caller to map onto its own protocol (the server: HTTP
@@ -158,6 +160,8 @@ struct EngineMetrics {
   // chunks run, and spec_accepted_hist[i] = verification chunks that kept i drafts (i ≤ k).
   uint64_t spec_drafted_total = 0, spec_accepted_total = 0, spec_verifications_total = 0;
   std::vector<uint64_t> spec_accepted_hist;
+  // Grammar masks computed while the forward pass ran (EngineConfig::mask_overlap).
+  uint64_t grammar_masks_prefetched = 0;
   TiersReport tiers;  // lower cache tiers (empty without --cache-dir / --cache-redis)
 };
 

@@ -191,9 +191,15 @@ RuleId tool_calls_rules(Builder& b, const ojson& spec) {
   const RuleId call = b.fresh_rule("tool-call");
   b.define(call, b.seq({b.literal("<tool_call>\n"), b.alt(std::move(calls)),
                         b.literal("\n</tool_call>")}));
+  const ExprId all =
+      parallel ? b.seq({b.ref(call), b.star(b.seq({b.literal("\n"), b.ref(call)}))}) : b.ref(call);
   const RuleId root = b.rule("root");
-  b.define(root, parallel ? b.seq({b.ref(call), b.star(b.seq({b.literal("\n"), b.ref(call)}))})
-                          : b.ref(call));
+  // text_first (tool_choice auto with strict tools): any text without the opener, then the
+  // calls or nothing, so the model still chooses whether to call; a call it opens parses.
+  if (spec.value("text_first", false))
+    b.define(root, b.seq({text_without(b, "<tool_call>"), b.opt(all)}));
+  else
+    b.define(root, all);
   return root;
 }
 

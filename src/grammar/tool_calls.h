@@ -3,8 +3,10 @@
 // in the template's syntax, so that every output parses into tool_calls.
 //
 // The spec (a JSON object, the text of Kind::tool_calls):
-//   {"syntax": "hermes" | "qwen3_xml", "parallel": bool,
+//   {"syntax": "hermes" | "qwen3_xml", "parallel": bool, "text_first": bool,
 //    "tools": [{"name": "get_weather", "parameters": {JSON Schema} (absent: any object)}, ...]}
+// text_first (tool_choice "auto" with strict tools): any text without "<tool_call>" comes
+// first, and the calls are optional: the model chooses whether to call, and a call parses.
 // hermes (Hermes, Qwen2.5, Qwen3):
 //   <tool_call>\n{"name":"NAME","arguments":ARGS}\n</tool_call>   ARGS: compact JSON of the schema,
 //   with no properties beyond those listed unless the schema sets additionalProperties

@@ -42,23 +42,35 @@ std::string finish_name(FinishReason f) {
 // parses (grammar/tool_calls.h). nullopt when no call is required or the template has no
 // tool-call syntax (then the output parser's 422 reports a missing call).
 std::optional<OutputConstraint> tool_call_constraint(const Backend& backend, const ChatInput& in) {
-  if (in.tool_choice != ToolChoice::required && in.tool_choice != ToolChoice::named)
+  const auto* listed = [&]() -> const nlohmann::ordered_json* {
+    auto t = in.request.find("tools");
+    return t != in.request.end() && t->is_array() ? &*t : nullptr;
+  }();
+  if (!listed) return std::nullopt;
+  // tool_choice auto constrains only when a tool asks for it (function.strict, OpenAI's strict
+  // function calling): calls stay optional, and every call made parses against its schema.
+  bool strict = false;
+  for (const auto& tool : *listed)
+    if (auto fn = tool.find("function"); fn != tool.end() && fn->is_object())
+      strict |= fn->value("strict", false);
+  const bool text_first = in.tool_choice == ToolChoice::auto_ && strict;
+  if (in.tool_choice != ToolChoice::required && in.tool_choice != ToolChoice::named && !text_first)
     return std::nullopt;
   const chat::ToolCallSyntax syntax = backend.chat_template()->tool_call_syntax();
   if (syntax == chat::ToolCallSyntax::none) return std::nullopt;
   nlohmann::ordered_json tools = nlohmann::ordered_json::array();
-  if (auto t = in.request.find("tools"); t != in.request.end() && t->is_array())
-    for (const auto& tool : *t) {
-      auto fn = tool.find("function");
-      if (fn == tool.end() || !fn->is_object() || !fn->contains("name")) continue;
-      if (in.tool_choice == ToolChoice::named && (*fn)["name"] != in.tool_choice_name) continue;
-      nlohmann::ordered_json one = {{"name", (*fn)["name"]}};
-      if (auto p = fn->find("parameters"); p != fn->end() && !p->is_null()) one["parameters"] = *p;
-      tools.push_back(std::move(one));
-    }
+  for (const auto& tool : *listed) {
+    auto fn = tool.find("function");
+    if (fn == tool.end() || !fn->is_object() || !fn->contains("name")) continue;
+    if (in.tool_choice == ToolChoice::named && (*fn)["name"] != in.tool_choice_name) continue;
+    nlohmann::ordered_json one = {{"name", (*fn)["name"]}};
+    if (auto p = fn->find("parameters"); p != fn->end() && !p->is_null()) one["parameters"] = *p;
+    tools.push_back(std::move(one));
+  }
   if (tools.empty()) return std::nullopt;  // chat_request_parse refuses an unknown name
   nlohmann::ordered_json spec = {{"syntax", tool_call_syntax_name(syntax)},
                                  {"parallel", in.parallel_tool_calls},
+                                 {"text_first", text_first},
                                  {"tools", std::move(tools)}};
   return OutputConstraint{grammar::Kind::tool_calls, spec.dump(), "tool_choice"};
 }
@@ -109,8 +121,9 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req) {
   if (calls) {
     if (constraint)
       throw bad_request(constraint->field, "'" + constraint->field +
-                                               "' and tool_choice (a call is required) both "
-                                               "constrain the output: send one");
+                                               "' and the tool calls (tool_choice required or "
+                                               "named, or a strict tool) both constrain the "
+                                               "output: send one");
     constraint = &*calls;
   }
   if (constraint) {

@@ -146,6 +146,20 @@ TEST(StructuredOutput, SameTokensAndBitsAcrossBatchCacheAndSpeculation) {
   EXPECT_EQ(digest_of(batch[1]), digest_of(alone));
   EXPECT_EQ(batch[1].generated, alone.generated);
 
+  // Masks computed while the forward pass runs (the default) or after it: the same bits, and
+  // the first did compute them ahead.
+  {
+    EngineConfig serial = config_base();
+    serial.mask_overlap = false;
+    EXPECT_EQ(digest_of(run({r}, serial)[0]), digest_of(alone));
+    Engine e(tiny(), &tok(), config_base());
+    Collector col;
+    e.submit(r, col.sink(0));
+    col.wait(1);
+    EXPECT_EQ(digest_of(col.take(0)), digest_of(alone));
+    EXPECT_GT(e.metrics().grammar_masks_prefetched, 0u);
+  }
+
   // After a cache hit on the prompt (written by a request of another length).
   {
     Engine e(tiny(), &tok(), config_base());

@@ -216,6 +216,26 @@ TEST(GrammarToolCalls, HermesCallsFollowTheirSchemas) {
   expect_cases(Kind::tool_calls, single, {{call, true}, {call + "\n" + call, false}});
 }
 
+// tool_choice auto with strict tools (text_first): text, a call after it, or text alone; the
+// text never holds the opener, and a call once opened follows its schema.
+TEST(GrammarToolCalls, TextFirstLeavesTheChoiceAndCallsStillParse) {
+  const std::string spec = R"({"syntax":"hermes","text_first":true,"tools":[
+    {"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}},
+      "required":["city"]}}]})";
+  const std::string w = "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":";
+  expect_cases(Kind::tool_calls, spec,
+               {{"", true},
+                {"It is sunny. <tool is not a call>", true},
+                {"Let me look.\n\n" + w + "{\"city\":\"Paris\"}}\n</tool_call>", true},
+                {w + "{\"city\":\"Paris\"}}\n</tool_call>", true},
+                {"Let me look. " + w + "{\"town\":\"Paris\"}}\n</tool_call>", false},
+                {"Let me look. <tool_call>\n{\"name\":\"other\"", false},
+                {w + "{\"city\":\"Paris\"}}\n</tool_call> and more", false}});
+  // Without text_first the same text is not an output.
+  expect_cases(Kind::tool_calls, R"({"syntax":"hermes","tools":[{"name":"get_weather"}]})",
+               {{"It is sunny.", false}});
+}
+
 TEST(GrammarToolCalls, XmlCallsTakeRawStringsAndJsonValues) {
   const std::string spec = R"({"syntax":"qwen3_xml","parallel":false,"tools":[
     {"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"},

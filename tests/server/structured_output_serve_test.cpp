@@ -393,6 +393,49 @@ void tool_calls_always_parse(ServeProcess& s, const json& extra) {
   }
 }
 
+// tool_choice auto with a strict tool: the model still chooses, and the text it writes when it
+// does not call is the unconstrained text (tool_choice none, same prompt), logprobs included (the
+// mask only removes the tokens that would complete the opener; the grammar tests show a call it
+// opens then parses: tests/grammar/frontends_test.cpp). The tiny vocabularies have no single-token
+// opener, so a call cannot be forced here; the 400 shows the grammar is really built.
+void strict_auto_leaves_text_alone(ServeProcess& s, const json& extra) {
+  json weather = kWeather;
+  weather["function"]["strict"] = true;
+  for (const char* question : {"What is the weather in Paris?", "Hello", "Tell me a story."}) {
+    SCOPED_TRACE(question);
+    json body = chat_body(question, 1);
+    body["max_tokens"] = 60;
+    // Greedy: sampling would see the mask's other cut (bytes that are not UTF-8 text, control
+    // tokens) in its normalisation, even where it never picks them.
+    body["temperature"] = 0;
+    body["logprobs"] = true;
+    body["top_logprobs"] = 3;
+    body.update(extra);
+    body["tools"] = {weather, kTime};
+    body["tool_choice"] = "none";  // the same prompt (the tools are rendered), no constraint
+    const json loose = post(s, kChat, body);
+    body["tool_choice"] = "auto";
+    const json strict = post(s, kChat, body);
+    ASSERT_TRUE(strict.contains("choices")) << strict.dump();
+    EXPECT_FALSE(strict["choices"][0]["message"].contains("tool_calls")) << strict.dump();
+    EXPECT_EQ(strict["choices"], loose["choices"]);
+    body["response_format"] = {{"type", "json_object"}};
+    auto [status, text] = post_raw(s, kChat, body);
+    EXPECT_EQ(status, 400) << text;
+    EXPECT_NE(text.find("a strict tool"), std::string::npos) << text;
+  }
+}
+
+TEST_F(StructuredServe, StrictToolsUnderAutoLeaveTextAloneHermes) {
+  strict_auto_leaves_text_alone(hermes_server(), json::object());
+}
+
+TEST_F(StructuredServe, StrictToolsUnderAutoLeaveTextAloneXml) {
+  ASSERT_NE(xml_server().port(), 0) << xml_server().log();
+  strict_auto_leaves_text_alone(xml_server(),
+                                {{"chat_template_kwargs", {{"enable_thinking", false}}}});
+}
+
 TEST_F(StructuredServe, ToolChoiceRequiredAlwaysParsesHermes) {
   tool_calls_always_parse(hermes_server(), json::object());
 }
