@@ -47,6 +47,7 @@ class Lowering {
     }
     check_left_recursion(g);
     check_productive(g);
+    g.byte_classes_make();
     return g;
   }
 
@@ -320,6 +321,32 @@ class Lowering {
 
 Grammar lower(const Builder& b, RuleId root) {
   return Lowering(b).run(root);
+}
+
+// Partition refinement: each byte set the program uses splits every class into its members and
+// the rest. O(distinct sets · 256).
+void Grammar::byte_classes_make() {
+  std::vector<char> used(sets_.size(), 0);
+  for (int32_t c : code_)
+    if (!is_end(c) && !is_call(c)) used[static_cast<size_t>(c >> 1)] = 1;
+  std::array<int, 256> cls{};  // all bytes in class 0
+  int n = 1;
+  for (size_t i = 0; i < sets_.size(); ++i) {
+    if (!used[i]) continue;
+    // (old class, in set) → new class, numbered in byte order.
+    std::vector<int> renum(static_cast<size_t>(2 * n), -1);
+    int m = 0;
+    for (int b = 0; b < 256; ++b) {
+      int& r =
+          renum[static_cast<size_t>(2 * cls[b] + (sets_[i].has(static_cast<uint8_t>(b)) ? 1 : 0))];
+      if (r < 0) r = m++;
+      cls[b] = r;
+    }
+    n = m;
+    if (n == 256) break;
+  }
+  for (int b = 0; b < 256; ++b) byte_class_[b] = static_cast<uint8_t>(cls[b]);
+  n_byte_classes_ = n;
 }
 
 size_t Grammar::size_bytes() const {

@@ -8,6 +8,7 @@
 // tail call (no frame), so right recursion and `x*` loops run in constant stack depth.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +27,11 @@ class Grammar {
 
   // True when the terminal at code position pos accepts byte b.
   bool terminal_has(int32_t c, uint8_t b) const { return sets_[c >> 1].has(b); }
+  // Bytes every terminal treats alike share a class: a matcher step depends on the byte only
+  // through its class, so the Matcher memoises one step per (state, class). Classes are
+  // numbered 0 .. n_byte_classes() - 1 in order of their smallest byte.
+  uint8_t byte_class(uint8_t b) const { return byte_class_[b]; }
+  int n_byte_classes() const { return n_byte_classes_; }
 
   const std::vector<int32_t>& code() const { return code_; }
   const std::vector<int32_t>& alternatives(RuleId r) const { return alts_[r]; }  // start positions
@@ -40,7 +46,10 @@ class Grammar {
 
  private:
   friend class Lowering;
+  void byte_classes_make();
   std::vector<int32_t> code_;
+  std::array<uint8_t, 256> byte_class_{};
+  int n_byte_classes_ = 1;
   std::vector<ByteSet> sets_;
   std::vector<std::vector<int32_t>> alts_;
   std::vector<std::string> names_;

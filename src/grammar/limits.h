@@ -26,7 +26,7 @@ struct Limits {
   // Matcher caches are compacted (rebuilt from the live states) once they pass these sizes at
   // the start of a call; this bounds memory and never changes a result.
   size_t max_cached_nodes = 1 << 20;        // interned stack frames
-  size_t max_cached_transitions = 1 << 22;  // memoised (state, byte) steps, ~64 MB at the bound
+  size_t max_cached_transitions = 1 << 22;  // memoised (state, byte class) steps, 16 MB at most
   size_t max_cached_masks = 32;             // whole-vocabulary masks kept per matcher
 };
 

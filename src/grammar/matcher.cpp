@@ -26,8 +26,14 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const V
       compact_at_frames_(limits.max_cached_nodes),
       compact_at_states_(limits.max_cached_nodes) {
   INVAR_CHECK(g_ && vocab_);
+  n_cls_ = g_->n_byte_classes();
+  // The dense step table holds a row per state: its bound is a bound on states.
+  states_bound_ = std::min(lim_.max_cached_nodes,
+                           std::max<size_t>(1, lim_.max_cached_transitions / size_t(n_cls_)));
+  compact_at_states_ = states_bound_;
   // State 0: dead (no stack, not accepting).
   states_.push_back({});
+  trans_.assign(static_cast<size_t>(n_cls_), kUnknown);
   state_index_.emplace(std::vector<int32_t>{-1}, kDead);
   walk_states_.resize(vocab_->max_depth() + 1);
   history_.push_back(initial_state());
@@ -99,7 +105,10 @@ int32_t Matcher::intern_state() {
   key.push_back(scratch_accepting_ ? -2 : -1);
   auto [it, inserted] =
       state_index_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
-  if (inserted) states_.push_back({scratch_, scratch_accepting_});
+  if (inserted) {
+    states_.push_back({scratch_, scratch_accepting_});
+    trans_.resize(trans_.size() + static_cast<size_t>(n_cls_), kUnknown);
+  }
   return it->second;
 }
 
@@ -119,38 +128,10 @@ int32_t Matcher::step_uncached(int32_t state, uint8_t byte) {
 
 int32_t Matcher::step(int32_t state, uint8_t byte) {
   if (state == kDead) return kDead;
-  const uint64_t key = ((static_cast<uint64_t>(state) << 8) | byte) + 1;
-  if (trans_keys_.empty()) {
-    trans_keys_.assign(1 << 12, 0);
-    trans_vals_.assign(1 << 12, 0);
-  }
-  size_t mask = trans_keys_.size() - 1;
-  size_t i = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask;
-  while (trans_keys_[i] != 0) {
-    if (trans_keys_[i] == key) return trans_vals_[i];
-    i = (i + 1) & mask;
-  }
-  const int32_t next = step_uncached(state, byte);
-  if (2 * (trans_used_ + 1) > trans_keys_.size()) {
-    std::vector<uint64_t> keys(trans_keys_.size() * 2, 0);
-    std::vector<int32_t> vals(trans_keys_.size() * 2, 0);
-    const size_t m2 = keys.size() - 1;
-    for (size_t j = 0; j < trans_keys_.size(); ++j) {
-      if (trans_keys_[j] == 0) continue;
-      size_t k = (trans_keys_[j] * 0x9E3779B97F4A7C15ull) >> 20 & m2;
-      while (keys[k] != 0) k = (k + 1) & m2;
-      keys[k] = trans_keys_[j];
-      vals[k] = trans_vals_[j];
-    }
-    trans_keys_.swap(keys);
-    trans_vals_.swap(vals);
-    mask = m2;
-    i = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask;
-    while (trans_keys_[i] != 0) i = (i + 1) & mask;
-  }
-  trans_keys_[i] = key;
-  trans_vals_[i] = next;
-  ++trans_used_;
+  const size_t at = static_cast<size_t>(state) * static_cast<size_t>(n_cls_) + g_->byte_class(byte);
+  if (const int32_t known = trans_[at]; known != kUnknown) return known;
+  const int32_t next = step_uncached(state, byte);  // may intern states: trans_ grows
+  trans_[at] = next;
   return next;
 }
 
@@ -302,10 +283,7 @@ Matcher Matcher::fork() const {
 // Rebuilds frames, states and caches from the states the history still names, renumbered in
 // history order: ids change, the stacks they stand for do not, so no result changes.
 void Matcher::maybe_compact() {
-  if (frames_.size() <= compact_at_frames_ && states_.size() <= compact_at_states_ &&
-      trans_used_ <= lim_.max_cached_transitions) {
-    return;
-  }
+  if (frames_.size() <= compact_at_frames_ && states_.size() <= compact_at_states_) return;
   ++compactions_;
   std::vector<Frame> old_frames;
   std::vector<State> old_states;
@@ -313,11 +291,9 @@ void Matcher::maybe_compact() {
   old_states.swap(states_);
   frame_index_.clear();
   state_index_.clear();
-  trans_keys_.clear();
-  trans_vals_.clear();
-  trans_used_ = 0;
   masks_.clear();
   states_.push_back({});
+  trans_.assign(static_cast<size_t>(n_cls_), kUnknown);
   state_index_.emplace(std::vector<int32_t>{-1}, kDead);
   std::unordered_map<int32_t, int32_t> frame_map, state_map;
   auto copy_frame = [&](auto&& self, int32_t f) -> int32_t {
@@ -343,7 +319,7 @@ void Matcher::maybe_compact() {
   }
   // A long history can hold more live states than the bound: never compact on every call.
   compact_at_frames_ = std::max(lim_.max_cached_nodes, 2 * frames_.size());
-  compact_at_states_ = std::max(lim_.max_cached_nodes, 2 * states_.size());
+  compact_at_states_ = std::max(states_bound_, 2 * states_.size());
 }
 
 void apply_mask(std::span<float> logits, std::span<const uint64_t> words) {

@@ -13,15 +13,17 @@
 //     is rejected exactly like a wrong draft; rollback(n) undoes the last n accepted tokens.
 //
 // Contract (DESIGN.md §1): the mask is a pure function of (grammar, tokens accepted so far).
-// The matcher memoises (state, byte) steps and whole masks per state, and compacts these caches
-// when they pass Limits::max_cached_*; a cache hit, a miss and a compaction give the same bits
-// (tests/grammar compares masks from cold and warm matchers). No threads, no clocks.
+// The matcher memoises (state, byte class) steps (Grammar::byte_class) and whole masks per state,
+// and compacts these caches when they pass Limits::max_cached_*; a cache hit, a miss and a
+// compaction give the same bits (tests/grammar compares masks from cold and warm matchers). No
+// threads, no clocks.
 //
 // Cost: a mask whose state was seen before (inside a JSON string, after every token of a
 // repeated structure) is a copy of W words. A new state walks the vocabulary trie once
-// (Vocabulary::nodes(), ~0.5 M nodes for 151k tokens), one memoised step per live node; a prefix
-// that dies prunes its subtree. accept_token is O(bytes of the token) memoised steps.
-// Not thread-safe: one Matcher per sequence; the Grammar and the Vocabulary are shared, const.
+// (Vocabulary::nodes(), ~0.5 M nodes for 151k tokens), one memoised step (a load from the
+// state's row of the dense step table) per live node; a prefix that dies prunes its subtree.
+// accept_token is O(bytes of the token) memoised steps. Not thread-safe: one Matcher per sequence;
+// the Grammar and the Vocabulary are shared, const.
 #pragma once
 
 #include <cstdint>
@@ -118,10 +120,12 @@ class Matcher {
   std::vector<State> states_;
   std::unordered_map<std::vector<int32_t>, int32_t, VecHash> state_index_;
 
-  // Memoised steps: open addressing, key (state << 8 | byte) + 1, 0 = empty slot.
-  std::vector<uint64_t> trans_keys_;
-  std::vector<int32_t> trans_vals_;
-  size_t trans_used_ = 0;
+  // Memoised steps, dense: trans_[state * n_cls_ + byte class] = next state, kUnknown when not
+  // computed yet. A row per interned state; the walk reads one int per trie node from it.
+  static constexpr int32_t kUnknown = -1;
+  std::vector<int32_t> trans_;
+  int32_t n_cls_ = 1;
+  size_t states_bound_;  // compaction threshold for states: rows of the dense table
 
   struct CachedMask {
     int32_t state;

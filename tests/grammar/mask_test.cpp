@@ -77,6 +77,33 @@ std::vector<std::shared_ptr<const Grammar>> sample_grammars() {
   };
 }
 
+// The matcher memoises one step per (state, byte class): two bytes share a class exactly when
+// every terminal of the program treats them alike (so sharing changes no step), and classes are
+// numbered by their smallest byte.
+TEST(GrammarMask, ByteClassesAreTheTerminalsCoarsestPartition) {
+  for (const auto& g : sample_grammars()) {
+    std::vector<std::vector<bool>> sig(256);
+    for (int32_t c : g->code())
+      if (!Grammar::is_end(c) && !Grammar::is_call(c))
+        for (int b = 0; b < 256; ++b) sig[b].push_back(g->terminal_has(c, uint8_t(b)));
+    int next = 0;
+    for (int a = 0; a < 256; ++a) {
+      bool first = true;
+      for (int b = 0; b < a; ++b) {
+        EXPECT_EQ(g->byte_class(uint8_t(a)) == g->byte_class(uint8_t(b)), sig[a] == sig[b])
+            << a << " " << b << "\n"
+            << g->dump();
+        first &= sig[a] != sig[b];
+      }
+      if (first) {
+        EXPECT_EQ(g->byte_class(uint8_t(a)), next++);
+      }
+    }
+    EXPECT_EQ(g->n_byte_classes(), next);
+    EXPECT_LT(g->n_byte_classes(), 256);  // the point: far fewer rows than bytes
+  }
+}
+
 TEST(GrammarMask, MatchesBruteForceOnSyntheticVocabulary) {
   const auto sv = test::synthetic_vocab();
   int checked = 0;
