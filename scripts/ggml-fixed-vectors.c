@@ -13,9 +13,19 @@ void ggml_abort(const char* file, int line, const char* fmt, ...) {
   fprintf(stderr, "ggml_abort %s:%d %s\n", file, line, fmt);
   abort();
 }
-size_t ggml_row_size(enum ggml_type t, int64_t n) { (void)t; (void)n; abort(); }
-const char* ggml_type_name(enum ggml_type t) { (void)t; abort(); }
-size_t ggml_type_size(enum ggml_type t) { (void)t; abort(); }
+size_t ggml_row_size(enum ggml_type t, int64_t n) {
+  (void)t;
+  (void)n;
+  abort();
+}
+const char* ggml_type_name(enum ggml_type t) {
+  (void)t;
+  abort();
+}
+size_t ggml_type_size(enum ggml_type t) {
+  (void)t;
+  abort();
+}
 
 static uint64_t rng_state = 20240917;
 static uint64_t splitmix(void) {

@@ -55,6 +55,26 @@ uint32_t pure_file_type(DType t) {
       return 30;
     case DType::BF16:
       return 32;
+    case DType::IQ2_XXS:
+      return 19;
+    case DType::IQ2_XS:
+      return 20;
+    case DType::IQ3_XXS:
+      return 23;
+    case DType::IQ1_S:
+      return 24;
+    case DType::IQ3_S:
+      return 26;
+    case DType::IQ2_S:
+      return 29;  // IQ2_M: the ftype whose default type is iq2_s
+    case DType::IQ1_M:
+      return 31;
+    case DType::TQ1_0:
+      return 36;
+    case DType::TQ2_0:
+      return 37;
+    case DType::MXFP4:
+      return 38;  // MXFP4_MOE
   }
   return 0;
 }
