@@ -230,6 +230,13 @@ void quantize_row(DType t, const float* x, void* dst_v, int64_t n) {
   INVAR_CHECK(false, "quantize_row: no quantiser for " + std::string(dtype_name(t)));
 }
 
+std::string quantize_supported_list() {
+  std::string s;
+  for (DType t : kAllDTypes)
+    if (quantize_supported(t)) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
+  return s;
+}
+
 bool quantize_supported(DType t) {
   switch (t) {
     case DType::IQ2_XXS:

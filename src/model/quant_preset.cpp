@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/quantize.h"
 
 namespace invar {
 namespace {
@@ -141,7 +142,7 @@ std::optional<QuantScheme> quant_scheme_parse(std::string_view s) {
   for (const QuantPresetRow& p : kQuantPresets)
     if (p.name == l) return QuantScheme{l, true, p.base, p.file_type};
   const auto t = dtype_parse(l);
-  if (!t) return std::nullopt;
+  if (!t || !quantize_supported(*t)) return std::nullopt;  // make-model must write the type
   return QuantScheme{l, false, *t, pure_file_type(*t)};
 }
 
