@@ -109,6 +109,8 @@ std::vector<uint8_t> random_weights(DType type, int64_t k, int64_t n, std::mt199
     for (auto& b : bytes) b = uint8_t(rng());
     const size_t block = size_t(dtype_block_bytes(type));
     for (size_t b = 0; b < bytes.size(); b += block) {
+      if (type == DType::IQ1_M) iq1m_scale_set(&bytes[b], f32_to_f16(scale(rng)));
+      if (type == DType::MXFP4) bytes[b] = uint8_t(120 + rng() % 8);  // 2^-8 .. 2^-1
       for (size_t off : quant_f16_offsets(type)) {
         const uint16_t d = f32_to_f16(scale(rng));
         std::memcpy(&bytes[b + size_t(off)], &d, 2);
@@ -373,7 +375,8 @@ BenchKind bench_matmul("matmul", [](CLI::App& bench) -> Command::Run {
   sub->add_option("--threads", opt->threads, "thread counts to run (default 1 2)")->delimiter(',');
   sub->add_option("--dtypes", opt->dtypes,
                   "weight types (default f32 f16 bf16 q8_0; any of f32 f16 bf16 q4_0 q4_1 q5_0 "
-                  "q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq4_nl iq4_xs)")
+                  "q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq2_xxs iq2_xs iq3_xxs iq1_s iq4_nl iq3_s "
+                  "iq2_s iq4_xs iq1_m tq1_0 tq2_0 mxfp4)")
       ->delimiter(',');
   sub->add_option("--reps", opt->reps, "interleaved samples per variant (default 7)");
   sub->add_option("--sample-ms", opt->min_sample_ms, "minimum duration of one sample (default 20)");

@@ -36,6 +36,7 @@
 #include "bench_peer.h"
 #include "bench_registry.h"
 #include "core/error.h"
+#include "core/quantize.h"
 #include "core/simd.h"
 #include "core/thread_pool.h"
 #include "int_list.h"
@@ -305,7 +306,8 @@ int run_bench(const ModelBenchOptions& o) {
     c.ssm_groups = 4;
     c.ssm_v_heads = 8;
     auto t = dtype_parse(o.type);
-    if (!t) throw Error("--type: '" + o.type + "' is not one of " + dtype_supported_list());
+    if (!t || !quantize_supported(*t))
+      throw Error("--type: '" + o.type + "' is not one of " + quantize_supported_list());
     c.type = *t;
     make_model_validate(c, o.vocab);
     path = (std::filesystem::temp_directory_path() /

@@ -14,6 +14,7 @@
 
 #include "command.h"
 #include "core/error.h"
+#include "core/quantize.h"
 #include "model/gguf.h"
 #include "model/hparams.h"
 #include "model/make_model.h"
@@ -71,7 +72,7 @@ int run_make_model(MakeModelOptions& o) {
   }
   if (!quant_scheme_parse(o.type))
     throw Error("--type must be a llama-quantize preset (" + quant_preset_names() +
-                ") or a weight type (" + dtype_supported_list() + "), not '" + o.type + "'");
+                ") or a weight type (" + quantize_supported_list() + "), not '" + o.type + "'");
   c.quant = o.type;
   c.mtp = o.mtp_bigram ? MtpKind::bigram : o.mtp ? MtpKind::random : MtpKind::none;
   if (!o.sections.empty()) {

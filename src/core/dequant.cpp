@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/iq_grids.h"
 #include "core/quant_blocks.h"
 
 namespace invar {
@@ -222,6 +223,193 @@ void dq_iq4_xs(const uint8_t* src, float* y, int64_t nb) {
   }
 }
 
+// The low-bit types below multiply as ggml writes it: y = db · grid[j] · (±1) evaluates
+// (db · grid) first and then the sign, each rounded (all exact: db has at most 16 significant bits,
+// a grid magnitude at most 6).
+
+// Byte j of a little-endian u64 / u32 grid entry.
+uint8_t grid_byte(uint64_t entry, int j) {
+  return uint8_t(entry >> (8 * j));
+}
+float sign_of(uint8_t signs, int j) {
+  return (signs >> j) & 1 ? -1.0f : 1.0f;
+}
+
+void dq_iq2_xxs(const uint8_t* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto b = block_at<BlockIQ2_XXS>(src, i);
+    const float d = f16_to_f32(b.d);
+    for (int ib = 0; ib < 8; ++ib) {
+      uint32_t aux[2];
+      std::memcpy(aux, b.qs + 4 * ib, 8);
+      const float db = d * (0.5f + float(aux[1] >> 28)) * 0.25f;
+      for (int l = 0; l < 4; ++l, y += 8) {
+        const uint64_t g = kIQ2XXSGrid[(aux[0] >> (8 * l)) & 0xff];
+        const uint8_t signs = kIQ2SignsTable[(aux[1] >> (7 * l)) & 127];
+        for (int j = 0; j < 8; ++j) y[j] = db * float(grid_byte(g, j)) * sign_of(signs, j);
+      }
+    }
+  }
+}
+
+void dq_iq2_xs(const uint8_t* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto b = block_at<BlockIQ2_XS>(src, i);
+    const float d = f16_to_f32(b.d);
+    for (int ib = 0; ib < 8; ++ib) {
+      const float db[2] = {d * (0.5f + float(b.scales[ib] & 0xf)) * 0.25f,
+                           d * (0.5f + float(b.scales[ib] >> 4)) * 0.25f};
+      for (int l = 0; l < 4; ++l, y += 8) {
+        const uint16_t q = b.qs[4 * ib + l];
+        const uint64_t g = kIQ2XSGrid[q & 511];
+        const uint8_t signs = kIQ2SignsTable[q >> 9];
+        for (int j = 0; j < 8; ++j) y[j] = db[l / 2] * float(grid_byte(g, j)) * sign_of(signs, j);
+      }
+    }
+  }
+}
+
+void dq_iq2_s(const uint8_t* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto b = block_at<BlockIQ2_S>(src, i);
+    const float d = f16_to_f32(b.d);
+    for (int ib = 0; ib < 8; ++ib) {
+      const float db[2] = {d * (0.5f + float(b.scales[ib] & 0xf)) * 0.25f,
+                           d * (0.5f + float(b.scales[ib] >> 4)) * 0.25f};
+      for (int l = 0; l < 4; ++l, y += 8) {
+        const int idx = b.qs[4 * ib + l] | ((b.qh[ib] << (8 - 2 * l)) & 0x300);
+        const uint64_t g = kIQ2SGrid[idx];
+        const uint8_t signs = b.qs[32 + 4 * ib + l];
+        for (int j = 0; j < 8; ++j) y[j] = db[l / 2] * float(grid_byte(g, j)) * sign_of(signs, j);
+      }
+    }
+  }
+}
+
+void dq_iq3_xxs(const uint8_t* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto b = block_at<BlockIQ3_XXS>(src, i);
+    const float d = f16_to_f32(b.d);
+    for (int ib = 0; ib < 8; ++ib) {
+      uint32_t aux;
+      std::memcpy(&aux, b.qs + 64 + 4 * ib, 4);
+      const float db = d * (0.5f + float(aux >> 28)) * 0.5f;
+      for (int l = 0; l < 4; ++l, y += 8) {
+        const uint8_t signs = kIQ2SignsTable[(aux >> (7 * l)) & 127];
+        const uint32_t g1 = kIQ3XXSGrid[b.qs[8 * ib + 2 * l]];
+        const uint32_t g2 = kIQ3XXSGrid[b.qs[8 * ib + 2 * l + 1]];
+        for (int j = 0; j < 4; ++j) {
+          y[j] = db * float(grid_byte(g1, j)) * sign_of(signs, j);
+          y[j + 4] = db * float(grid_byte(g2, j)) * sign_of(signs, j + 4);
+        }
+      }
+    }
+  }
+}
+
+void dq_iq3_s(const uint8_t* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto b = block_at<BlockIQ3_S>(src, i);
+    const float d = f16_to_f32(b.d);
+    for (int ib = 0; ib < 8; ++ib) {
+      const float db = d * float(1 + 2 * ((b.scales[ib / 2] >> (4 * (ib % 2))) & 0xf));
+      const uint8_t* qs = b.qs + 8 * ib;
+      const int qh = b.qh[ib];
+      for (int l = 0; l < 4; ++l, y += 8) {
+        const uint32_t g1 = kIQ3SGrid[qs[2 * l] | ((qh << (8 - 2 * l)) & 256)];
+        const uint32_t g2 = kIQ3SGrid[qs[2 * l + 1] | ((qh << (7 - 2 * l)) & 256)];
+        const uint8_t signs = b.signs[4 * ib + l];
+        for (int j = 0; j < 4; ++j) {
+          y[j] = db * float(grid_byte(g1, j)) * sign_of(signs, j);
+          y[j + 4] = db * float(grid_byte(g2, j)) * sign_of(signs, j + 4);
+        }
+      }
+    }
+  }
+}
+
+// IQ1_S / IQ1_M: y = dl · (grid + δ), the sum exact (a multiple of 1/8 below 2).
+void iq1_group(float dl, uint64_t g, float delta, float* y) {
+  for (int j = 0; j < 8; ++j) y[j] = dl * (float(int8_t(grid_byte(g, j))) + delta);
+}
+
+constexpr float kIQ1Delta = 0.125f;
+
+void dq_iq1_s(const uint8_t* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto b = block_at<BlockIQ1_S>(src, i);
+    const float d = f16_to_f32(b.d);
+    for (int ib = 0; ib < 8; ++ib) {
+      const int qh = b.qh[ib];
+      const float dl = d * float(2 * ((qh >> 12) & 7) + 1);
+      const float delta = qh & 0x8000 ? -kIQ1Delta : kIQ1Delta;
+      for (int l = 0; l < 4; ++l, y += 8)
+        iq1_group(dl, kIQ1SGrid[b.qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)], delta, y);
+    }
+  }
+}
+
+void dq_iq1_m(const uint8_t* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const uint8_t* blk = src + i * int64_t(sizeof(BlockIQ1_M));
+    const auto b = block_at<BlockIQ1_M>(src, i);
+    const float d = f16_to_f32(iq1m_scale_bits(blk));
+    uint16_t sc[4];
+    std::memcpy(sc, b.scales, 8);
+    for (int ib = 0; ib < 8; ++ib) {
+      const int shift = 6 * (ib % 2);
+      const float dl[2] = {d * float(2 * ((sc[ib / 2] >> shift) & 7) + 1),
+                           d * float(2 * ((sc[ib / 2] >> (shift + 3)) & 7) + 1)};
+      for (int l = 0; l < 4; ++l, y += 8) {
+        const int h = b.qh[2 * ib + l / 2] >> (4 * (l % 2));  // this group's nibble
+        const int idx = b.qs[4 * ib + l] | ((h & 7) << 8);
+        iq1_group(dl[l / 2], kIQ1SGrid[idx], h & 8 ? -kIQ1Delta : kIQ1Delta, y);
+      }
+    }
+  }
+}
+
+// Trit n (0..4) of a TQ1_0 byte: the byte times 3^n mod 256, times 3, over 256.
+int tq1_trit(uint8_t byte, int n) {
+  static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  const uint8_t q = uint8_t(byte * kPow3[n]);
+  return (q * 3) >> 8;
+}
+
+void dq_tq1_0(const uint8_t* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto b = block_at<BlockTQ1_0>(src, i);
+    const float d = f16_to_f32(b.d);
+    for (int n = 0; n < 5; ++n)
+      for (int m = 0; m < 32; ++m) *y++ = float(tq1_trit(b.qs[m], n) - 1) * d;
+    for (int n = 0; n < 5; ++n)
+      for (int m = 0; m < 16; ++m) *y++ = float(tq1_trit(b.qs[32 + m], n) - 1) * d;
+    for (int n = 0; n < 4; ++n)
+      for (int m = 0; m < 4; ++m) *y++ = float(tq1_trit(b.qh[m], n) - 1) * d;
+  }
+}
+
+void dq_tq2_0(const uint8_t* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i) {
+    const auto b = block_at<BlockTQ2_0>(src, i);
+    const float d = f16_to_f32(b.d);
+    for (int h = 0; h < 2; ++h)
+      for (int l = 0; l < 4; ++l)
+        for (int m = 0; m < 32; ++m) *y++ = float(((b.qs[32 * h + m] >> (2 * l)) & 3) - 1) * d;
+  }
+}
+
+void dq_mxfp4(const uint8_t* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK) {
+    const auto b = block_at<BlockMXFP4>(src, i);
+    const float d = mxfp4_half_scale(b.e);
+    for (int j = 0; j < kQK / 2; ++j) {
+      y[j] = float(kMXFP4Values[b.qs[j] & 0xF]) * d;
+      y[j + kQK / 2] = float(kMXFP4Values[b.qs[j] >> 4]) * d;
+    }
+  }
+}
+
 }  // namespace
 
 void dequant_row(DType t, const void* src_v, float* dst, int64_t n) {
@@ -267,6 +455,26 @@ void dequant_row(DType t, const void* src_v, float* dst, int64_t n) {
       return dq_iq4_nl(src, dst, nb);
     case DType::IQ4_XS:
       return dq_iq4_xs(src, dst, nb);
+    case DType::IQ2_XXS:
+      return dq_iq2_xxs(src, dst, nb);
+    case DType::IQ2_XS:
+      return dq_iq2_xs(src, dst, nb);
+    case DType::IQ2_S:
+      return dq_iq2_s(src, dst, nb);
+    case DType::IQ3_XXS:
+      return dq_iq3_xxs(src, dst, nb);
+    case DType::IQ3_S:
+      return dq_iq3_s(src, dst, nb);
+    case DType::IQ1_S:
+      return dq_iq1_s(src, dst, nb);
+    case DType::IQ1_M:
+      return dq_iq1_m(src, dst, nb);
+    case DType::TQ1_0:
+      return dq_tq1_0(src, dst, nb);
+    case DType::TQ2_0:
+      return dq_tq2_0(src, dst, nb);
+    case DType::MXFP4:
+      return dq_mxfp4(src, dst, nb);
   }
   INVAR_CHECK(false, "dequant_row: unknown dtype");
 }

@@ -18,14 +18,31 @@ struct Traits {
 
 // Geometry as ggml-common.h defines it (block structs: core/quant_blocks.h).
 constexpr Traits kTraits[] = {
-    {DType::F32, "f32", 1, 4},         {DType::F16, "f16", 1, 2},
-    {DType::Q4_0, "q4_0", 32, 18},     {DType::Q4_1, "q4_1", 32, 20},
-    {DType::Q5_0, "q5_0", 32, 22},     {DType::Q5_1, "q5_1", 32, 24},
-    {DType::Q8_0, "q8_0", 32, 34},     {DType::Q2_K, "q2_K", 256, 84},
-    {DType::Q3_K, "q3_K", 256, 110},   {DType::Q4_K, "q4_K", 256, 144},
-    {DType::Q5_K, "q5_K", 256, 176},   {DType::Q6_K, "q6_K", 256, 210},
-    {DType::IQ4_NL, "iq4_nl", 32, 18}, {DType::IQ4_XS, "iq4_xs", 256, 136},
+    {DType::F32, "f32", 1, 4},
+    {DType::F16, "f16", 1, 2},
+    {DType::Q4_0, "q4_0", 32, 18},
+    {DType::Q4_1, "q4_1", 32, 20},
+    {DType::Q5_0, "q5_0", 32, 22},
+    {DType::Q5_1, "q5_1", 32, 24},
+    {DType::Q8_0, "q8_0", 32, 34},
+    {DType::Q2_K, "q2_K", 256, 84},
+    {DType::Q3_K, "q3_K", 256, 110},
+    {DType::Q4_K, "q4_K", 256, 144},
+    {DType::Q5_K, "q5_K", 256, 176},
+    {DType::Q6_K, "q6_K", 256, 210},
+    {DType::IQ2_XXS, "iq2_xxs", 256, 66},
+    {DType::IQ2_XS, "iq2_xs", 256, 74},
+    {DType::IQ3_XXS, "iq3_xxs", 256, 98},
+    {DType::IQ1_S, "iq1_s", 256, 50},
+    {DType::IQ4_NL, "iq4_nl", 32, 18},
+    {DType::IQ3_S, "iq3_s", 256, 110},
+    {DType::IQ2_S, "iq2_s", 256, 82},
+    {DType::IQ4_XS, "iq4_xs", 256, 136},
+    {DType::IQ1_M, "iq1_m", 256, 56},
     {DType::BF16, "bf16", 1, 2},
+    {DType::TQ1_0, "tq1_0", 256, 54},
+    {DType::TQ2_0, "tq2_0", 256, 66},
+    {DType::MXFP4, "mxfp4", 32, 17},
 };
 
 const Traits* traits_of(uint32_t id) {

@@ -23,16 +23,28 @@ enum class DType : uint32_t {
   Q4_K = 12,
   Q5_K = 13,
   Q6_K = 14,
+  IQ2_XXS = 16,
+  IQ2_XS = 17,
+  IQ3_XXS = 18,
+  IQ1_S = 19,
   IQ4_NL = 20,
+  IQ3_S = 21,
+  IQ2_S = 22,
   IQ4_XS = 23,
+  IQ1_M = 29,
   BF16 = 30,
+  TQ1_0 = 34,
+  TQ2_0 = 35,
+  MXFP4 = 39,
 };
 
 // Every type invar computes with, in ggml id order.
 inline constexpr DType kAllDTypes[] = {
-    DType::F32,  DType::F16,  DType::Q4_0,   DType::Q4_1,   DType::Q5_0,
-    DType::Q5_1, DType::Q8_0, DType::Q2_K,   DType::Q3_K,   DType::Q4_K,
-    DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS, DType::BF16,
+    DType::F32,   DType::F16,    DType::Q4_0,    DType::Q4_1,   DType::Q5_0,
+    DType::Q5_1,  DType::Q8_0,   DType::Q2_K,    DType::Q3_K,   DType::Q4_K,
+    DType::Q5_K,  DType::Q6_K,   DType::IQ2_XXS, DType::IQ2_XS, DType::IQ3_XXS,
+    DType::IQ1_S, DType::IQ4_NL, DType::IQ3_S,   DType::IQ2_S,  DType::IQ4_XS,
+    DType::IQ1_M, DType::BF16,   DType::TQ1_0,   DType::TQ2_0,  DType::MXFP4,
 };
 
 // Q8_0: blocks of 32 weights = one F16 scale d, then 32 int8 q; w = d * q.
@@ -47,7 +59,8 @@ std::optional<DType> dtype_parse(std::string_view s);
 bool dtype_supported(uint32_t ggml_type_id);
 // "f32, f16, bf16, q4_0, ..." for error messages.
 std::string dtype_supported_list();
-// Elements per block: 1 (F32/F16/BF16), 32 (legacy quants, IQ4_NL) or 256 (K-quants, IQ4_XS).
+// Elements per block: 1 (F32/F16/BF16), 32 (legacy quants, IQ4_NL, MXFP4) or 256 (K-quants and
+// the other IQ and TQ types).
 int64_t dtype_block_size(DType t);
 // Bytes of one block.
 int64_t dtype_block_bytes(DType t);

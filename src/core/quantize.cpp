@@ -224,8 +224,35 @@ void quantize_row(DType t, const float* x, void* dst_v, int64_t n) {
       return blocks<BlockIQ4_NL, quantize_iq4_nl>(x, dst, n, bs);
     case DType::IQ4_XS:
       return blocks<BlockIQ4_XS, quantize_iq4_xs>(x, dst, n, bs);
+    default:
+      break;
   }
-  INVAR_CHECK(false, "quantize_row: unknown dtype");
+  INVAR_CHECK(false, "quantize_row: no quantiser for " + std::string(dtype_name(t)));
+}
+
+std::string quantize_supported_list() {
+  std::string s;
+  for (DType t : kAllDTypes)
+    if (quantize_supported(t)) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
+  return s;
+}
+
+bool quantize_supported(DType t) {
+  switch (t) {
+    case DType::IQ2_XXS:
+    case DType::IQ2_XS:
+    case DType::IQ2_S:
+    case DType::IQ3_XXS:
+    case DType::IQ3_S:
+    case DType::IQ1_S:
+    case DType::IQ1_M:
+    case DType::TQ1_0:
+    case DType::TQ2_0:
+    case DType::MXFP4:
+      return false;
+    default:
+      return true;
+  }
 }
 
 }  // namespace invar

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/dtype.h"
 
@@ -13,5 +14,10 @@ namespace invar {
 // dst (dtype_row_bytes(t, n) bytes) = src[0..n) in type t. n must be a multiple of
 // dtype_block_size(t). Non-finite inputs are not supported (the caller's weights are finite).
 void quantize_row(DType t, const float* src, void* dst, int64_t n);
+// True for the types quantize_row can write (every type but the IQ1 / IQ2 / IQ3 / TQ types and
+// MXFP4, which invar reads and computes with but does not yet write).
+bool quantize_supported(DType t);
+// "f32, f16, q4_0, ..." (the types quantize_row writes), for error messages.
+std::string quantize_supported_list();
 
 }  // namespace invar

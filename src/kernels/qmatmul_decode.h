@@ -3,12 +3,13 @@
 // bits of the scalar dequant_row (core/dequant.h).
 //
 // Why the bits agree: every type's weight is either an exact product of small integers and F16
-// scales (Q8_0, Q4_0, Q5_0, Q3_K, Q6_K, IQ4_NL, IQ4_XS: at most 24 significant bits, so the F32
-// multiply is exact in any order), or such an exact product followed by one rounded addition or
-// subtraction of an exact term (Q4_1, Q5_1: q·d + m; Q2_K, Q4_K, Q5_K: (d·sc)·q − dmin·m). The
-// decoders compute the same exact products, then the same single rounded add/sub, lane by lane.
-// The integer unpacking runs on 16 bytes in an SSE register (the same code for AVX2 and
-// AVX-512); V::from_i8v widens the 16 signed bytes to F32.
+// scales (Q8_0, Q4_0, Q5_0, Q3_K, Q6_K, IQ4_NL, IQ4_XS and the low-bit IQ1 / IQ2 / IQ3 / TQ types:
+// at most 24 significant bits, so the F32 multiply is exact in any order; MXFP4: a small integer
+// times a power of two, one rounding only where ggml's own product rounds), or such an exact
+// product followed by one rounded addition or subtraction of an exact term (Q4_1, Q5_1: q·d + m;
+// Q2_K, Q4_K, Q5_K: (d·sc)·q − dmin·m). The decoders compute the same exact products, then the same
+// single rounded add/sub, lane by lane. The integer unpacking runs on 16 bytes in an SSE register
+// (the same code for AVX2 and AVX-512); V::from_i8v widens the 16 signed bytes to F32.
 //
 // A decoder D has kBlock (elements), kBytes (bytes of a block), a constructor from the block's
 // address that unpacks the block's scales, and chunk(c): weights [16c, 16c + 16) of the block.
@@ -21,6 +22,8 @@
 
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
 #include "core/dtype.h"
+#include "core/iq_grids.h"
+#include "core/quant_blocks.h"
 
 namespace invar::qdecode {
 namespace {
@@ -330,6 +333,267 @@ struct IQ4_XS {
   }
   QDEC_INLINE V chunk(int c) const {
     return V::lut16(V::mul(V::bcast(dl[c >> 1]), V::load(kIq4nl)), qs + 16 * (c >> 1), 4 * (c & 1));
+  }
+};
+
+// ---- The low-bit types (layouts: core/quant_blocks.h; grids: core/iq_grids.h). ----
+//
+// IQ2 / IQ3: a chunk is two groups of 8 whose unsigned magnitudes (≤ 62) come from grid entries,
+// signs applied as bytes (−g fits an int8), times the group's scale db. The scalar code forms
+// (db · g) · (±1); here db · (±g): both are the exact product, so the bits agree (no grid
+// magnitude is 0, so even db = ±0 gives the same signed zero).
+
+// Byte i = 0xff where bit i of the 16-bit `bits` is set, else 0.
+QDEC_INLINE __m128i bits_to_mask(uint32_t bits) {
+  const __m128i b = _mm_shuffle_epi8(_mm_cvtsi32_si128(int(bits)),
+                                     _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+  const __m128i sel = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
+  return _mm_cmpeq_epi8(_mm_and_si128(b, sel), sel);
+}
+// Byte i of q negated where bit i of `signs` is set.
+QDEC_INLINE __m128i apply_signs(__m128i q, uint32_t signs) {
+  const __m128i m = bits_to_mask(signs);
+  return _mm_sub_epi8(_mm_xor_si128(q, m), m);
+}
+QDEC_INLINE uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+QDEC_INLINE uint32_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+// Two 8-byte grid entries as the 16 bytes of one chunk.
+QDEC_INLINE __m128i grid_pair(uint64_t first, uint64_t second) {
+  return _mm_set_epi64x(int64_t(second), int64_t(first));
+}
+// The 16 sign bits of IQ2_XXS / IQ3_XXS groups l and l + 1 from their 7-bit fields in `aux`.
+QDEC_INLINE uint32_t signs7_pair(uint32_t aux, int l) {
+  return uint32_t(kIQ2SignsTable[(aux >> (7 * l)) & 127]) |
+         uint32_t(kIQ2SignsTable[(aux >> (7 * (l + 1))) & 127]) << 8;
+}
+
+// IQ2_XXS: sub-block j = c/2 is the u32 pair at qs[8j]; chunk c its groups 2(c%2), 2(c%2) + 1.
+template <class V>
+struct IQ2_XXS {
+  static constexpr int kBlock = 256, kBytes = 66;
+  const uint8_t* qs;
+  float db[8];
+  QDEC_INLINE explicit IQ2_XXS(const uint8_t* b) : qs(b + 2) {
+    const float d = f16(b);
+    for (int j = 0; j < 8; ++j) db[j] = d * (0.5f + float(load_u32(qs + 8 * j + 4) >> 28)) * 0.25f;
+  }
+  QDEC_INLINE V chunk(int c) const {
+    const uint8_t* g = qs + 8 * (c >> 1);
+    const int l = 2 * (c & 1);
+    const __m128i q = grid_pair(kIQ2XXSGrid[g[l]], kIQ2XXSGrid[g[l + 1]]);
+    return V::mul(V::bcast(db[c >> 1]),
+                  V::from_i8v(apply_signs(q, signs7_pair(load_u32(g + 4), l))));
+  }
+};
+
+// IQ2_XS: u16 codes qs[2c], qs[2c + 1] (9-bit index, 7 sign bits); one scale per chunk.
+template <class V>
+struct IQ2_XS {
+  static constexpr int kBlock = 256, kBytes = 74;
+  const uint8_t* qs;
+  float db[16];
+  QDEC_INLINE explicit IQ2_XS(const uint8_t* b) : qs(b + 2) {
+    const float d = f16(b);
+    for (int j = 0; j < 8; ++j) {
+      db[2 * j] = d * (0.5f + float(b[66 + j] & 0xf)) * 0.25f;
+      db[2 * j + 1] = d * (0.5f + float(b[66 + j] >> 4)) * 0.25f;
+    }
+  }
+  QDEC_INLINE V chunk(int c) const {
+    const uint32_t u0 = load_u16(qs + 4 * c), u1 = load_u16(qs + 4 * c + 2);
+    const __m128i q = grid_pair(kIQ2XSGrid[u0 & 511], kIQ2XSGrid[u1 & 511]);
+    const uint32_t signs = uint32_t(kIQ2SignsTable[u0 >> 9]) | uint32_t(kIQ2SignsTable[u1 >> 9])
+                                                                   << 8;
+    return V::mul(V::bcast(db[c]), V::from_i8v(apply_signs(q, signs)));
+  }
+};
+
+// IQ2_S: indices qs[2c], qs[2c + 1] with bits 8..9 from qh[c/2]; sign bytes qs[32 + 2c ..].
+template <class V>
+struct IQ2_S {
+  static constexpr int kBlock = 256, kBytes = 82;
+  const uint8_t *qs, *qh;
+  float db[16];
+  QDEC_INLINE explicit IQ2_S(const uint8_t* b) : qs(b + 2), qh(b + 66) {
+    const float d = f16(b);
+    for (int j = 0; j < 8; ++j) {
+      db[2 * j] = d * (0.5f + float(b[74 + j] & 0xf)) * 0.25f;
+      db[2 * j + 1] = d * (0.5f + float(b[74 + j] >> 4)) * 0.25f;
+    }
+  }
+  QDEC_INLINE V chunk(int c) const {
+    const int h = qh[c >> 1], l = 2 * (c & 1);
+    const int i0 = qs[2 * c] | ((h << (8 - 2 * l)) & 0x300);
+    const int i1 = qs[2 * c + 1] | ((h << (6 - 2 * l)) & 0x300);
+    const __m128i q = grid_pair(kIQ2SGrid[i0], kIQ2SGrid[i1]);
+    return V::mul(V::bcast(db[c]), V::from_i8v(apply_signs(q, load_u16(qs + 32 + 2 * c))));
+  }
+};
+
+// IQ3_XXS: chunk c is the 4-byte grid entries of indices qs[4c .. 4c + 4); sub-block c/2's u32
+// at qs[64 + 4(c/2)] holds its scale and sign fields.
+template <class V>
+struct IQ3_XXS {
+  static constexpr int kBlock = 256, kBytes = 98;
+  const uint8_t* qs;
+  float db[8];
+  QDEC_INLINE explicit IQ3_XXS(const uint8_t* b) : qs(b + 2) {
+    const float d = f16(b);
+    for (int j = 0; j < 8; ++j) db[j] = d * (0.5f + float(load_u32(qs + 64 + 4 * j) >> 28)) * 0.5f;
+  }
+  QDEC_INLINE V chunk(int c) const {
+    const uint8_t* g = qs + 4 * c;
+    const __m128i q = _mm_setr_epi32(int(kIQ3XXSGrid[g[0]]), int(kIQ3XXSGrid[g[1]]),
+                                     int(kIQ3XXSGrid[g[2]]), int(kIQ3XXSGrid[g[3]]));
+    const uint32_t signs = signs7_pair(load_u32(qs + 64 + 4 * (c >> 1)), 2 * (c & 1));
+    return V::mul(V::bcast(db[c >> 1]), V::from_i8v(apply_signs(q, signs)));
+  }
+};
+
+// IQ3_S: indices qs[4c + t] with bit 8 = bit 4(c%2) + t of qh[c/2]; sign bytes signs[2c ..].
+template <class V>
+struct IQ3_S {
+  static constexpr int kBlock = 256, kBytes = 110;
+  const uint8_t *qs, *qh, *signs;
+  float db[8];
+  QDEC_INLINE explicit IQ3_S(const uint8_t* b) : qs(b + 2), qh(b + 66), signs(b + 74) {
+    const float d = f16(b);
+    for (int j = 0; j < 8; ++j)
+      db[j] = d * float(1 + 2 * ((b[106 + j / 2] >> (4 * (j % 2))) & 0xf));
+  }
+  QDEC_INLINE V chunk(int c) const {
+    const uint8_t* g = qs + 4 * c;
+    const int h = qh[c >> 1] >> (4 * (c & 1));
+    const __m128i q = _mm_setr_epi32(
+        int(kIQ3SGrid[g[0] | ((h << 8) & 256)]), int(kIQ3SGrid[g[1] | ((h << 7) & 256)]),
+        int(kIQ3SGrid[g[2] | ((h << 6) & 256)]), int(kIQ3SGrid[g[3] | ((h << 5) & 256)]));
+    return V::mul(V::bcast(db[c >> 1]), V::from_i8v(apply_signs(q, load_u16(signs + 2 * c))));
+  }
+};
+
+// IQ1_S / IQ1_M: the scalar w = dl · (g + δ), g ∈ {−1, 0, 1}, δ = ±1/8, is the exact product (dl
+// has at most 15 significant bits, 8(g + δ) ∈ {±1, ±7, ±9}), and so is (dl / 8) · (8g ± 1) with
+// dl / 8 exact (dl ≥ 2^−24 or 0): the chunk is the bytes 8g ± 1, one sign of δ per group of 8.
+QDEC_INLINE __m128i iq1_codes(uint64_t g0, uint64_t g1, bool neg0, bool neg1) {
+  constexpr int64_t kOnes = 0x0101010101010101ll, kMinusOnes = -1;  // bytes +1 / −1
+  const __m128i delta = _mm_set_epi64x(neg1 ? kMinusOnes : kOnes, neg0 ? kMinusOnes : kOnes);
+  return _mm_add_epi8(_mm_sign_epi8(_mm_set1_epi8(8), grid_pair(g0, g1)), delta);
+}
+
+// IQ1_S: sub-block j = c/2 has qh[j] (scale, δ's sign, index bits 8..10 of its 4 groups).
+template <class V>
+struct IQ1_S {
+  static constexpr int kBlock = 256, kBytes = 50;
+  const uint8_t *qs, *qh;
+  float dl8[8];  // dl / 8
+  QDEC_INLINE explicit IQ1_S(const uint8_t* b) : qs(b + 2), qh(b + 34) {
+    const float d = f16(b);
+    for (int j = 0; j < 8; ++j) {
+      const float dl = d * float(2 * ((load_u16(qh + 2 * j) >> 12) & 7) + 1);
+      dl8[j] = dl * 0.125f;
+    }
+  }
+  QDEC_INLINE V chunk(int c) const {
+    const uint32_t h = load_u16(qh + 2 * (c >> 1));
+    const int l = 2 * (c & 1);
+    const uint64_t g0 = kIQ1SGrid[qs[2 * c] | (((h >> (3 * l)) & 7) << 8)];
+    const uint64_t g1 = kIQ1SGrid[qs[2 * c + 1] | (((h >> (3 * l + 3)) & 7) << 8)];
+    const bool neg = (h & 0x8000) != 0;
+    return V::mul(V::bcast(dl8[c >> 1]), V::from_i8v(iq1_codes(g0, g1, neg, neg)));
+  }
+};
+
+// IQ1_M: chunk c's two groups take index bits 8..10 and δ's sign from the low and high nibbles
+// of qh[c]; scale 16ths: 3 bits per chunk in the u16 scales, F16 d in their top nibbles.
+template <class V>
+struct IQ1_M {
+  static constexpr int kBlock = 256, kBytes = 56;
+  const uint8_t *qs, *qh;
+  float dl8[16];  // dl / 8 per chunk
+  QDEC_INLINE explicit IQ1_M(const uint8_t* b) : qs(b), qh(b + 32) {
+    const float d = _cvtsh_ss(iq1m_scale_bits(b));
+    for (int c = 0; c < 16; ++c) {
+      const int j = c >> 1, shift = 6 * (j % 2) + 3 * (c & 1);
+      const float dl = d * float(2 * ((load_u16(b + 48 + 2 * (j / 2)) >> shift) & 7) + 1);
+      dl8[c] = dl * 0.125f;
+    }
+  }
+  QDEC_INLINE V chunk(int c) const {
+    const int h = qh[c];
+    const uint64_t g0 = kIQ1SGrid[qs[2 * c] | ((h & 7) << 8)];
+    const uint64_t g1 = kIQ1SGrid[qs[2 * c + 1] | (((h >> 4) & 7) << 8)];
+    return V::mul(V::bcast(dl8[c]), V::from_i8v(iq1_codes(g0, g1, h & 8, h & 0x80)));
+  }
+};
+
+// TQ1_0: chunk c < 10 is trit c/2 of qs[16(c%2) ..], 10 ≤ c < 15 trit c − 10 of qs[32 ..], chunk 15
+// trits 0..3 of qh[0..4) (4 lanes each). Trit of byte b times 3^n: ((b · 3^n mod 256) · 3) >> 8,
+// in 16-bit lanes; w = (t − 1) · d.
+template <class V>
+struct TQ1_0 {
+  static constexpr int kBlock = 256, kBytes = 54;
+  const uint8_t* q;
+  float d;
+  QDEC_INLINE explicit TQ1_0(const uint8_t* b) : q(b), d(f16(b + 52)) {}
+  QDEC_INLINE V chunk(int c) const {
+    static constexpr int16_t kPow3[5] = {1, 3, 9, 27, 81};
+    __m128i bytes;
+    __m256i pow3;
+    if (c < 10) {
+      bytes = load16(q + 16 * (c & 1));
+      pow3 = _mm256_set1_epi16(kPow3[c >> 1]);
+    } else if (c < 15) {
+      bytes = load16(q + 32);
+      pow3 = _mm256_set1_epi16(kPow3[c - 10]);
+    } else {
+      bytes = _mm_set1_epi32(int(load_u32(q + 48)));
+      pow3 = _mm256_setr_epi16(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
+    }
+    const __m256i x = _mm256_and_si256(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(bytes), pow3),
+                                       _mm256_set1_epi16(0xff));
+    const __m256i t = _mm256_srli_epi16(_mm256_mullo_epi16(x, _mm256_set1_epi16(3)), 8);
+    const __m128i t8 = _mm_packus_epi16(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+    return V::mul(V::from_i8v(_mm_sub_epi8(t8, _mm_set1_epi8(1))), V::bcast(d));
+  }
+};
+
+// TQ2_0: chunk c is the 2-bit field 2·((c/2)%4) of qs[32·(c/8) + 16·(c%2) ..] (as Q2_K); w = (q −
+// 1) · d.
+template <class V>
+struct TQ2_0 {
+  static constexpr int kBlock = 256, kBytes = 66;
+  const uint8_t* qs;
+  float d;
+  QDEC_INLINE explicit TQ2_0(const uint8_t* b) : qs(b), d(f16(b + 64)) {}
+  QDEC_INLINE V chunk(int c) const {
+    const __m128i v = load16(qs + 32 * (c >> 3) + 16 * (c & 1));
+    const __m128i q = _mm_and_si128(_mm_srli_epi16(v, 2 * ((c >> 1) & 3)), _mm_set1_epi8(3));
+    return V::mul(V::from_i8v(_mm_sub_epi8(q, _mm_set1_epi8(1))), V::bcast(d));
+  }
+};
+
+// MXFP4's doubled E2M1 values as floats (kMXFP4Values).
+alignas(64) inline constexpr float kMxfp4[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                                 0, -1, -2, -3, -4, -6, -8, -12};
+
+// MXFP4: the 16 weights a code can stand for, value · 2^(e − 128) (the scalar code's products),
+// looked up as IQ4_NL's.
+template <class V>
+struct MXFP4 {
+  static constexpr int kBlock = 32, kBytes = 17;
+  const uint8_t* q;
+  float d;
+  QDEC_INLINE explicit MXFP4(const uint8_t* b) : q(b + 1), d(mxfp4_half_scale(b[0])) {}
+  QDEC_INLINE V chunk(int c) const {
+    return V::lut16(V::mul(V::load(kMxfp4), V::bcast(d)), q, 4 * c);
   }
 };
 

@@ -185,6 +185,26 @@ void qmatmul_rows(const QuantView& w, const float* x, int64_t rows, float* y, in
       return run_typed<V, IQ4_NL<V>>(w, x, rows, y, n0, n1, scratch);
     case DType::IQ4_XS:
       return run_typed<V, IQ4_XS<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::IQ2_XXS:
+      return run_typed<V, IQ2_XXS<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::IQ2_XS:
+      return run_typed<V, IQ2_XS<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::IQ2_S:
+      return run_typed<V, IQ2_S<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::IQ3_XXS:
+      return run_typed<V, IQ3_XXS<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::IQ3_S:
+      return run_typed<V, IQ3_S<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::IQ1_S:
+      return run_typed<V, IQ1_S<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::IQ1_M:
+      return run_typed<V, IQ1_M<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::TQ1_0:
+      return run_typed<V, TQ1_0<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::TQ2_0:
+      return run_typed<V, TQ2_0<V>>(w, x, rows, y, n0, n1, scratch);
+    case DType::MXFP4:
+      return run_typed<V, MXFP4<V>>(w, x, rows, y, n0, n1, scratch);
     default:
       return qmatmul_ref_range(w, x, rows, y, n0, n1);
   }

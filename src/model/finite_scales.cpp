@@ -2,6 +2,7 @@
 #include "model/finite_scales.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "core/quant_blocks.h"
@@ -59,6 +60,20 @@ std::optional<NonFiniteScale> first_nonfinite_scale(const GgufTensorInfo& t) {
   const std::vector<size_t> offsets = quant_f16_offsets(t.type);
   const int64_t block_bytes = dtype_block_bytes(t.type);
   const int64_t blocks = n / dtype_block_size(t.type);
+  if (t.type == DType::IQ1_M) {  // d is spread over the top nibbles of the scales
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint16_t h = iq1m_scale_bits(p + b * block_bytes);
+      if (f16_nonfinite(h)) return NonFiniteScale{t.name, b, "d", f16_to_f32(h)};
+    }
+    return std::nullopt;
+  }
+  if (t.type == DType::MXFP4) {
+    // E8M0 255 is NaN in the OCP format; ggml reads it as 2^127, and a weight 12 · 2^127 is +Inf.
+    for (int64_t b = 0; b < blocks; ++b)
+      if (p[b * block_bytes + offsetof(BlockMXFP4, e)] == 0xff)
+        return NonFiniteScale{t.name, b, "e", std::nanf("")};
+    return std::nullopt;
+  }
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* blk = p + b * block_bytes;
     for (size_t j = 0; j < offsets.size(); ++j) {

@@ -242,7 +242,7 @@ QuantScheme scheme_of(const MakeModelConfig& c) {
   auto s = quant_scheme_parse(c.quant);
   if (!s)
     bad("--type '" + c.quant + "' is neither a llama-quantize preset (" + quant_preset_names() +
-        ") nor a weight type (" + dtype_supported_list() + ")");
+        ") nor a weight type (" + quantize_supported_list() + ")");
   return *s;
 }
 

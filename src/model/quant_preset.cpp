@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/quantize.h"
 
 namespace invar {
 namespace {
@@ -55,6 +56,26 @@ uint32_t pure_file_type(DType t) {
       return 30;
     case DType::BF16:
       return 32;
+    case DType::IQ2_XXS:
+      return 19;
+    case DType::IQ2_XS:
+      return 20;
+    case DType::IQ3_XXS:
+      return 23;
+    case DType::IQ1_S:
+      return 24;
+    case DType::IQ3_S:
+      return 26;
+    case DType::IQ2_S:
+      return 29;  // IQ2_M: the ftype whose default type is iq2_s
+    case DType::IQ1_M:
+      return 31;
+    case DType::TQ1_0:
+      return 36;
+    case DType::TQ2_0:
+      return 37;
+    case DType::MXFP4:
+      return 38;  // MXFP4_MOE
   }
   return 0;
 }
@@ -121,7 +142,7 @@ std::optional<QuantScheme> quant_scheme_parse(std::string_view s) {
   for (const QuantPresetRow& p : kQuantPresets)
     if (p.name == l) return QuantScheme{l, true, p.base, p.file_type};
   const auto t = dtype_parse(l);
-  if (!t) return std::nullopt;
+  if (!t || !quantize_supported(*t)) return std::nullopt;  // make-model must write the type
   return QuantScheme{l, false, *t, pure_file_type(*t)};
 }
 

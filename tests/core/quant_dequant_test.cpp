@@ -3,7 +3,8 @@
 //      whose F16 scales include the extremes (±max, smallest subnormal, largest subnormal,
 //      smallest normal, ±0);
 //   2. fixed vectors: blocks dequantised by ggml's own dequantize_row_* (ggml-quants.c built with
-//      -ffp-contract=off), stored in tests/data/quant/ggml_fixed_vectors.bin.
+//      -ffp-contract=off), stored in tests/data/quant/ggml_fixed_vectors.bin and (the IQ1 / IQ2 /
+//      IQ3 / TQ types and MXFP4, by scripts/gen-ggml-fixed-vectors) ggml_lowbit_vectors.bin.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,9 +22,11 @@
 namespace invar {
 namespace quant_dequant_test {
 
-const DType kQuantTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0,   DType::Q5_1,
-                             DType::Q8_0, DType::Q2_K, DType::Q3_K,   DType::Q4_K,
-                             DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
+const DType kQuantTypes[] = {
+    DType::Q4_0,    DType::Q4_1,   DType::Q5_0,  DType::Q5_1,    DType::Q8_0,   DType::Q2_K,
+    DType::Q3_K,    DType::Q4_K,   DType::Q5_K,  DType::Q6_K,    DType::IQ4_NL, DType::IQ4_XS,
+    DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,  DType::IQ1_S,
+    DType::IQ1_M,   DType::TQ1_0,  DType::TQ2_0, DType::MXFP4};
 
 uint64_t splitmix(uint64_t& s) {
   uint64_t x = (s += 0x9e3779b97f4a7c15ull);
@@ -37,6 +40,9 @@ uint64_t splitmix(uint64_t& s) {
 constexpr uint16_t kExtremes[] = {0x7bff, 0xfbff, 0x0001, 0x03ff, 0x0400,
                                   0x0000, 0x8000, 0xbc00, 0x8001};
 constexpr int kExtremeBlocks = int(sizeof kExtremes / sizeof kExtremes[0]);
+// MXFP4's E8M0 exponents for the first blocks: the subnormal halves 2^-128 and 2^-127, the
+// smallest normal, 1.0's neighbours, the largest finite and 255 (2^127 in ggml: 12 · 2^127 = inf).
+constexpr uint8_t kE8M0Extremes[kExtremeBlocks] = {0, 1, 2, 126, 127, 128, 253, 254, 255};
 
 // n random blocks. Block i < kExtremeBlocks has every scale field (d, and dmin / m where the
 // type has one) set to kExtremes[i]; the next kExtremeBlocks mix extremes (field k gets
@@ -46,6 +52,17 @@ std::vector<uint8_t> random_blocks(DType t, int n, uint64_t seed) {
   std::vector<uint8_t> b(size_t(bb * n));
   for (auto& x : b) x = uint8_t(splitmix(seed));
   for (int i = 0; i < n; ++i) {
+    uint8_t* blk = &b[size_t(i * bb)];
+    if (t == DType::MXFP4) {
+      blk[0] = i < kExtremeBlocks ? kE8M0Extremes[i] : uint8_t(100 + splitmix(seed) % 56);
+      continue;
+    }
+    if (t == DType::IQ1_M) {  // its F16 d is split over the scales' top nibbles
+      const uint64_t r = splitmix(seed);
+      iq1m_scale_set(blk, i < kExtremeBlocks ? kExtremes[i]
+                                             : uint16_t((r & 0x83ff) | (((r >> 16) % 31) << 10)));
+      continue;
+    }
     int k = 0;
     for (size_t off : quant_f16_offsets(t)) {
       uint16_t h;
@@ -115,7 +132,8 @@ TEST(QuantDequant, MatchesNumpyReferenceBitForBit) {
     dequant_row(t, blocks.data(), got.data(), n);
     EXPECT_EQ(first_mismatch(got, want), "");
 
-    // The extremes really occurred: huge and tiny magnitudes, and a −0 next to +0.
+    // The extremes really occurred: huge and tiny magnitudes, and a −0 next to +0 (MXFP4 has no
+    // −0: its two zero codes are the integer 0 times a positive scale).
     bool huge = false, tiny = false, neg_zero = false, pos_zero = false;
     for (float v : got) {
       huge |= std::fabs(v) >= 65504.0f;
@@ -123,17 +141,17 @@ TEST(QuantDequant, MatchesNumpyReferenceBitForBit) {
       neg_zero |= bits(v) == 0x80000000u;
       pos_zero |= bits(v) == 0;
     }
+    if (t == DType::MXFP4) neg_zero = true;
     EXPECT_TRUE(huge && tiny && neg_zero && pos_zero)
         << "huge " << huge << " tiny " << tiny << " -0 " << neg_zero << " +0 " << pos_zero;
   }
 }
 
 // File layout: per type, u32 name length, name, u32 block count, the blocks, then the F32 values
-// ggml's dequantize_row_* produced for them.
-TEST(QuantDequant, MatchesGgmlFixedVectors) {
-  const std::vector<uint8_t> f =
-      read_all(std::string(INVAR_TEST_DATA_DIR) + "/quant/ggml_fixed_vectors.bin");
-  ASSERT_FALSE(f.empty());
+// ggml's dequantize_row_* produced for them. Returns the number of types the file held.
+int check_fixed_vectors(const std::string& file) {
+  const std::vector<uint8_t> f = read_all(std::string(INVAR_TEST_DATA_DIR) + "/quant/" + file);
+  EXPECT_FALSE(f.empty()) << file;
   size_t at = 0;
   auto u32 = [&] {
     uint32_t v;
@@ -147,13 +165,19 @@ TEST(QuantDequant, MatchesGgmlFixedVectors) {
     const uint32_t len = u32();
     const std::string name(reinterpret_cast<const char*>(&f.at(at)), len);
     at += len;
-    SCOPED_TRACE(name);
+    SCOPED_TRACE(file + ": " + name);
     const auto t = dtype_parse(name);
-    ASSERT_TRUE(t.has_value());
+    if (!t.has_value()) {
+      ADD_FAILURE() << "unknown type";
+      return types_seen;
+    }
     const uint32_t nb = u32();
     const int64_t n = int64_t(nb) * dtype_block_size(*t);
     const size_t bytes = size_t(nb * dtype_block_bytes(*t));
-    ASSERT_LE(at + bytes + size_t(n) * 4, f.size());
+    if (at + bytes + size_t(n) * 4 > f.size()) {
+      ADD_FAILURE() << "truncated";
+      return types_seen;
+    }
     std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
     std::memcpy(want.data(), &f[at + bytes], size_t(n) * 4);
     dequant_row(*t, &f[at], got.data(), n);
@@ -161,7 +185,12 @@ TEST(QuantDequant, MatchesGgmlFixedVectors) {
     at += bytes + size_t(n) * 4;
     ++types_seen;
   }
-  EXPECT_EQ(types_seen, 12);
+  return types_seen;
+}
+
+TEST(QuantDequant, MatchesGgmlFixedVectors) {
+  EXPECT_EQ(check_fixed_vectors("ggml_fixed_vectors.bin"), 12);
+  EXPECT_EQ(check_fixed_vectors("ggml_lowbit_vectors.bin"), 10);
 }
 
 TEST(QuantDequant, PlainTypesWidenExactly) {

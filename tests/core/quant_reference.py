@@ -6,7 +6,12 @@ Reads raw blocks of TYPE, writes the dequantised values as little-endian float32
 Every product and difference is a float32 operation on its own (numpy rounds each one), in the
 association ggml's dequantize_row_* writes: e.g. q4_K w = (d*sc)*q - (dmin*m), q6_K
 w = (d*sc)*q. Used by tests/core/quant_dequant_test.cpp, which compares the bit patterns.
+The low-bit types (IQ1/IQ2/IQ3) read their lattice grids and sign tables from
+src/core/iq_grids.h (generated from ggml-common.h by scripts/gen-iq-grids.py); the formulas
+below are written from the block layouts independently of core/dequant.cpp.
 """
+import os
+import re
 import sys
 
 import numpy as np
@@ -20,7 +25,28 @@ GEOMETRY = {
     "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24), "q8_0": (32, 34),
     "q2_K": (256, 84), "q3_K": (256, 110), "q4_K": (256, 144), "q5_K": (256, 176),
     "q6_K": (256, 210), "iq4_nl": (32, 18), "iq4_xs": (256, 136),
+    "iq2_xxs": (256, 66), "iq2_xs": (256, 74), "iq2_s": (256, 82), "iq3_xxs": (256, 98),
+    "iq3_s": (256, 110), "iq1_s": (256, 50), "iq1_m": (256, 56), "tq1_0": (256, 54),
+    "tq2_0": (256, 66), "mxfp4": (32, 17),
 }
+
+GRIDS_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "core",
+                       "iq_grids.h")
+
+
+def load_grids():
+    """{C++ name: table as bytes [entries, bytes per entry] (uint8)} from iq_grids.h."""
+    text = open(GRIDS_H, encoding="utf-8").read()
+    out = {}
+    for m in re.finditer(r"inline constexpr (\w+) (\w+)\[(\d+)\] = \{(.*?)\};", text, re.S):
+        ctype, name, size, body = m.group(1), m.group(2), int(m.group(3)), m.group(4)
+        vals = [int(t, 0) for t in re.findall(r"-?(?:0x[0-9a-fA-F]+|\d+)", body)]
+        assert len(vals) == size, (name, len(vals), size)
+        dt = {"uint8_t": "<u1", "int8_t": "<i1", "uint32_t": "<u4", "uint64_t": "<u8"}[ctype]
+        arr = np.array(vals, dtype=np.uint64 if ctype == "uint64_t" else np.int64).astype(dt)
+        out[name] = arr
+    return out
+
 
 
 def half(b, off):
@@ -207,9 +233,171 @@ def iq4_xs(b):
     return np.concatenate(out, axis=1)
 
 
+def u16s(b, off, count):
+    return b[:, off:off + 2 * count].copy().view("<u2").astype(np.int64)
+
+
+def grid_bytes(table, idx):
+    """Entries idx [n, g] of a u64 / u32 grid as their bytes [n, g * bytes per entry] (uint8)."""
+    e = table[idx]
+    return e.view(np.uint8).reshape(idx.shape[0], -1).astype(np.int64)
+
+
+def sign_bits(signs8):
+    """Sign bytes [n, g] to +-1 per element [n, 8g] (bit j of byte l is element 8l + j)."""
+    bits = (signs8[:, :, None] >> np.arange(8)) & 1
+    return np.where(bits == 1, F32(-1), F32(1)).reshape(signs8.shape[0], -1).astype(F32)
+
+
+def signed_grid(db, mags, signs):
+    """ggml's y = db * grid * sign: the product with the magnitude first, then the sign."""
+    return mul(mul(db, mags.astype(F32)), signs)
+
+
+def iq2_xxs(b):
+    g = load_grids()
+    d = half(b, 0)
+    aux = b[:, 2:66].copy().view("<u4").astype(np.int64)  # [n, 16]: pairs per sub-block
+    a0, a1 = aux[:, 0::2], aux[:, 1::2]
+    idx = np.stack([(a0 >> (8 * l)) & 0xff for l in range(4)], axis=2).reshape(-1, 32)
+    sg = np.stack([g["kIQ2SignsTable"][(a1 >> (7 * l)) & 127] for l in range(4)], axis=2)
+    scale = (a1 >> 28).astype(F32)
+    db = mul(mul(col(d), add(F32(0.5), scale)), F32(0.25))
+    return signed_grid(per_sub(db, 32), grid_bytes(g["kIQ2XXSGrid"], idx),
+                       sign_bits(sg.reshape(-1, 32).astype(np.int64)))
+
+
+def iq2_scales16(b, scales):
+    """IQ2_XS / IQ2_S: (d * (0.5 + s)) * 0.25 per 16 weights, s the nibbles of scales[j]."""
+    s16 = np.stack([scales & 0xf, scales >> 4], axis=2).reshape(-1, 16).astype(F32)
+    return mul(mul(col(half(b, 0)), add(F32(0.5), s16)), F32(0.25))
+
+
+def iq2_xs(b):
+    g = load_grids()
+    q = u16s(b, 2, 32)
+    scales = b[:, 66:74].astype(np.int64)
+    db = iq2_scales16(b, scales)
+    mags = grid_bytes(g["kIQ2XSGrid"], q & 511)
+    signs = sign_bits(g["kIQ2SignsTable"][q >> 9].astype(np.int64))
+    return signed_grid(per_sub(db, 16), mags, signs)
+
+
+def iq2_s(b):
+    g = load_grids()
+    qs = b[:, 2:34].astype(np.int64)
+    sg = b[:, 34:66].astype(np.int64)
+    qh = b[:, 66:74].astype(np.int64)
+    scales = b[:, 74:82].astype(np.int64)
+    db = iq2_scales16(b, scales)
+    idx = np.zeros_like(qs)
+    for j in range(8):
+        for l in range(4):
+            idx[:, 4 * j + l] = qs[:, 4 * j + l] | (((qh[:, j] >> (2 * l)) & 3) << 8)
+    return signed_grid(per_sub(db, 16), grid_bytes(g["kIQ2SGrid"], idx), sign_bits(sg))
+
+
+def iq3_xxs(b):
+    g = load_grids()
+    d = half(b, 0)
+    qs = b[:, 2:66].astype(np.int64)
+    aux = b[:, 66:98].copy().view("<u4").astype(np.int64)  # [n, 8]
+    sg = np.stack([g["kIQ2SignsTable"][(aux >> (7 * l)) & 127] for l in range(4)], axis=2)
+    db = mul(mul(col(d), add(F32(0.5), (aux >> 28).astype(F32))), F32(0.5))
+    return signed_grid(per_sub(db, 32), grid_bytes(g["kIQ3XXSGrid"], qs),
+                       sign_bits(sg.reshape(-1, 32).astype(np.int64)))
+
+
+def iq3_s(b):
+    g = load_grids()
+    d = half(b, 0)
+    qs = b[:, 2:66].astype(np.int64)
+    qh = b[:, 66:74].astype(np.int64)
+    sg = b[:, 74:106].astype(np.int64)
+    sc = b[:, 106:110].astype(np.int64)
+    s8 = np.stack([sc & 0xf, sc >> 4], axis=2).reshape(-1, 8)
+    db = mul(col(d), (1 + 2 * s8).astype(F32))
+    idx = qs.copy()
+    for j in range(8):
+        for i in range(8):
+            idx[:, 8 * j + i] |= ((qh[:, j] >> i) & 1) << 8
+    return signed_grid(per_sub(db, 32), grid_bytes(g["kIQ3SGrid"], idx), sign_bits(sg))
+
+
+def iq1_values(dl, idx, delta):
+    """y = dl * (grid + delta), per group of 8: dl [n, 32 groups], delta [n, 32 groups]."""
+    g = load_grids()
+    grid = grid_bytes(g["kIQ1SGrid"], idx).astype(np.uint8).view(np.int8).astype(F32)
+    return mul(per_sub(dl, 8), add(grid, per_sub(delta, 8)))
+
+
+def iq1_s(b):
+    d = half(b, 0)
+    qs = b[:, 2:34].astype(np.int64)
+    qh = u16s(b, 34, 8)
+    dl = mul(col(d), (2 * ((qh >> 12) & 7) + 1).astype(F32))
+    delta = np.where(qh & 0x8000, F32(-0.125), F32(0.125)).astype(F32)
+    idx = np.zeros_like(qs)
+    for j in range(8):
+        for l in range(4):
+            idx[:, 4 * j + l] = qs[:, 4 * j + l] | (((qh[:, j] >> (3 * l)) & 7) << 8)
+    return iq1_values(np.repeat(dl, 4, axis=1), idx, np.repeat(delta, 4, axis=1))
+
+
+def iq1_m(b):
+    qs = b[:, 0:32].astype(np.int64)
+    qh = b[:, 32:48].astype(np.int64)
+    sc = u16s(b, 48, 4)
+    dbits = (sc[:, 0] >> 12) | ((sc[:, 1] >> 8) & 0xf0) | ((sc[:, 2] >> 4) & 0xf00) | (sc[:, 3] & 0xf000)
+    d = dbits.astype("<u2").view("<f2").astype(F32)
+    nib = np.stack([qh & 0xf, qh >> 4], axis=2).reshape(-1, 32)  # group 2j + ... nibbles in order
+    idx = qs | ((nib & 7) << 8)
+    delta = np.where(nib & 8, F32(-0.125), F32(0.125)).astype(F32)
+    s = np.zeros((b.shape[0], 32), dtype=np.int64)
+    for j in range(8):
+        w = sc[:, j // 2] >> (6 * (j % 2))
+        s[:, 4 * j:4 * j + 2] = col(w & 7)
+        s[:, 4 * j + 2:4 * j + 4] = col((w >> 3) & 7)
+    dl = mul(col(d), (2 * s + 1).astype(F32))
+    return iq1_values(dl, idx, delta)
+
+
+def tq1_0(b):
+    d = half(b, 52)
+    qs = b[:, 0:48].astype(np.int64)
+    qh = b[:, 48:52].astype(np.int64)
+    pow3 = [1, 3, 9, 27, 81]
+
+    def trit(x, n):
+        return (((x * pow3[n]) & 0xff) * 3) >> 8
+
+    parts = [trit(qs[:, 0:32], n) for n in range(5)]
+    parts += [trit(qs[:, 32:48], n) for n in range(5)]
+    parts += [trit(qh, n) for n in range(4)]
+    t = np.concatenate(parts, axis=1)
+    return mul((t - 1).astype(F32), col(d))
+
+
+def tq2_0(b):
+    d = half(b, 64)
+    qs = b[:, 0:64].astype(np.int64)
+    parts = [(qs[:, 32 * h:32 * h + 32] >> (2 * l)) & 3 for h in range(2) for l in range(4)]
+    return mul((np.concatenate(parts, axis=1) - 1).astype(F32), col(d))
+
+
+def mxfp4(b):
+    e = b[:, 0].astype(np.int64)
+    bits = np.where(e < 2, 0x00200000 << e, (e - 1) << 23).astype("<u4")
+    d = bits.view("<f4").astype(F32)
+    v = load_grids()["kMXFP4Values"].astype(np.int64)[nibbles(b[:, 1:17])].astype(F32)
+    return mul(v, col(d))
+
+
 DEQUANT = {
     "q4_0": q4_0, "q4_1": q4_1, "q5_0": q5_0, "q5_1": q5_1, "q8_0": q8_0, "q2_K": q2_K,
     "q3_K": q3_K, "q4_K": q4_K, "q5_K": q5_K, "q6_K": q6_K, "iq4_nl": iq4_nl, "iq4_xs": iq4_xs,
+    "iq2_xxs": iq2_xxs, "iq2_xs": iq2_xs, "iq2_s": iq2_s, "iq3_xxs": iq3_xxs, "iq3_s": iq3_s,
+    "iq1_s": iq1_s, "iq1_m": iq1_m, "tq1_0": tq1_0, "tq2_0": tq2_0, "mxfp4": mxfp4,
 }
 
 

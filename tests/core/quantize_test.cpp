@@ -91,6 +91,7 @@ TEST(Quantize, SubBlockScalesFollowTheirSubBlocks) {
 TEST(Quantize, ZerosStayZeroAndGridValuesAreExact) {
   const std::vector<float> zeros(512, 0.0f);
   for (DType t : kAllDTypes) {
+    if (!quantize_supported(t)) continue;
     const std::vector<float> y = round_trip(t, zeros);
     for (float v : y) ASSERT_EQ(v, 0.0f) << dtype_name(t);
   }

@@ -197,7 +197,8 @@ TEST_F(HparamsTest, UnsupportedTensorTypeIsNamed) {
   auto f = GgufFile::from_memory(bytes.data(), bytes.size());
   EXPECT_EQ(test::error_of([&] { hparams_from_gguf(*f); }),
             "model: tensor 'token_embd.weight' has type q8_1, invar supports f32, f16, q4_0, q4_1, "
-            "q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, bf16");
+            "q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq2_xxs, iq2_xs, iq3_xxs, iq1_s, "
+            "iq4_nl, iq3_s, iq2_s, iq4_xs, iq1_m, bf16, tq1_0, tq2_0, mxfp4");
 }
 
 TEST_F(HparamsTest, LegacySsmInAndFusedExperts) {

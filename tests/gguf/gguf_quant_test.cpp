@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -99,6 +100,61 @@ TEST(GgufQuant, NonFiniteBlockScalesAreRefused) {
   }
 }
 
+// token_embd {256, 16} q4_K (16 × 144 bytes) relabelled as each low-bit type of 256-blocks (at
+// most 110 bytes a block): its data still fits, and the file's tensors pass the loader's checks.
+TEST(GgufQuant, LowBitTypesLoad) {
+  const std::vector<uint8_t> orig = read_file(q4km_model());
+  for (DType t : {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,
+                  DType::IQ1_S, DType::IQ1_M, DType::TQ1_0, DType::TQ2_0}) {
+    SCOPED_TRACE(std::string(dtype_name(t)));
+    std::vector<uint8_t> bytes = orig;
+    const uint32_t id = uint32_t(t);
+    std::memcpy(&bytes[type_field(bytes, "token_embd.weight", 2)], &id, 4);
+    auto f = GgufFile::from_memory(bytes.data(), bytes.size());
+    EXPECT_EQ(f->find_tensor("token_embd.weight")->type, t);
+    EXPECT_EQ(f->find_tensor("token_embd.weight")->n_bytes, uint64_t(16 * dtype_block_bytes(t)));
+    EXPECT_EQ(error_of([&] { hparams_from_gguf(*f); }), "");
+  }
+}
+
+// The low-bit types' scales: the F16 d of the IQ2 / IQ3 / IQ1_S / TQ blocks, IQ1_M's d spread
+// over its scale nibbles, MXFP4's E8M0 byte (255 is NaN). A tensor of 4 random blocks with
+// finite scales passes; with block 2's scale made NaN or Inf it names block 2.
+TEST(GgufQuant, LowBitScalesAreChecked) {
+  const DType types[] = {DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,
+                         DType::IQ1_S,   DType::IQ1_M,  DType::TQ1_0, DType::TQ2_0,   DType::MXFP4};
+  for (DType type : types) {
+    SCOPED_TRACE(std::string(dtype_name(type)));
+    const int64_t bb = dtype_block_bytes(type), blocks = 4;
+    std::vector<uint8_t> data(size_t(bb * blocks));
+    uint32_t r = 12345;
+    for (auto& x : data) x = uint8_t((r = r * 1103515245u + 12345u) >> 24);
+    auto plant = [&](int64_t b, uint16_t h) {
+      uint8_t* blk = data.data() + b * bb;
+      if (type == DType::MXFP4)
+        blk[0] = h == 0x3c00 ? 127 : 0xff;
+      else if (type == DType::IQ1_M)
+        iq1m_scale_set(blk, h);
+      else
+        std::memcpy(blk + quant_f16_offsets(type).at(0), &h, 2);
+    };
+    for (int64_t b = 0; b < blocks; ++b) plant(b, 0x3c00);  // 1.0
+    GgufTensorInfo t;
+    t.name = "w";
+    t.type = type;
+    t.ne = {dtype_block_size(type) * blocks};
+    t.n_bytes = data.size();
+    t.data = data.data();
+    EXPECT_FALSE(first_nonfinite_scale(t).has_value());
+    plant(2, 0x7c00);
+    const auto bad = first_nonfinite_scale(t);
+    ASSERT_TRUE(bad.has_value());
+    EXPECT_EQ(bad->block, 2);
+    EXPECT_EQ(bad->field, type == DType::MXFP4 ? "e" : "d");
+    EXPECT_TRUE(std::isnan(bad->value) || std::isinf(bad->value));
+  }
+}
+
 TEST(GgufQuant, TruncatedQuantisedDataIsRefused) {
   std::vector<uint8_t> bytes = read_file(q4km_model());
   auto f = GgufFile::from_memory(bytes.data(), bytes.size());
@@ -128,18 +184,21 @@ TEST(GgufQuant, RowsThatAreNotWholeBlocksAreRefused) {
 
 TEST(GgufQuant, UnsupportedTypeAndQuantisedNormAreNamed) {
   const std::vector<uint8_t> orig = read_file(q4km_model());
-  // token_embd {256, 16} q4_K (16 × 144 bytes) relabelled iq2_xxs (256-blocks of 66 bytes): fits
-  // its data, a type invar does not compute with.
+  // The router blk.0.ffn_gate_inp (f32, 4 bytes a weight) relabelled i8 (1 byte): fits its data,
+  // a type invar does not compute with.
   std::vector<uint8_t> bytes = orig;
-  const size_t at = type_field(bytes, "token_embd.weight", 2);
-  uint32_t id = 16;
+  const size_t at = type_field(bytes, "blk.0.ffn_gate_inp.weight", 2);
+  uint32_t id = 24;
   std::memcpy(&bytes[at], &id, 4);
   auto f = GgufFile::from_memory(bytes.data(), bytes.size());
   const std::string e = error_of([&] { hparams_from_gguf(*f); });
-  EXPECT_NE(e.find("tensor 'token_embd.weight' has type iq2_xxs, invar supports f32, f16, q4_0"),
+  EXPECT_NE(e.find("tensor 'blk.0.ffn_gate_inp.weight' has type i8, invar supports f32, f16, q4_0"),
             std::string::npos)
       << e;
-  EXPECT_NE(e.find("q6_K, iq4_nl, iq4_xs, bf16"), std::string::npos) << e;
+  EXPECT_NE(e.find("q6_K, iq2_xxs, iq2_xs, iq3_xxs, iq1_s, iq4_nl, iq3_s, iq2_s, iq4_xs, iq1_m, "
+                   "bf16, tq1_0, tq2_0, mxfp4"),
+            std::string::npos)
+      << e;
 
   // A norm (f32 {256}) relabelled q4_K: its 1 KiB holds more than one 144-byte block, the type is
   // valid, but norms must be f32.

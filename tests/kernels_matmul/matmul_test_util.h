@@ -77,6 +77,11 @@ inline OwnedMatrix random_matrix(DType type, int64_t k, int64_t n, uint32_t seed
       for (auto& b : o.bytes) b = uint8_t(rng());
       const std::vector<size_t> fields = quant_f16_offsets(type);
       for (int64_t b = 0; b < int64_t(o.bytes.size()) / bytes; ++b) {
+        uint8_t* blk = o.bytes.data() + b * bytes;
+        if (type == DType::IQ1_M) iq1m_scale_set(blk, f32_to_f16(quant_scale(rng)));
+        // MXFP4: E8M0 exponents 0 and 1 (subnormal scales) sometimes, else 2^−20 .. 2^10.
+        if (type == DType::MXFP4)
+          blk[0] = rng() % 8 == 0 ? uint8_t(rng() % 2) : uint8_t(108 + rng() % 31);
         for (size_t off : fields) {
           const uint16_t h = f32_to_f16(quant_scale(rng));
           std::memcpy(o.bytes.data() + b * bytes + off, &h, 2);
@@ -151,8 +156,10 @@ inline std::string case_name(DType t, SimdLevel l) {
 }
 
 inline const DType kAllTypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0};
-inline const DType kQuantTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0,   DType::Q5_1,
-                                    DType::Q8_0, DType::Q2_K, DType::Q3_K,   DType::Q4_K,
-                                    DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
+inline const DType kQuantTypes[] = {
+    DType::Q4_0,    DType::Q4_1,   DType::Q5_0,  DType::Q5_1,    DType::Q8_0,   DType::Q2_K,
+    DType::Q3_K,    DType::Q4_K,   DType::Q5_K,  DType::Q6_K,    DType::IQ4_NL, DType::IQ4_XS,
+    DType::IQ2_XXS, DType::IQ2_XS, DType::IQ2_S, DType::IQ3_XXS, DType::IQ3_S,  DType::IQ1_S,
+    DType::IQ1_M,   DType::TQ1_0,  DType::TQ2_0, DType::MXFP4};
 
 }  // namespace invar::test

@@ -20,7 +20,9 @@ import quant_reference  # noqa: E402
 # ggml type id -> name (ggml.h enum ggml_type), for the types invar reads.
 TYPE_NAMES = {
     0: "f32", 1: "f16", 2: "q4_0", 3: "q4_1", 6: "q5_0", 7: "q5_1", 8: "q8_0", 10: "q2_K",
-    11: "q3_K", 12: "q4_K", 13: "q5_K", 14: "q6_K", 20: "iq4_nl", 23: "iq4_xs", 30: "bf16",
+    11: "q3_K", 12: "q4_K", 13: "q5_K", 14: "q6_K", 16: "iq2_xxs", 17: "iq2_xs", 18: "iq3_xxs",
+    19: "iq1_s", 20: "iq4_nl", 21: "iq3_s", 22: "iq2_s", 23: "iq4_xs", 29: "iq1_m", 30: "bf16",
+    34: "tq1_0", 35: "tq2_0", 39: "mxfp4",
 }
 
 # Metadata value types: id -> struct format (8 string and 9 array are handled apart).
