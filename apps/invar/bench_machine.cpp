@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <new>
 
 #include "core/zero_pages.h"
@@ -152,6 +153,15 @@ double read_bandwidth_gbs(const ProbeBuffer& buf, ThreadPool& pool, double (*now
   if (sink[0] == 12345.0f) std::printf(" ");
   std::sort(gbs.begin(), gbs.end());
   return gbs[gbs.size() / 2];
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0)
+      if (const size_t colon = line.find(':'); colon != std::string::npos)
+        return line.substr(line.find_first_not_of(' ', colon + 1));
+  return "";
 }
 
 }  // namespace invar::app

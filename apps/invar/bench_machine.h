@@ -3,6 +3,7 @@
 // clock in seconds (wall, or CPU time per thread).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/simd.h"
@@ -36,5 +37,8 @@ class ProbeBuffer {
 // GB/s of the pool's threads summing disjoint parts of `buf` (whole passes over it, at least 20
 // ms a sample); median of 5. A buffer far larger than the caches measures DRAM.
 double read_bandwidth_gbs(const ProbeBuffer& buf, ThreadPool& pool, double (*now)());
+
+// The CPU's name as /proc/cpuinfo gives it ("model name"), "" when it says none.
+std::string cpu_model_name();
 
 }  // namespace invar::app

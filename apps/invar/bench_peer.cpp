@@ -17,18 +17,19 @@
 
 namespace invar::app {
 
-std::optional<BenchPeer> bench_peer_parse(const std::string& spec) {
+std::optional<BenchPeer> bench_peer_parse(const std::string& spec, const std::string& name) {
   if (spec.empty()) return std::nullopt;
   const size_t eq = spec.find('=');
-  if (eq == std::string::npos) throw Error("--peer: expected llama-bench=PATH, got '" + spec + "'");
-  const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
-  if (name != "llama-bench")
-    throw Error("--peer: unknown peer '" + name + "' (the one peer is llama-bench=PATH)");
+  if (eq == std::string::npos)
+    throw Error("--peer: expected " + name + "=PATH, got '" + spec + "'");
+  const std::string given = spec.substr(0, eq), path = spec.substr(eq + 1);
+  if (given != name)
+    throw Error("--peer: unknown peer '" + given + "' (the one peer is " + name + "=PATH)");
   struct stat st;
   if (path.empty() || stat(path.c_str(), &st) != 0)
-    throw Error("--peer: llama-bench '" + path + "' does not exist");
+    throw Error("--peer: " + name + " '" + path + "' does not exist");
   if (!S_ISREG(st.st_mode) || access(path.c_str(), X_OK) != 0)
-    throw Error("--peer: llama-bench '" + path + "' is not an executable file");
+    throw Error("--peer: " + name + " '" + path + "' is not an executable file");
   return BenchPeer{path};
 }
 
@@ -64,10 +65,11 @@ std::string file_tail(const std::string& path, size_t max_bytes) {
   return s.size() > max_bytes ? s.substr(s.size() - max_bytes) : s;
 }
 
-// How a peer process ended, in words; a SIGILL says the usual cause (a build for an instruction
-// set this machine, or this VM's guest, cannot run: e.g. llama.cpp's AMX kernels in a guest
-// without AMX state).
-std::string peer_exit_text(int status) {
+}  // namespace
+
+// A SIGILL's usual cause: a build for an instruction set this machine, or this VM's guest,
+// cannot run (e.g. llama.cpp's AMX kernels in a guest without AMX state).
+std::string process_exit_text(int status) {
   if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
   if (!WIFSIGNALED(status)) return "ended abnormally";
   const int sig = WTERMSIG(status);
@@ -79,8 +81,6 @@ std::string peer_exit_text(int status) {
         "llama.cpp with -DGGML_NATIVE=OFF and the AMX options off)";
   return text;
 }
-
-}  // namespace
 
 double bench_peer_run(const BenchPeer& peer, const std::string& model, const PeerTest& t) {
   const std::vector<std::string> args = {peer.path,
@@ -128,7 +128,7 @@ double bench_peer_run(const BenchPeer& peer, const std::string& model, const Pee
   const std::string err = file_tail(err_path, 600);
   unlink(err_path);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("llama-bench failed (" + cmd + "), " + peer_exit_text(status) +
+    throw Error("llama-bench failed (" + cmd + "), " + process_exit_text(status) +
                 "; its stderr ends:\n" + err);
   try {
     return bench_peer_parse_json(text, t);

@@ -11,12 +11,17 @@
 namespace invar::app {
 
 struct BenchPeer {
-  std::string path;  // the llama-bench executable
+  std::string path;  // the peer's executable (llama-bench, llama-server)
 };
 
-// "llama-bench=PATH" → the peer; "" → nullopt. Throws Error naming what is wrong: another peer
-// name, no '=', or a PATH that is not an executable file.
-std::optional<BenchPeer> bench_peer_parse(const std::string& spec);
+// "NAME=PATH" → the peer, NAME being `name` (the one peer the bench knows); "" → nullopt.
+// Throws Error naming what is wrong: another peer name, no '=', or a PATH that is not an
+// executable file.
+std::optional<BenchPeer> bench_peer_parse(const std::string& spec,
+                                          const std::string& name = "llama-bench");
+
+// How a child process ended (a waitpid status), in words; a SIGILL says the usual cause.
+std::string process_exit_text(int status);
 
 // One measurement. Prefill: n_prompt tokens from an empty context (n_gen = 0, n_depth = 0).
 // Decode: n_gen tokens, one per step, after n_depth tokens of context (n_prompt = 0).

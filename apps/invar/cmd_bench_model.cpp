@@ -76,9 +76,6 @@ void progress(const char* fmt, A... a) {
 // if they had their cores to themselves (an estimate: waiting threads block, they do not spin).
 // The two clocks of the machine limits: wall seconds, and CPU seconds per pool thread.
 int g_threads = 1;
-double wall_now() {
-  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-}
 double cpu_now() {
   return cpu_seconds() / g_threads;
 }
@@ -109,13 +106,13 @@ Limit measure_fma_peak(SimdLevel level, ThreadPool& pool) {
   progress("%d thread(s): measuring the %s FMA peak", pool.size(),
            std::string(simd_name(level)).c_str());
   g_threads = pool.size();
-  return {fma_peak_gflops(level, pool, wall_now), fma_peak_gflops(level, pool, cpu_now)};
+  return {fma_peak_gflops(level, pool, wall_seconds), fma_peak_gflops(level, pool, cpu_now)};
 }
 
 Limit measure_read_bandwidth(const ProbeBuffer& buf, ThreadPool& pool) {
   progress("%d thread(s): measuring the read bandwidth", pool.size());
   g_threads = pool.size();
-  return {read_bandwidth_gbs(buf, pool, wall_now), read_bandwidth_gbs(buf, pool, cpu_now)};
+  return {read_bandwidth_gbs(buf, pool, wall_seconds), read_bandwidth_gbs(buf, pool, cpu_now)};
 }
 
 // The read bandwidth probes of one thread count, one before the first round and one after each

@@ -14,6 +14,7 @@
 #include <thread>
 #include <utility>
 
+#include "bench_peer.h"
 #include "core/error.h"
 #include "probe/server_process.h"
 
@@ -65,10 +66,11 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const fs::path&
 }
 
 ChildProcess::ChildProcess(ChildProcess&& o) noexcept
-    : pid_(std::exchange(o.pid_, -1)), log_(std::move(o.log_)) {}
+    : pid_(std::exchange(o.pid_, -1)), status_(o.status_), log_(std::move(o.log_)) {}
 
 ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
   std::swap(pid_, o.pid_);  // the process this held goes with `o`
+  std::swap(status_, o.status_);
   std::swap(log_, o.log_);
   return *this;
 }
@@ -87,7 +89,7 @@ ChildProcess::~ChildProcess() {
 
 bool ChildProcess::running() {
   if (pid_ <= 0) return false;
-  if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+  if (waitpid(pid_, &status_, WNOHANG) == pid_) {
     pid_ = -1;
     return false;
   }
@@ -131,6 +133,24 @@ int replica_start(ChildProcess& p, const std::vector<std::string>& args, const f
   if (port == 0 || !health_wait(p, port, left))
     throw Error("replica did not become healthy (log " + log.string() + "):\n" + p.log_text());
   return port;
+}
+
+int server_start(ChildProcess& p, std::vector<std::string> argv, const fs::path& log,
+                 double timeout_s) {
+  const int port = probe::port_free_find();
+  const std::string exe = argv.at(0);
+  argv.insert(argv.end(), {"--host", "127.0.0.1", "--port", std::to_string(port)});
+  p = ChildProcess(argv, log);
+  if (health_wait(p, port, timeout_s)) return port;
+  std::string cmd;
+  for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+  const std::string how = p.running()
+                              ? "no healthy /health within " + std::to_string(int(timeout_s)) + " s"
+                              : process_exit_text(p.exit_status());
+  std::string text = p.log_text();
+  if (text.size() > 2000) text = "..." + text.substr(text.size() - 2000);
+  throw Error(exe + " did not start (" + cmd + "): " + how + "; its log (" + log.string() +
+              ") ends:\n" + text);
 }
 
 int nginx_start(ChildProcess& p, const std::string& nginx, const std::string& render_script,

@@ -1,6 +1,7 @@
-// The processes `invar bench fleet` runs on loopback: `invar serve` replicas, nginx rendered by
-// deploy/nginx/render-nginx-conf, and redis-server. Each runs in the foreground with its output
-// in a log file under the run's directory, and is killed by pid when its owner goes.
+// The processes `invar bench fleet` and `invar bench serve` run on loopback: `invar serve`
+// replicas, llama-server, nginx rendered by deploy/nginx/render-nginx-conf, and redis-server. Each
+// runs in the foreground with its output in a log file under the run's directory, and is killed by
+// pid when its owner goes.
 #pragma once
 
 #include <sys/types.h>
@@ -19,11 +20,14 @@ class ChildProcess {
   ChildProcess& operator=(ChildProcess&& o) noexcept;
   ~ChildProcess();
   bool running();
+  // The waitpid status once running() has seen the process end, else -1.
+  int exit_status() const { return status_; }
   std::string log_text() const;
   const std::filesystem::path& log() const { return log_; }
 
  private:
   pid_t pid_ = -1;
+  int status_ = -1;
   std::filesystem::path log_;
 };
 
@@ -33,6 +37,12 @@ bool health_wait(ChildProcess& p, int port, double timeout_s);
 // `invar serve --port 0 <args>`; returns the port it printed, or throws with its log.
 int replica_start(ChildProcess& p, const std::vector<std::string>& args,
                   const std::filesystem::path& log, double timeout_s);
+
+// `argv` with `--host 127.0.0.1 --port P` appended, P a free loopback port (a server that takes
+// llama-server's flags); waits (≤ timeout_s) for GET /health 200. Returns P, or throws with how
+// the process ended and the tail of its log.
+int server_start(ChildProcess& p, std::vector<std::string> argv, const std::filesystem::path& log,
+                 double timeout_s);
 
 // nginx for `upstreams` (HOST:PORT) on a free loopback port, configured by `render_script`
 // with `render_args`; its pid, logs and temporary files under `dir`. Returns the port.
