@@ -57,8 +57,8 @@ GrammarPeer::Decoded GrammarPeer::decode(const std::string& prompt, int64_t n,
   auto r = c.Post("/completion", body.dump(), "application/json");
   if (!r) throw Error("bench grammar: llama-server: no answer to /completion");
   if (r->status != 200)
-    throw Error("bench grammar: llama-server answered " + std::to_string(r->status) + ": " +
-                r->body.substr(0, 500));
+    throw Error("llama-server answered " + std::to_string(r->status) + ": " +
+                r->body.substr(0, 200));
   const auto j = nlohmann::json::parse(r->body, nullptr, false);
   if (j.is_discarded() || !j.contains("timings"))
     throw Error("bench grammar: llama-server's answer has no timings: " + r->body.substr(0, 500));
