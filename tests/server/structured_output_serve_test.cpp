@@ -227,20 +227,29 @@ TEST_F(StructuredServe, BadAndHostileConstraintsAre400NamingTheField) {
       {{{"guided_json", huge}}, "guided_json", "max_input_bytes"},
       {{{"guided_regex", "((a{1,100}){1,100}){1,100}"}}, "guided_regex", "max_repeat_product"},
   };
+  // A refusal generates nothing: the server's count of generated tokens stands still.
+  auto generated = [] {
+    httplib::Client c("127.0.0.1", hermes_server().port());
+    auto r = c.Get("/metrics");
+    std::smatch m;
+    const std::string body = r ? r->body : "";
+    static const std::regex kLine("\ninvar_generated_tokens_total ([0-9.e+]+)");
+    return std::regex_search(body, m, kLine) ? std::stod(m[1]) : -1.0;
+  };
+  const double generated_before = generated();
+  ASSERT_GE(generated_before, 0.0) << "no invar_generated_tokens_total in /metrics";
   for (const Case& c : cases) {
     SCOPED_TRACE(c.fields.dump().substr(0, 200));
     json body = chat_body("Answer.", 1);
     body.update(c.fields);
-    const auto t0 = std::chrono::steady_clock::now();
     auto [status, text] = post_raw(hermes_server(), kChat, body);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(status, 400) << text;
     const json e = json::parse(text, nullptr, false);
     ASSERT_TRUE(e.contains("error")) << text;
     EXPECT_EQ(e["error"]["param"], c.param) << text;
     EXPECT_NE(e["error"]["message"].get<std::string>().find(c.needle), std::string::npos) << text;
-    EXPECT_LT(s, 5.0) << "a refusal takes no generation";  // generous: 1 MB bodies on 2 cores
   }
+  EXPECT_EQ(generated(), generated_before) << "a refusal generated tokens";
   // The server is still serving.
   EXPECT_EQ(post_raw(hermes_server(), kChat, chat_body("Answer.", 1)).first, 200);
 }
