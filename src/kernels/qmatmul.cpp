@@ -2,6 +2,8 @@
 // dequantised by dequant_row, 16 lane accumulators per output, the reduce.h tree.
 #include "kernels/qmatmul.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -30,6 +32,15 @@ void qmatmul_ref_range(const QuantView& w, const float* x, int64_t m, float* y, 
       for (int64_t r = 0; r < rows; ++r) y[(r0 + r) * w.n + n] = reduce_lanes_tree(acc[r]);
     }
   }
+}
+
+int64_t qprefill_panel_floats() {
+  static const int64_t floats = [] {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);  // per core; 0 or −1 when unknown
+    if (l2 <= 0) return kQPanelFloats;
+    return std::min<int64_t>(kQPanelFloats, int64_t(l2) / 4 * 3 / 4);
+  }();
+  return floats;
 }
 
 }  // namespace invar

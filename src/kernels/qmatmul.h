@@ -32,16 +32,21 @@ struct QuantView {
 // tile of a row block runs over it); the parked lane accumulators of up to kQMBlockMax activation
 // rows × kQGroupRowsMax outputs between K-chunks; and the packed activations of one row block, at
 // most kQPanelFloats (kept in L2 while every group of outputs streams them). The group sizes are
-// multiples of every ISA's kQTileCols (2, 6); a chunk holds whole blocks of every type (256).
+// multiples of every ISA's kQTileCols (3, 6); a chunk holds whole blocks of every type (256).
 inline constexpr int64_t kQPanelWeights = 6144;
 inline constexpr int64_t kQGroupRowsMax = 12;
 inline constexpr int64_t kQGroupRowsLargeK = 6;
 inline constexpr int64_t kQMBlockMin = 32;
 inline constexpr int64_t kQMBlockMax = 256;
-// 768 KiB of the 1 MiB L2: each weight is dequantised once per row block, so larger blocks
+// 768 KiB of a 1 MiB L2: each weight is dequantised once per row block, so larger blocks
 // dequantise less (K = 4096: 48-row blocks instead of 32, 2-4% faster; an expert's 160 × 2048
-// activations: 2 blocks instead of 3, ~2%; 224 Ki floats measured the same as 192).
+// activations: 2 blocks instead of 3, ~2%; 224 Ki floats measured the same as 192). The most
+// the scratch holds; a smaller L2 gets 3/4 of its size (qprefill_panel_floats).
 inline constexpr int64_t kQPanelFloats = 192 * 1024;
+// The packed-activation budget of this CPU: 3/4 of its per-core L2 (AMD Zen 3: 512 KiB, so 96 Ki
+// floats), at most kQPanelFloats, kQPanelFloats where the size is unknown. It changes how rows
+// are blocked, never a bit.
+int64_t qprefill_panel_floats();
 inline constexpr int64_t kQScratchFloats =
     kQPanelWeights + kQMBlockMax * kQGroupRowsMax * 16 + kQPanelFloats + 3 * 16;
 
@@ -53,20 +58,21 @@ struct QPrefillPlan {
                        // (nothing is parked), else kQGroupRowsLargeK (longer chunks, fewer parks)
   int64_t k_chunk;     // weights per row and chunk: kQPanelWeights / group_rows
   int64_t block_rows;  // activation rows per row block (the last block takes the rest): about
-                       // kQPanelFloats / K, a multiple of tile_rows, in [kQMBlockMin, kQMBlockMax];
+                       // panel_floats / K, a multiple of tile_rows, in [kQMBlockMin, kQMBlockMax];
                        // each weight is dequantised once per row block
-  bool packed;         // block_rows × K fit kQPanelFloats: activations packed, else read in place
+  bool packed;         // block_rows × K fit panel_floats: activations packed, else read in place
 };
-inline QPrefillPlan qprefill_plan(int64_t rows, int64_t k, int64_t tile_rows) {
+inline QPrefillPlan qprefill_plan(int64_t rows, int64_t k, int64_t tile_rows,
+                                  int64_t panel_floats = kQPanelFloats) {
   QPrefillPlan p;
   p.group_rows = k * kQGroupRowsMax <= kQPanelWeights ? kQGroupRowsMax : kQGroupRowsLargeK;
   p.k_chunk = kQPanelWeights / p.group_rows;
   // Blocks of equal size (a multiple of the tile's rows), as few as the size limit allows.
   const int64_t most =
-      std::clamp(kQPanelFloats / k, kQMBlockMin, kQMBlockMax) / tile_rows * tile_rows;
+      std::clamp(panel_floats / k, kQMBlockMin, kQMBlockMax) / tile_rows * tile_rows;
   const int64_t n_blocks = (rows + most - 1) / most;
   p.block_rows = ((rows + n_blocks - 1) / n_blocks + tile_rows - 1) / tile_rows * tile_rows;
-  p.packed = p.block_rows * k <= kQPanelFloats;
+  p.packed = p.block_rows * k <= panel_floats;
   return p;
 }
 

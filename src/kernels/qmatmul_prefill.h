@@ -126,6 +126,54 @@ void tile(const float* wb, int64_t ldw, int64_t steps, TileRows x, float* park, 
   }
 }
 
+// tile() for a V of two 8-lane halves (vec_avx2.h, V::kSplitHalves): the tile runs its steps once
+// per half, lanes 0..7 of every accumulator, then lanes 8..15 (each lane's own k order is
+// unchanged), so it holds R × C 8-lane accumulators and R + C operands in the 16 ymm registers
+// instead of twice as many: a 4 × 3 tile reads 7 vectors per 12 FMAs, where the 2 × 2 tile of
+// whole accumulators read 8 per 8. The halves meet in the park slot, summed after the second.
+template <class V, int R, int C>
+void tile_halves(const float* wb, int64_t ldw, int64_t steps, TileRows x, float* park, bool first,
+                 bool last, float* y, int64_t ldy) {
+  using N = typename V::Narrow;
+  store_prefetch<R, C>(park, last, y, ldy);
+#pragma GCC unroll 1
+  for (int h = 0; h < 2; ++h) {
+    N acc[R][C];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c)
+        acc[r][c] = first ? N::zero() : N::load(park + (r * C + c) * 16 + 8 * h);
+    }
+    const float* xs = x.at + 8 * h;
+    const float* ws = wb + 8 * h;
+    for (int64_t s = 0; s < steps; ++s, xs += x.step, ws += 16) {
+      N wv[C];
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) wv[c] = N::load(ws + c * ldw);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const N xv = N::load(xs + r * x.row);
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) acc[r][c] = N::fma(wv[c], xv, acc[r][c]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) N::store(park + (r * C + c) * 16 + 8 * h, acc[r][c]);
+    }
+  }
+  if (!last) return;
+  V acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = V::load(park + (r * C + c) * 16);
+  }
+  tile_sums<V, R, C>(acc, y, ldy);
+}
+
 // A tile of `rows` (<= R) × `cols` (<= C) outputs.
 template <class V, int R, int C>
 void tile_any(int64_t rows, int64_t cols, const float* wb, int64_t ldw, int64_t steps, TileRows x,
@@ -138,7 +186,10 @@ void tile_any(int64_t rows, int64_t cols, const float* wb, int64_t ldw, int64_t 
     if (cols < C)
       return tile_any<V, R, C - 1>(rows, cols, wb, ldw, steps, x, park, first, last, y, ldy);
   }
-  tile<V, R, C>(wb, ldw, steps, x, park, first, last, y, ldy);
+  if constexpr (requires { V::kSplitHalves; })
+    tile_halves<V, R, C>(wb, ldw, steps, x, park, first, last, y, ldy);
+  else
+    tile<V, R, C>(wb, ldw, steps, x, park, first, last, y, ldy);
 }
 
 // The row tiles of a block of `rows` activation rows: as few as hold R rows each, their sizes
@@ -272,11 +323,12 @@ void tiles_run(const QuantView& w, const float* x, int64_t rows, float* y, int64
   static_assert((kQPanelWeights / kQGroupRowsMax) % 256 == 0, "a chunk holds whole blocks");
   const Scratch sc(scratch);
   const int64_t K = w.k, N = w.n;
-  const QPrefillPlan plan = qprefill_plan(rows, K, R);
+  const int64_t panel_floats = qprefill_panel_floats();
+  const QPrefillPlan plan = qprefill_plan(rows, K, R, panel_floats);
   for (int64_t m0 = 0; m0 < rows; m0 += plan.block_rows) {
     const int64_t mb = std::min(plan.block_rows, rows - m0);
     const RowTiles rt(mb, R);
-    const bool packed = mb * K <= kQPanelFloats;
+    const bool packed = mb * K <= panel_floats;
     if (m0 == 0) ChunkPrefetch<D>::first(w, plan, n0, n1);
     if (packed) pack_rows<V>(x + m0 * K, K, plan.k_chunk, rt, mb, sc.panel);
     for (int64_t g = n0; g < n1; g += plan.group_rows) {

@@ -22,6 +22,7 @@
 #include "kernels/qmatmul.h"
 #include "kernels/qmatmul_decode.h"
 #include "kernels/qmatmul_dense.h"
+#include "kernels/qmatmul_direct256.h"
 #include "kernels/qmatmul_direct512.h"
 #include "kernels/qmatmul_prefill.h"
 
@@ -122,6 +123,25 @@ void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int6
     } else if constexpr (std::is_same_v<D, qdecode::Q6_K<V>>) {
       for (; n + P <= n1; n += P) qdirect512::q6k_rows<V, R, P>(w, n, x, y);
     }
+  } else {
+    // AVX2 kernels of the same types (qmatmul_direct256.h), P rows then one at a time.
+    constexpr int P = qdirect256::panels<R>();
+    auto rows = [&]<int Q>() __attribute__((always_inline)) {
+      for (; n + Q <= n1; n += Q) {
+        if constexpr (std::is_same_v<D, qdecode::Q8_0<V>>)
+          qdirect256::q80_rows<V, R, Q>(w, n, x, y);
+        else if constexpr (std::is_same_v<D, qdecode::Q4_K<V>>)
+          qdirect256::q4k_rows<V, R, Q>(w, n, x, y);
+        else if constexpr (std::is_same_v<D, qdecode::Q5_K<V>>)
+          qdirect256::q5k_rows<V, R, Q>(w, n, x, y);
+        else if constexpr (std::is_same_v<D, qdecode::Q6_K<V>>)
+          qdirect256::q6k_rows<V, R, Q>(w, n, x, y);
+        else
+          return;
+      }
+    };
+    rows.template operator()<P>();
+    rows.template operator()<1>();
   }
   constexpr int P = V::template direct_panels<R>();
   for (; n + P <= n1; n += P) rows_direct<V, D, R, P>(w, n, x, y);

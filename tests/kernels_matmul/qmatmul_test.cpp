@@ -66,8 +66,8 @@ TEST(QuantMatmul, EveryPathEqualsReferenceBitExact) {
   }
 }
 
-// Every case of the prefill path's plan (qprefill_plan), for the register tiles of AVX-512 (4
-// rows) and AVX2 (2 rows), and every weight type: K within one chunk (12-row groups, nothing
+// Every case of the prefill path's plan (qprefill_plan), for the register tiles' 4 rows (AVX-512
+// and AVX2), the activation budget of this CPU's L2 and the largest one, and every weight type: K within one chunk (12-row groups, nothing
 // parked) or over several (6-row groups, accumulators parked), one row block or several, packed
 // activations or (K > 6144) activations read in place, and row counts that are not a multiple
 // of the tile's rows (tiles of R and R − 1 rows). Each shape equals the scalar reference bit for
@@ -79,11 +79,13 @@ TEST(QuantMatmul, PrefillCasesEqualReference) {
     int64_t k, m;
   };
   const Shape shapes[] = {{512, 37}, {512, 300}, {1536, 160}, {4608, 37}, {4608, 64}, {6400, 64}};
-  for (int64_t tile_rows : {4, 2}) {
+  // The plan this CPU runs (its L2 sets the activation budget) and the largest one.
+  for (int64_t panel : {qprefill_panel_floats(), kQPanelFloats}) {
+    const int64_t tile_rows = 4;
     bool one_chunk = false, parked = false, blocks = false, packed = false, in_place = false;
     bool odd = false;
     for (const Shape& s : shapes) {
-      const QPrefillPlan p = qprefill_plan(s.m, s.k, tile_rows);
+      const QPrefillPlan p = qprefill_plan(s.m, s.k, tile_rows, panel);
       one_chunk |= s.k <= p.k_chunk && p.group_rows == kQGroupRowsMax;
       parked |= s.k > p.k_chunk && p.group_rows == kQGroupRowsLargeK;
       blocks |= s.m > p.block_rows;
@@ -92,7 +94,7 @@ TEST(QuantMatmul, PrefillCasesEqualReference) {
       odd |= p.block_rows % tile_rows == 0 && s.m % tile_rows != 0;
     }
     EXPECT_TRUE(one_chunk && parked && blocks && packed && in_place && odd)
-        << "tile rows " << tile_rows << ": " << one_chunk << parked << blocks << packed << in_place
+        << "panel " << panel << ": " << one_chunk << parked << blocks << packed << in_place
         << odd;
   }
   const int64_t n = 37;
