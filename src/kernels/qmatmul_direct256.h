@@ -91,8 +91,7 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) {
       blk[p] = row[p] + b * kBytes;
-      qdecode::k4_scales(blk[p] + 4, qdecode::f16(blk[p]), qdecode::f16(blk[p] + 2), d1[p],
-                         nm1[p]);
+      qdecode::k4_scales(blk[p] + 4, qdecode::f16(blk[p]), qdecode::f16(blk[p] + 2), d1[p], nm1[p]);
     }
     asm volatile("" ::: "memory");  // the scales are broadcast from memory (loads, not shuffles)
     const float* xb = x + b * 256;
@@ -150,8 +149,7 @@ void q5k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) {
       blk[p] = row[p] + b * kBytes;
-      qdecode::k4_scales(blk[p] + 4, qdecode::f16(blk[p]), qdecode::f16(blk[p] + 2), d1[p],
-                         nm1[p]);
+      qdecode::k4_scales(blk[p] + 4, qdecode::f16(blk[p]), qdecode::f16(blk[p] + 2), d1[p], nm1[p]);
     }
     asm volatile("" ::: "memory");
     const float* xb = x + b * 256;
@@ -216,10 +214,8 @@ void q6k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
         const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h));
-        const __m256i ql1 =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32));
-        const __m256i qh =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
+        const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32));
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
         // Byte fields through 16-bit shifts: bits crossing from the neighbour byte are masked off.
         const __m256i g[4] = {
             _mm256_or_si256(_mm256_and_si256(ql0, lo4),

@@ -32,11 +32,23 @@ namespace {
 #define QP_INLINE inline __attribute__((always_inline))
 
 // The activation rows of one tile: row r's 16 values of step s (k = k0 + 16s ..) at
-// at + r·row + s·step. Packed: row = 16, step = 16·rows; in place: row = K, step = 16.
+// at + r·row + s·step. Packed: row = 16, step = 16·rows; in place: row = K, step = 16. For a V of
+// two halves (split_halves<V>()) the 8 values of half h are at at + h·half + r·row + s·step:
+// packed half-major (row = 8, step = 8·rows, half = rows·kc / 2), so each half's pass reads whole
+// cache lines; in place half = 8.
 struct TileRows {
   const float* at;
-  int64_t row, step;
+  int64_t row, step, half;
 };
+
+// V runs its tiles one 8-lane half at a time (vec_avx2.h): packed activations and dequantised
+// weights are then stored half-major.
+template <class V>
+constexpr bool split_halves() {
+  return requires {
+    V::kSplitHalves;
+  };
+}
 
 // y[r·ldy + c] = V::sum(acc[r][c]), 16 outputs per V::sum16 where the ISA has it, a last 8 or
 // fewer per V::sum8 (the same additions in the same order).
@@ -145,9 +157,10 @@ void tile_halves(const float* wb, int64_t ldw, int64_t steps, TileRows x, float*
       for (int c = 0; c < C; ++c)
         acc[r][c] = first ? N::zero() : N::load(park + (r * C + c) * 16 + 8 * h);
     }
-    const float* xs = x.at + 8 * h;
-    const float* ws = wb + 8 * h;
-    for (int64_t s = 0; s < steps; ++s, xs += x.step, ws += 16) {
+    // Half-major weights (decode_group): half h of output c's step s at wb + c·ldw + h·ldw/2 + 8s.
+    const float* xs = x.at + h * x.half;
+    const float* ws = wb + h * (ldw / 2);
+    for (int64_t s = 0; s < steps; ++s, xs += x.step, ws += 8) {
       N wv[C];
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) wv[c] = N::load(ws + c * ldw);
@@ -186,7 +199,7 @@ void tile_any(int64_t rows, int64_t cols, const float* wb, int64_t ldw, int64_t 
     if (cols < C)
       return tile_any<V, R, C - 1>(rows, cols, wb, ldw, steps, x, park, first, last, y, ldy);
   }
-  if constexpr (requires { V::kSplitHalves; })
+  if constexpr (split_halves<V>())
     tile_halves<V, R, C>(wb, ldw, steps, x, park, first, last, y, ldy);
   else
     tile<V, R, C>(wb, ldw, steps, x, park, first, last, y, ldy);
@@ -215,14 +228,25 @@ void pack_rows(const float* x, int64_t K, int64_t chunk, const RowTiles& rt, int
       const int64_t nr = rt.rows(t), r0 = rt.first(t);
       float* dst = panel + rows * k0 + r0 * kc;
       const float* src = x + r0 * K + k0;
-      for (int64_t s = 0; s < kc; s += 16) {
-        for (int64_t r = 0; r < nr; ++r, dst += 16) V::store(dst, V::load(src + r * K + s));
+      if constexpr (split_halves<V>()) {
+        using N = typename V::Narrow;
+        for (int64_t s = 0; s < kc; s += 16) {
+          for (int64_t r = 0; r < nr; ++r, dst += 8) {
+            N::store(dst, N::load(src + r * K + s));
+            N::store(dst + nr * kc / 2, N::load(src + r * K + s + 8));
+          }
+        }
+      } else {
+        for (int64_t s = 0; s < kc; s += 16) {
+          for (int64_t r = 0; r < nr; ++r, dst += 16) V::store(dst, V::load(src + r * K + s));
+        }
       }
     }
   }
 }
 
-// Rows [n0, n0 + np), weights [k0, k0 + kc), dequantised into wb[np][kc].
+// Rows [n0, n0 + np), weights [k0, k0 + kc), dequantised into wb[np][kc] (half-major within
+// each row for split_halves<V>(): lanes 0..7 of every 16, then lanes 8..15).
 template <class V, class D>
 void decode_group(const QuantView& w, int64_t n0, int64_t np, int64_t k0, int64_t kc, float* wb) {
   const int64_t b0 = k0 / D::kBlock, b1 = (k0 + kc) / D::kBlock;
@@ -230,9 +254,19 @@ void decode_group(const QuantView& w, int64_t n0, int64_t np, int64_t k0, int64_
     const uint8_t* row = w.data + (n0 + p) * w.row_bytes;
     for (int64_t b = b0; b < b1; ++b) {
       const D dec(row + b * D::kBytes);
-      float* dst = wb + p * kc + (b * D::kBlock - k0);
+      if constexpr (split_halves<V>()) {
+        float* lo = wb + p * kc + (b * D::kBlock - k0) / 2;
 #pragma GCC unroll 16
-      for (int c = 0; c < D::kBlock / 16; ++c) V::store(dst + 16 * c, dec.chunk(c));
+        for (int c = 0; c < D::kBlock / 16; ++c) {
+          const V v = dec.chunk(c);
+          V::Narrow::store(lo + 8 * c, v.lo);
+          V::Narrow::store(lo + kc / 2 + 8 * c, v.hi);
+        }
+      } else {
+        float* dst = wb + p * kc + (b * D::kBlock - k0);
+#pragma GCC unroll 16
+        for (int c = 0; c < D::kBlock / 16; ++c) V::store(dst + 16 * c, dec.chunk(c));
+      }
     }
   }
 }
@@ -343,8 +377,11 @@ void tiles_run(const QuantView& w, const float* x, int64_t rows, float* y, int64
         for (int64_t t = 0; t < rt.count; ++t) {
           prefetch.slice(t);
           const int64_t nr = rt.rows(t), r0 = rt.first(t);
-          const TileRows xr = packed ? TileRows{sc.panel + mb * k0 + r0 * kc, 16, 16 * nr}
-                                     : TileRows{x + (m0 + r0) * K + k0, K, 16};
+          const TileRows xr =
+              packed ? (split_halves<V>()
+                            ? TileRows{sc.panel + mb * k0 + r0 * kc, 8, 8 * nr, nr * kc / 2}
+                            : TileRows{sc.panel + mb * k0 + r0 * kc, 16, 16 * nr, 0})
+                     : TileRows{x + (m0 + r0) * K + k0, K, 16, 8};
           float* park = sc.park + t * R * plan.group_rows * 16;
           for (int64_t c0 = 0; c0 < np; c0 += C) {
             tile_any<V, R, C>(nr, std::min<int64_t>(C, np - c0), wb + c0 * ldw, ldw, kc / 16, xr,

@@ -67,11 +67,11 @@ TEST(QuantMatmul, EveryPathEqualsReferenceBitExact) {
 }
 
 // Every case of the prefill path's plan (qprefill_plan), for the register tiles' 4 rows (AVX-512
-// and AVX2), the activation budget of this CPU's L2 and the largest one, and every weight type: K within one chunk (12-row groups, nothing
-// parked) or over several (6-row groups, accumulators parked), one row block or several, packed
-// activations or (K > 6144) activations read in place, and row counts that are not a multiple
-// of the tile's rows (tiles of R and R − 1 rows). Each shape equals the scalar reference bit for
-// bit, and the shapes are checked to reach each case.
+// and AVX2), the activation budget of this CPU's L2 and the largest one, and every weight type: K
+// within one chunk (12-row groups, nothing parked) or over several (6-row groups, accumulators
+// parked), one row block or several, packed activations or (K > 6144) activations read in place,
+// and row counts that are not a multiple of the tile's rows (tiles of R and R − 1 rows). Each shape
+// equals the scalar reference bit for bit, and the shapes are checked to reach each case.
 TEST(QuantMatmul, PrefillCasesEqualReference) {
   SimdRestore restore;
   ThreadPool p1(1), p2(2);
@@ -94,8 +94,7 @@ TEST(QuantMatmul, PrefillCasesEqualReference) {
       odd |= p.block_rows % tile_rows == 0 && s.m % tile_rows != 0;
     }
     EXPECT_TRUE(one_chunk && parked && blocks && packed && in_place && odd)
-        << "panel " << panel << ": " << one_chunk << parked << blocks << packed << in_place
-        << odd;
+        << "panel " << panel << ": " << one_chunk << parked << blocks << packed << in_place << odd;
   }
   const int64_t n = 37;
   std::vector<DType> types(std::begin(kQuantTypes), std::end(kQuantTypes));
