@@ -247,8 +247,13 @@ struct Q4_K {
   // The sub-block's 16 possible weights d1·code − m1 (exact product, one rounding: the FMA
   // equals the multiply-then-subtract), then looked up by code.
   QDEC_INLINE V chunk(int c) const {
-    const V table = V::fma(V::bcast(d1[c >> 1]), V::load(kCodes), V::bcast(nm1[c >> 1]));
-    return V::lut16(table, qs + 32 * (c >> 2) + 16 * (c & 1), (c & 2) ? 4 : 0);
+    const uint8_t* p = qs + 32 * (c >> 2) + 16 * (c & 1);
+    if constexpr (requires { V::nibbles_fma(p, 0, 0.0f, 0.0f); }) {
+      return V::nibbles_fma(p, (c & 2) ? 4 : 0, d1[c >> 1], nm1[c >> 1]);  // AVX2: the same FMA
+    } else {
+      const V table = V::fma(V::bcast(d1[c >> 1]), V::load(kCodes), V::bcast(nm1[c >> 1]));
+      return V::lut16(table, p, (c & 2) ? 4 : 0);
+    }
   }
 };
 

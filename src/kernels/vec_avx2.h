@@ -167,6 +167,23 @@ struct V256x2 {
     const __m256 b = _mm256_permutevar8x32_ps(table.hi.v, idx);
     return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
   }
+  // Lane i = fma(d, code_i, m) for the 4-bit codes code_i = (p[i] >> shift) & 15, shift 0 or 4:
+  // the value lut16 would look up in the table fma(d, 0..15, m), computed instead (a lookup is
+  // two permutes and a blend per 8 lanes here, all on the shuffle ports).
+  V256_INLINE V256x2 nibbles_fma(const uint8_t* p, int shift, float d, float m) {
+    __m256i lo = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    __m256i hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
+    if (shift) {
+      lo = _mm256_srli_epi32(lo, 4);
+      hi = _mm256_srli_epi32(hi, 4);
+    } else {
+      lo = _mm256_and_si256(lo, _mm256_set1_epi32(15));
+      hi = _mm256_and_si256(hi, _mm256_set1_epi32(15));
+    }
+    const __m256 dv = _mm256_set1_ps(d), mv = _mm256_set1_ps(m);
+    return {{_mm256_fmadd_ps(dv, _mm256_cvtepi32_ps(lo), mv)},
+            {_mm256_fmadd_ps(dv, _mm256_cvtepi32_ps(hi), mv)}};
+  }
   // The 16 signed bytes of q as F32 (exact).
   V256_INLINE V256x2 from_i8v(__m128i q) {
     return {{_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))},
