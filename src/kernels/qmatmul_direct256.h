@@ -73,17 +73,26 @@ struct Acc {
   }
 };
 
-// Q4_K, R activation rows × P weight rows from row n0. Chunk c (16 weights) of a block takes the
-// low (c & 2 == 0) or high nibbles of qs[32·(c / 4) + 16·(c % 2) ..] and sub-block c / 2's scales.
-template <class V, int R, int P>
-void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
-  constexpr int kBytes = 144;
-  const __m256i lo4 = _mm256_set1_epi32(0x0f);
+// Q4_K (kFifth false) and Q5_K (true), R activation rows × P weight rows from row n0. Chunk c (16
+// weights) of a block takes the low (c & 2 == 0) or high nibbles of qs[32·(c / 4) + 16·(c % 2) ..]
+// and sub-block c / 2's scales; Q5_K adds 16 where bit c / 2 of qh[16·(c % 2) ..] is set
+// (qdecode::Q4_K, qdecode::Q5_K).
+template <class V, int R, int P, bool kFifth>
+void k4_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
+  constexpr int kBytes = kFifth ? 176 : 144, kQs = kFifth ? 48 : 16, kQh = 16;
+  const __m256i lo4 = _mm256_set1_epi32(0x0f), bit4 = _mm256_set1_epi32(0x10);
   const uint8_t* row[P];
 #pragma GCC unroll 8
   for (int p = 0; p < P; ++p) row[p] = w.data + (n0 + p) * w.row_bytes;
   Acc<R, P> acc;
   alignas(32) float d1[P][8], nm1[P][8];
+  // Q5_K: bit s of each 32-bit lane of qh moved to bit 4, the other bits cleared, or-ed in.
+  auto fifth = [&](__m256i code, const uint8_t* qh, int s) __attribute__((always_inline)) {
+    if constexpr (!kFifth) return code;
+    const __m256i hv = widen_u8(qh);
+    const __m256i m = s <= 4 ? _mm256_slli_epi32(hv, 4 - s) : _mm256_srli_epi32(hv, s - 4);
+    return _mm256_or_si256(code, _mm256_and_si256(m, bit4));
+  };
   const int64_t n_blocks = w.k / 256;
   for (int64_t b = 0; b < n_blocks; ++b) {
     qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
@@ -99,7 +108,8 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
     for (int j = 0; j < 4; ++j) {
 #pragma GCC unroll 8
       for (int p = 0; p < P; ++p) {
-        const uint8_t* qs = blk[p] + 16 + 32 * j;
+        const uint8_t* qs = blk[p] + kQs + 32 * j;
+        const uint8_t* qh = blk[p] + kQh;
         const __m256 da = _mm256_broadcast_ss(&d1[p][2 * j]);
         const __m256 ma = _mm256_broadcast_ss(&nm1[p][2 * j]);
         const __m256 db = _mm256_broadcast_ss(&d1[p][2 * j + 1]);
@@ -108,70 +118,12 @@ void q4k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
         for (int h = 0; h < 2; ++h) {
           // Bytes of chunks 4j / 4j + 2 (i0) and 4j + 1 / 4j + 3 (i1), lanes 8h ..
           const __m256i i0 = widen_u8(qs + 8 * h), i1 = widen_u8(qs + 16 + 8 * h);
+          const uint8_t *h0 = qh + 8 * h, *h1 = qh + 16 + 8 * h;
           const __m256 q[4] = {
-              _mm256_cvtepi32_ps(_mm256_and_si256(i0, lo4)),
-              _mm256_cvtepi32_ps(_mm256_and_si256(i1, lo4)),
-              _mm256_cvtepi32_ps(_mm256_srli_epi32(i0, 4)),
-              _mm256_cvtepi32_ps(_mm256_srli_epi32(i1, 4)),
-          };
-#pragma GCC unroll 4
-          for (int c = 0; c < 4; ++c) {
-            const __m256 wv = _mm256_fmadd_ps(c < 2 ? da : db, q[c], c < 2 ? ma : mb);
-            acc.fma(p, h, wv, xb + 64 * j + 16 * c, w.k);
-          }
-        }
-      }
-    }
-  }
-  acc.template store<V>(y, w.n, n0);
-}
-
-// Q5_K, R activation rows × P weight rows from row n0: Q4_K's nibbles and scales plus 16 where bit
-// c / 2 of qh[16·(c % 2) ..] is set (qdecode::Q5_K).
-template <class V, int R, int P>
-void q5k_rows(const QuantView& w, int64_t n0, const float* x, float* y) {
-  constexpr int kBytes = 176;
-  const __m256i lo4 = _mm256_set1_epi32(0x0f), bit4 = _mm256_set1_epi32(0x10);
-  const uint8_t* row[P];
-#pragma GCC unroll 8
-  for (int p = 0; p < P; ++p) row[p] = w.data + (n0 + p) * w.row_bytes;
-  Acc<R, P> acc;
-  alignas(32) float d1[P][8], nm1[P][8];
-  // Bit s of each 32-bit lane moved to bit 4, the other bits cleared.
-  auto fifth = [&](__m256i hv, int s) __attribute__((always_inline)) {
-    const __m256i m = s <= 4 ? _mm256_slli_epi32(hv, 4 - s) : _mm256_srli_epi32(hv, s - 4);
-    return _mm256_and_si256(m, bit4);
-  };
-  const int64_t n_blocks = w.k / 256;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    qdecode::prefetch_ahead(row[0], P * w.row_bytes, P * kBytes, b);
-    const uint8_t* blk[P];
-#pragma GCC unroll 8
-    for (int p = 0; p < P; ++p) {
-      blk[p] = row[p] + b * kBytes;
-      qdecode::k4_scales(blk[p] + 4, qdecode::f16(blk[p]), qdecode::f16(blk[p] + 2), d1[p], nm1[p]);
-    }
-    asm volatile("" ::: "memory");
-    const float* xb = x + b * 256;
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-#pragma GCC unroll 8
-      for (int p = 0; p < P; ++p) {
-        const uint8_t* qs = blk[p] + 48 + 32 * j;
-        const uint8_t* qh = blk[p] + 16;
-        const __m256 da = _mm256_broadcast_ss(&d1[p][2 * j]);
-        const __m256 ma = _mm256_broadcast_ss(&nm1[p][2 * j]);
-        const __m256 db = _mm256_broadcast_ss(&d1[p][2 * j + 1]);
-        const __m256 mb = _mm256_broadcast_ss(&nm1[p][2 * j + 1]);
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-          const __m256i i0 = widen_u8(qs + 8 * h), i1 = widen_u8(qs + 16 + 8 * h);
-          const __m256i h0 = widen_u8(qh + 8 * h), h1 = widen_u8(qh + 16 + 8 * h);
-          const __m256 q[4] = {
-              _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_and_si256(i0, lo4), fifth(h0, 2 * j))),
-              _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_and_si256(i1, lo4), fifth(h1, 2 * j))),
-              _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_srli_epi32(i0, 4), fifth(h0, 2 * j + 1))),
-              _mm256_cvtepi32_ps(_mm256_or_si256(_mm256_srli_epi32(i1, 4), fifth(h1, 2 * j + 1))),
+              _mm256_cvtepi32_ps(fifth(_mm256_and_si256(i0, lo4), h0, 2 * j)),
+              _mm256_cvtepi32_ps(fifth(_mm256_and_si256(i1, lo4), h1, 2 * j)),
+              _mm256_cvtepi32_ps(fifth(_mm256_srli_epi32(i0, 4), h0, 2 * j + 1)),
+              _mm256_cvtepi32_ps(fifth(_mm256_srli_epi32(i1, 4), h1, 2 * j + 1)),
           };
 #pragma GCC unroll 4
           for (int c = 0; c < 4; ++c) {

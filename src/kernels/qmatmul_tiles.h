@@ -131,9 +131,9 @@ void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int6
         if constexpr (std::is_same_v<D, qdecode::Q8_0<V>>)
           qdirect256::q80_rows<V, R, Q>(w, n, x, y);
         else if constexpr (std::is_same_v<D, qdecode::Q4_K<V>>)
-          qdirect256::q4k_rows<V, R, Q>(w, n, x, y);
+          qdirect256::k4_rows<V, R, Q, false>(w, n, x, y);
         else if constexpr (std::is_same_v<D, qdecode::Q5_K<V>>)
-          qdirect256::q5k_rows<V, R, Q>(w, n, x, y);
+          qdirect256::k4_rows<V, R, Q, true>(w, n, x, y);
         else if constexpr (std::is_same_v<D, qdecode::Q6_K<V>>)
           qdirect256::q6k_rows<V, R, Q>(w, n, x, y);
         else
