@@ -168,7 +168,10 @@ TierGet DiskTier::get(uint64_t key, std::vector<char>& out) {
   const std::string path = path_of(key);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno != ENOENT) return TierGet::failed;
+    if (errno != ENOENT) {
+      failure_note(false, "open " + path + ": " + std::strerror(errno));
+      return TierGet::failed;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = known_.find(key); it != known_.end()) {  // removed by another process
       bytes_ -= it->second.bytes;
@@ -190,6 +193,7 @@ TierGet DiskTier::get(uint64_t key, std::vector<char>& out) {
     }
     out.resize(got);  // a short read shows as a truncated record
   }
+  if (!ok) failure_note(false, "stat " + path + ": " + std::strerror(errno));
   ::close(fd);
   if (!ok) return TierGet::failed;
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // recency survives a restart
@@ -219,20 +223,35 @@ TierPut DiskTier::put(uint64_t key, std::span<const char> record) {
   const std::string tmp = root_ + "/tmp/" + tier_key_hex(key) + "." + tmp_prefix_ + "." +
                           std::to_string(serial++) + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return TierPut::failed;
+  if (fd < 0) {
+    failure_note(true, "create " + tmp + ": " + std::strerror(errno));
+    return TierPut::failed;
+  }
+  // The first step that fails names the error (errno, or a short write: a full disk).
+  const char* failed = nullptr;
+  int err = 0;
+  const auto step = [&](bool ok, const char* what) {
+    if (!ok && failed == nullptr) {
+      failed = what;
+      err = errno;
+    }
+    return ok;
+  };
   const size_t half = record.size() / 2;
-  bool ok = write_all(fd, record.data(), half);
+  bool ok = step(write_all(fd, record.data(), half), "write");
   if (ok && cfg_.write_delay_ms > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.write_delay_ms));
-  ok = ok && write_all(fd, record.data() + half, record.size() - half) && ::fsync(fd) == 0;
-  ok = ::close(fd) == 0 && ok;
+  ok = ok && step(write_all(fd, record.data() + half, record.size() - half), "write") &&
+       step(::fsync(fd) == 0, "fsync");
+  ok = step(::close(fd) == 0, "close") && ok;
   const std::string dir = path.substr(0, path.rfind('/'));
   if (ok) {
     std::error_code ec;
     fs::create_directories(dir, ec);
-    ok = ::rename(tmp.c_str(), path.c_str()) == 0;
+    ok = step(::rename(tmp.c_str(), path.c_str()) == 0, "rename");
   }
   if (!ok) {
+    failure_note(true, std::string(failed) + " " + tmp + ": " + std::strerror(err));
     ::unlink(tmp.c_str());
     return TierPut::failed;
   }

@@ -35,6 +35,7 @@ LowerTiers::LowerTiers(const TierConfig& cfg, TierShape shape)
     r.timeout_s = cfg_.redis_timeout_s;
     stores_.push_back(std::make_unique<RedisTier>(r));
   }
+  failing_.assign(stores_.size(), {0, 0});
   writer_ = std::thread([this] { writer_loop(); });
   reader_ = std::thread([this] { reader_loop(); });
 }
@@ -101,6 +102,7 @@ void LowerTiers::writer_loop() {
       const TierPut r = s.put(job.key, job.record);
       if (r == TierPut::written) ++s.counters.writes;
       if (r == TierPut::failed) ++s.counters.write_failures;
+      health_note(t, /*write=*/true, r == TierPut::failed);
     }
     lock.lock();
     queued_bytes_ -= static_cast<int64_t>(job.record.size());
@@ -167,6 +169,7 @@ void LowerTiers::fetch_run(FetchJob& job) {
       TierStore& s = *stores_[t];
       const TierGet r = s.get(job.keys[i], got.record);
       if (r == TierGet::failed) ++s.counters.errors;
+      health_note(t, /*write=*/false, r == TierGet::failed);
       if (r != TierGet::found) {
         ++s.counters.misses;
         continue;
@@ -180,6 +183,8 @@ void LowerTiers::fetch_run(FetchJob& job) {
         case RecordCheck::corrupt:
           ++s.counters.corrupt;
           s.remove(job.keys[i]);
+          log_line(std::string("cache tier ") + s.name() + ": record " + tier_key_hex(job.keys[i]) +
+                   " is truncated, corrupt or foreign: removed, the block is recomputed");
           break;
         case RecordCheck::mismatch:
           ++mismatches_;
@@ -193,6 +198,28 @@ void LowerTiers::fetch_run(FetchJob& job) {
     if (job.abandoned) return;
     job.got.push_back(std::move(got));
   }
+}
+
+void LowerTiers::health_note(size_t t, bool write, bool failed) {
+  int64_t& failing = failing_[t][write ? 1 : 0];
+  const std::string what = std::string("cache tier ") + stores_[t]->name() + ": ";
+  const char* op = write ? "write" : "read";
+  if (failed && failing++ == 0)
+    log_line(what + "a " + op + " failed (" + stores_[t]->failure_why(write) +
+             "); requests are computed, and further failures counted (invar_cache_tier_" +
+             (write ? "write_failures" : "errors") + "_total), not logged, until one succeeds");
+  if (!failed && failing > 0) {
+    log_line(what + op + "s succeed again after " + std::to_string(failing) + " failed");
+    failing = 0;
+  }
+}
+
+void LowerTiers::log_line(const std::string& line) const {
+  if (cfg_.log) {
+    cfg_.log(line);
+    return;
+  }
+  std::fprintf(stderr, "invar: %s\n", line.c_str());
 }
 
 TiersReport LowerTiers::report() const {

@@ -12,8 +12,13 @@
 // parent key, tokens). It stops at the first block no tier holds. A record found in a lower tier
 // only is copied into the tiers above it. Records that fail their checks are removed and counted,
 // never returned. At the timeout the engine takes what has arrived and the reader stops.
+// Failures reach the log once per episode, never once per request (a tier that is down fails
+// every lookup): the first failed read (or write) of a tier that worked, with the reason, and
+// the first success after it, with how many failed in between; each corrupt record once, as it
+// is removed when met.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -77,10 +82,17 @@ class LowerTiers {
   void writer_loop();
   void reader_loop();
   void fetch_run(FetchJob& job);
+  // The outcome of one read (write = false, reader thread) or write (writer thread) of tier t:
+  // logs the change from working to failing and back.
+  void health_note(size_t t, bool write, bool failed);
+  void log_line(const std::string& line) const;
 
   TierConfig cfg_;
   TierShape shape_;
   std::vector<std::unique_ptr<TierStore>> stores_;  // read order: disk, then Redis
+  // Per tier and direction: failures since the last success (0: working). [tier][write]; the
+  // reader thread owns [t][0], the writer thread [t][1].
+  std::vector<std::array<int64_t, 2>> failing_;
 
   mutable std::mutex write_mu_;
   std::condition_variable write_cv_;

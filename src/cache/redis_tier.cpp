@@ -39,6 +39,13 @@ struct Reply {
   Reply& operator=(const Reply&) = delete;
 };
 
+// Why a command failed: the server's error reply, or the connection's error (a null reply).
+std::string reply_error(const redisContext* ctx, const redisReply* r) {
+  if (r && r->type == REDIS_REPLY_ERROR) return std::string(r->str, r->len);
+  if (r) return "unexpected reply type " + std::to_string(r->type);
+  return ctx && ctx->err ? ctx->errstr : "no reply";
+}
+
 }  // namespace
 
 RedisUrl redis_url_parse(const std::string& url) {
@@ -94,12 +101,14 @@ bool RedisTier::connected(Connection& c) {
   c.retry_at = now + std::chrono::seconds(1);
   c.ctx = redisConnectWithTimeout(url_.host.c_str(), url_.port, timeval_of(cfg_.timeout_s));
   if (!c.ctx || c.ctx->err || redisSetTimeout(c.ctx, timeval_of(cfg_.timeout_s)) != REDIS_OK) {
+    c.error = "connect: " + std::string(c.ctx && c.ctx->err ? c.ctx->errstr : "failed");
     drop(c);
     return false;
   }
   if (url_.db != 0) {
     Reply r(redisCommand(c.ctx, "SELECT %d", url_.db));
     if (!r.r || r.r->type == REDIS_REPLY_ERROR) {
+      c.error = "SELECT " + std::to_string(url_.db) + ": " + reply_error(c.ctx, r.r);
       drop(c);
       return false;
     }
@@ -118,27 +127,36 @@ std::string RedisTier::key_of(uint64_t key) const {
 
 TierGet RedisTier::get(uint64_t key, std::vector<char>& out) {
   std::lock_guard<std::mutex> lock(reader_.mu);
-  if (!connected(reader_)) return TierGet::failed;
+  if (!connected(reader_)) {
+    failure_note(false, "not connected: " + reader_.error);
+    return TierGet::failed;
+  }
   const std::string k = key_of(key);
   Reply r(redisCommand(reader_.ctx, "GET %b", k.data(), k.size()));
-  if (!r.r || r.r->type == REDIS_REPLY_ERROR) {
+  if (!r.r || (r.r->type != REDIS_REPLY_NIL && r.r->type != REDIS_REPLY_STRING)) {
+    reader_.error = "GET: " + reply_error(reader_.ctx, r.r);
+    failure_note(false, reader_.error);
     if (!r.r) drop(reader_);  // timeout or a broken connection: the context is unusable
     return TierGet::failed;
   }
   if (r.r->type == REDIS_REPLY_NIL) return TierGet::missing;
-  if (r.r->type != REDIS_REPLY_STRING) return TierGet::failed;
   out.assign(r.r->str, r.r->str + r.r->len);
   return TierGet::found;
 }
 
 TierPut RedisTier::put(uint64_t key, std::span<const char> record) {
   std::lock_guard<std::mutex> lock(writer_.mu);
-  if (!connected(writer_)) return TierPut::failed;
+  if (!connected(writer_)) {
+    failure_note(true, "not connected: " + writer_.error);
+    return TierPut::failed;
+  }
   const std::string k = key_of(key);
   // NX: a record already there holds the same bytes; leave it (and its recency) alone.
   Reply r(
       redisCommand(writer_.ctx, "SET %b %b NX", k.data(), k.size(), record.data(), record.size()));
   if (!r.r || r.r->type == REDIS_REPLY_ERROR) {
+    writer_.error = "SET: " + reply_error(writer_.ctx, r.r);
+    failure_note(true, writer_.error);
     if (!r.r) drop(writer_);
     return TierPut::failed;
   }

@@ -50,6 +50,7 @@ class RedisTier : public TierStore {
     std::mutex mu;
     redisContext* ctx = nullptr;
     std::chrono::steady_clock::time_point retry_at{};
+    std::string error;  // why the connection last failed (connect or command), for the log
   };
   bool connected(Connection& c);  // c.mu held
   void drop(Connection& c);       // c.mu held

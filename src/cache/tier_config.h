@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ struct TierConfig {
   double redis_timeout_s = 0.5;            // connect and per-command timeout of Redis
   int64_t write_queue_bytes = 64ll << 20;  // --cache-tier-queue-bytes: records awaiting write
   int64_t disk_write_delay_ms = 0;         // tests: a pause inside every file write
+  // Where a tier's failures and recoveries are reported, one line each (stderr when empty).
+  std::function<void(const std::string&)> log;
   bool enabled() const { return !cache_dir.empty() || !redis_url.empty(); }
 };
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,6 +41,23 @@ class TierStore {
   virtual int64_t bytes_stored() const = 0;  // as far as this process knows; −1: unknown
   virtual std::string describe() const = 0;  // one phrase for the start-up log
   TierCounters counters;
+
+  // Why the last failed get() (read) or put() (write) failed, for the log: errno's text, the
+  // connection's error; "" when the tier did not say.
+  std::string failure_why(bool write) const {
+    std::lock_guard<std::mutex> lock(why_mu_);
+    return write ? write_why_ : read_why_;
+  }
+
+ protected:
+  void failure_note(bool write, std::string why) {
+    std::lock_guard<std::mutex> lock(why_mu_);
+    (write ? write_why_ : read_why_) = std::move(why);
+  }
+
+ private:
+  mutable std::mutex why_mu_;
+  std::string read_why_, write_why_;
 };
 
 }  // namespace invar

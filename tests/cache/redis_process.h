@@ -1,5 +1,6 @@
 // A real redis-server on a free loopback port for tests: no persistence, a byte budget with LRU
-// eviction, stopped (SIGKILL) when the object goes. Tests skip when redis-server is absent.
+// eviction, stopped (SIGKILL) when the object goes; stop() and restart() (same port, empty) play
+// a crash. Tests skip when redis-server is absent.
 #pragma once
 
 #include <fcntl.h>
@@ -28,49 +29,27 @@ inline std::string redis_server_binary() {
 
 class RedisProcess {
  public:
-  explicit RedisProcess(const std::string& maxmemory = "64mb") {
-    const std::string bin = redis_server_binary();
-    if (bin.empty()) return;
+  explicit RedisProcess(const std::string& maxmemory = "64mb") : maxmemory_(maxmemory) {
+    if (redis_server_binary().empty()) return;
     for (int attempt = 0; attempt < 5 && port_ == 0; ++attempt) {
       const int port = invar::test::port_free();
-      std::vector<std::string> args = {bin,
-                                       "--port",
-                                       std::to_string(port),
-                                       "--bind",
-                                       "127.0.0.1",
-                                       "--save",
-                                       "",
-                                       "--appendonly",
-                                       "no",
-                                       "--maxmemory",
-                                       maxmemory,
-                                       "--maxmemory-policy",
-                                       "allkeys-lru",
-                                       "--loglevel",
-                                       "warning"};
-      pid_ = fork();
-      if (pid_ == 0) {
-        const int null = ::open("/dev/null", O_WRONLY);  // its start-up chatter
-        dup2(null, 1);
-        dup2(null, 2);
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        execv(argv[0], argv.data());
-        _exit(127);
-      }
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (std::chrono::steady_clock::now() < deadline && waitpid(pid_, nullptr, WNOHANG) == 0) {
-        if (ping(port)) {
-          port_ = port;
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      if (port_ == 0) stop();
+      if (spawn(port)) port_ = port;
     }
   }
   ~RedisProcess() { stop(); }
+  // SIGKILL, as a crash: the data (no persistence) goes with it. port() stays what it was.
+  void stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    pid_ = -1;
+  }
+  // An empty server again on the same port; false if it does not answer.
+  bool restart() {
+    stop();
+    return port_ != 0 && spawn(port_);
+  }
   RedisProcess(const RedisProcess&) = delete;
   RedisProcess& operator=(const RedisProcess&) = delete;
 
@@ -122,14 +101,44 @@ class RedisProcess {
     if (c) redisFree(c);
     return ok;
   }
-  void stop() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
+  // Starts redis-server on `port`; true once it answers PING (≤ 10 s).
+  bool spawn(int port) {
+    std::vector<std::string> args = {redis_server_binary(),
+                                     "--port",
+                                     std::to_string(port),
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--save",
+                                     "",
+                                     "--appendonly",
+                                     "no",
+                                     "--maxmemory",
+                                     maxmemory_,
+                                     "--maxmemory-policy",
+                                     "allkeys-lru",
+                                     "--loglevel",
+                                     "warning"};
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int null = ::open("/dev/null", O_WRONLY);  // its start-up chatter
+      dup2(null, 1);
+      dup2(null, 2);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
     }
-    pid_ = -1;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline && waitpid(pid_, nullptr, WNOHANG) == 0) {
+      if (ping(port)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    stop();
+    return false;
   }
 
+  std::string maxmemory_;
   pid_t pid_ = -1;
   int port_ = 0;
 };

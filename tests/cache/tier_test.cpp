@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -379,6 +380,67 @@ TEST(TierBridge, UnreachableRedisFallsBackToRecomputation) {
   EXPECT_EQ(a.tier(0).writes, 0);
   EXPECT_GT(a.tier(0).write_failures, 0);
   EXPECT_EQ(seq_run(a.cache, &a.bridge, tokens, ""), 5 * kBs) << "memory still serves";
+}
+
+// A tier that fails logs once when it starts failing and once when it works again, whatever
+// the number of requests in between; each corrupt record once. Redis crashes and comes back
+// empty on the same port.
+TEST(TierBridge, FailuresAreLoggedOncePerEpisode) {
+  testing::RedisProcess redis;
+  if (redis.port() == 0) GTEST_SKIP() << "redis-server not installed";
+  std::mutex mu;
+  std::vector<std::string> lines;
+  TierConfig tc;
+  tc.redis_url = redis.url();
+  tc.redis_timeout_s = 0.5;
+  tc.read_timeout_s = 5;
+  tc.log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.push_back(line);
+  };
+  const auto count = [&](const std::string& part) {
+    std::lock_guard<std::mutex> lock(mu);
+    return std::count_if(lines.begin(), lines.end(),
+                         [&](const std::string& l) { return l.find(part) != std::string::npos; });
+  };
+  Tiered a(tc);
+  EXPECT_EQ(seq_run(a.cache, &a.bridge, tokens_make(10, 6 * kBs), ""), 0);
+  a.tiers.writes_wait();
+  EXPECT_EQ(a.tier(0).writes, 6);
+  EXPECT_TRUE(lines.empty()) << lines.front();
+
+  redis.stop();
+  for (int i = 0; i < 5; ++i) seq_run(a.cache, &a.bridge, tokens_make(20 + i, 6 * kBs), "");
+  a.tiers.writes_wait();
+  EXPECT_GE(a.tier(0).errors, 5);
+  EXPECT_GE(a.tier(0).write_failures, 25);
+  EXPECT_EQ(count("cache tier redis: a read failed ("), 1);
+  EXPECT_EQ(count("cache tier redis: a write failed ("), 1);
+  EXPECT_EQ(count("succeed again"), 0);
+
+  ASSERT_TRUE(redis.restart());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the reconnect interval
+  for (int i = 0; i < 3; ++i) seq_run(a.cache, &a.bridge, tokens_make(30 + i, 6 * kBs), "");
+  a.tiers.writes_wait();
+  EXPECT_EQ(count("cache tier redis: reads succeed again after "), 1);
+  EXPECT_EQ(count("cache tier redis: writes succeed again after "), 1);
+  EXPECT_EQ(count("failed ("), 2) << "no new failure episode";
+
+  std::vector<uint64_t> ck;
+  const auto tokens = tokens_make(30, 6 * kBs);
+  PrefixCache(cache_config()).chain_keys(tokens, "", 6, ck);
+  const std::string key = "invar:fp_test0123456789:" + tier_key_hex(ck[1]);
+  std::string damaged = redis.command({"GET", key});
+  ASSERT_FALSE(damaged.empty());
+  damaged[damaged.size() / 2] ^= 1;
+  redis.command({"SET", key, damaged});
+  for (int i = 0; i < 3; ++i) {
+    Tiered b(tc);  // a fresh replica reads the damaged record: met once, removed, logged once
+    seq_run(b.cache, &b.bridge, tokens, "");
+    b.tiers.writes_wait();
+  }
+  EXPECT_EQ(count("cache tier redis: record " + tier_key_hex(ck[1]) + " is truncated"), 1);
+  EXPECT_EQ(count("is truncated"), 1);
 }
 
 // A Redis that accepts connections and never answers: the lookup gives up at the read timeout,
