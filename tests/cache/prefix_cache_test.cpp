@@ -376,5 +376,41 @@ TEST(PrefixCache, FreedSlotsReturnTheirPagesWhenTheOtherKindNeedsTheBudget) {
   EXPECT_LT(grown, cfg.cache_bytes + (1 << 20)) << "both kinds resident at once";
 }
 
+TEST(SlotArena, HandsOutTheLowestFreeIdAndShrinksAboveTheHighestInUse) {
+  SlotArena arena(16, 100);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(arena.acquire(), i);
+  arena.release(7);
+  arena.release(2);
+  arena.release(5);
+  EXPECT_EQ(arena.acquire(), 2);
+  EXPECT_EQ(arena.shrink(), 0) << "id 9 is in use";
+  arena.data(8)[3] = 42.0f;
+  EXPECT_EQ(arena.move_down(8), 5);
+  EXPECT_EQ(arena.data(5)[3], 42.0f);
+  EXPECT_EQ(arena.move_down(1), 1) << "no lower id is free";
+  arena.release(9);
+  EXPECT_EQ(arena.shrink(), 3);  // 7, 8 and 9
+  EXPECT_EQ(arena.made(), 7);
+  EXPECT_EQ(arena.in_use(), 7);
+  arena.check_invariants();
+  EXPECT_EQ(arena.acquire(), 7);
+  EXPECT_EQ(arena.data(7)[3], 0.0f) << "an id made again starts from zeroed pages";
+}
+
+TEST(LruList, RenameKeepsThePlaceAndShrinkKeepsTheOrder) {
+  LruList l(8);
+  for (int32_t i : {5, 1, 7, 3}) l.push_back(i);
+  l.rename(7, 0);
+  l.rename(5, 2);
+  l.shrink(4);
+  l.check_invariants();
+  std::vector<int32_t> order;
+  while (!l.empty()) {
+    order.push_back(l.front());
+    l.remove(l.front());
+  }
+  EXPECT_EQ(order, (std::vector<int32_t>{2, 1, 0, 3}));
+}
+
 }  // namespace prefix_cache_test
 }  // namespace invar
