@@ -44,24 +44,15 @@ class LruList {
     INVAR_CHECK(!contains(i));
     prev_[static_cast<size_t>(i)] = tail_;
     next_[static_cast<size_t>(i)] = kNone;
-    if (tail_ == kNone)
-      head_ = i;
-    else
-      next_[static_cast<size_t>(tail_)] = i;
+    after_link(tail_, i);
     tail_ = i;
     ++size_;
   }
   void remove(int32_t i) {
     INVAR_CHECK(contains(i));
     const int32_t p = prev_[static_cast<size_t>(i)], n = next_[static_cast<size_t>(i)];
-    if (p == kNone)
-      head_ = n;
-    else
-      next_[static_cast<size_t>(p)] = n;
-    if (n == kNone)
-      tail_ = p;
-    else
-      prev_[static_cast<size_t>(n)] = p;
+    after_link(p, n);
+    before_link(n, p);
     prev_[static_cast<size_t>(i)] = next_[static_cast<size_t>(i)] = kOut;
     --size_;
   }
@@ -90,20 +81,26 @@ class LruList {
     const int32_t p = prev_[static_cast<size_t>(from)], n = next_[static_cast<size_t>(from)];
     prev_[static_cast<size_t>(to)] = p;
     next_[static_cast<size_t>(to)] = n;
-    if (p == kNone)
-      head_ = to;
-    else
-      next_[static_cast<size_t>(p)] = to;
-    if (n == kNone)
-      tail_ = to;
-    else
-      prev_[static_cast<size_t>(n)] = to;
+    after_link(p, to);
+    before_link(n, to);
     prev_[static_cast<size_t>(from)] = next_[static_cast<size_t>(from)] = kOut;
   }
 
  private:
-  static constexpr int32_t kNone = -1;  // end of list
-  static constexpr int32_t kOut = -2;   // not in the list
+  static constexpr int32_t kNone = -1;     // end of list
+  static constexpr int32_t kOut = -2;      // not in the list
+  void after_link(int32_t p, int32_t i) {  // i follows p (p = kNone: i is the head)
+    if (p == kNone)
+      head_ = i;
+    else
+      next_[static_cast<size_t>(p)] = i;
+  }
+  void before_link(int32_t n, int32_t i) {  // i precedes n (n = kNone: i is the tail)
+    if (n == kNone)
+      tail_ = i;
+    else
+      prev_[static_cast<size_t>(n)] = i;
+  }
   std::vector<int32_t> prev_, next_;
   int32_t head_ = kNone, tail_ = kNone;
   int64_t size_ = 0;
