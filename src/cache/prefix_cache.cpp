@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "cache/table_capacity.h"
 #include "core/error.h"
 
 namespace invar {
@@ -15,6 +16,18 @@ namespace {
 // An index entry: a hash-map node (next pointer + key + block id, allocator rounding) and its
 // share of the bucket array.
 constexpr int64_t kIndexEntryBytes = 48;
+
+// A kind's tables are due for compaction when it has made more than 1.5 × its ids in use (and
+// a few more: tiny caches never bother), and made()/8 arena changes have passed since its last
+// compaction, which pays for the O(made) pass even when held ids let it shrink little. In use
+// only ever falls by releases, which are changes: without held ids in the way the wait is
+// always over before the ratio is reached.
+constexpr int64_t kIdsSlack = 8;
+
+bool compaction_due(const SlotArena& a, int64_t compacted_at) {
+  return a.made() > a.in_use() + a.in_use() / 2 + kIdsSlack &&
+         a.changes() - compacted_at >= a.made() / 8;
+}
 
 int64_t slots_within(int64_t budget, int64_t slot_cost) {
   return std::min<int64_t>(budget / slot_cost, (int64_t{1} << 31) - 1);
@@ -113,13 +126,13 @@ PrefixHit PrefixCache::lookup(std::span<const int32_t> tokens, std::string_view 
 void PrefixCache::hit_apply(const PrefixHit& hit, float* state) {
   ++lookups_;
   if (hit.n_tokens == 0) return;
-  INVAR_CHECK(
-      hit.checkpoint >= 0 && owner_[static_cast<size_t>(hit.checkpoint)] == hit.blocks.back(),
-      "stale prefix hit");
+  INVAR_CHECK(hit.checkpoint >= 0 && hit.checkpoint < checkpoints_.made() &&
+                  owner_[static_cast<size_t>(hit.checkpoint)] == hit.blocks.back(),
+              "stale prefix hit");
   ++hits_;
   hit_tokens_ += hit.n_tokens;
   for (int32_t b : hit.blocks) {
-    INVAR_CHECK(indexed(b), "stale prefix hit");
+    INVAR_CHECK(b >= 0 && b < blocks_.made() && indexed(b), "stale prefix hit");
     if (meta_[static_cast<size_t>(b)].ref++ == 0) {
       --unreferenced_indexed_;
       ++referenced_;
@@ -159,6 +172,109 @@ void PrefixCache::tables_grow() {
   if (owner_.size() < nc) {
     owner_.resize(nc, -1);
     attached_.grow(checkpoints_.made());
+  }
+}
+
+// After every public operation that acquires or releases ids: compacts a kind whose tables
+// have outgrown its use (amortised, see compaction_due).
+void PrefixCache::tables_fit() {
+  if (compaction_due(blocks_, blocks_compacted_at_)) blocks_compact();
+  if (compaction_due(checkpoints_, checkpoints_compacted_at_)) checkpoints_compact();
+}
+
+void PrefixCache::tables_compact() {
+  blocks_compact();
+  checkpoints_compact();
+}
+
+// From the highest id down, unreferenced indexed blocks move to the lowest free id until a
+// referenced block (the engine holds its id) or the lack of a lower free id stops it; the free
+// ids on top are then un-made. The move copies the KV slot and the tokens bit for bit: the
+// block serves the same hits with the same bits under its new id.
+void PrefixCache::blocks_compact() {
+  const auto made = static_cast<int32_t>(blocks_.made());
+  std::vector<int32_t> moved_to;  // [made − 1 − id] new id of each id above the stop, −1: free
+  int32_t b = made - 1;
+  int64_t moved = 0;
+  for (; b >= 0; --b) {
+    int32_t to = -1;
+    if (blocks_.used(b)) {
+      if (meta_[static_cast<size_t>(b)].ref > 0) break;
+      to = blocks_.move_down(b);
+      if (to == b) break;
+      block_renumber(b, to);
+      ++moved;
+    }
+    moved_to.push_back(to);
+  }
+  // Children name their parent by id: one pass renames the parents that moved.
+  if (moved > 0)
+    for (BlockMeta& m : meta_)
+      if (m.stage == kIndexed && m.parent > b)
+        m.parent = moved_to[static_cast<size_t>(made - 1 - m.parent)];
+  const int64_t unmade = blocks_.shrink();
+  tables_shrink();
+  memory_trim();
+  blocks_compacted_at_ = blocks_.changes();
+  compactions_ += moved > 0 || unmade > 0;
+}
+
+// The block's row, index entry, checkpoint owner and LRU place go to `to` (a free id whose
+// slot already holds the block's KV); `from` is left as a free id's row.
+void PrefixCache::block_renumber(int32_t from, int32_t to) {
+  BlockMeta& m = meta_[static_cast<size_t>(to)];
+  m = meta_[static_cast<size_t>(from)];
+  meta_[static_cast<size_t>(from)] = BlockMeta{};
+  const auto bs = static_cast<size_t>(cfg_.block_size);
+  std::memcpy(tokens_.data() + static_cast<size_t>(to) * bs,
+              tokens_.data() + static_cast<size_t>(from) * bs, bs * sizeof(int32_t));
+  const auto it = index_.find(m.key);
+  INVAR_CHECK(it != index_.end() && it->second == from, "block " + std::to_string(from));
+  it->second = to;
+  if (m.checkpoint >= 0) owner_[static_cast<size_t>(m.checkpoint)] = to;
+  if (useless_.contains(from)) useless_.rename(from, to);
+  ++blocks_moved_;
+}
+
+// As blocks_compact(), for attached checkpoints (a checkpoint in flight stops it); the state is
+// copied bit for bit and keeps its place in the LRU order.
+void PrefixCache::checkpoints_compact() {
+  int64_t moved = 0;
+  for (auto c = static_cast<int32_t>(checkpoints_.made()) - 1; c >= 0; --c) {
+    if (!checkpoints_.used(c)) continue;
+    const int32_t b = owner_[static_cast<size_t>(c)];
+    if (b < 0) break;
+    const int32_t to = checkpoints_.move_down(c);
+    if (to == c) break;
+    owner_[static_cast<size_t>(to)] = b;
+    owner_[static_cast<size_t>(c)] = -1;
+    meta_[static_cast<size_t>(b)].checkpoint = to;
+    attached_.rename(c, to);
+    ++moved;
+  }
+  const int64_t unmade = checkpoints_.shrink();
+  tables_shrink();
+  memory_trim();
+  checkpoints_moved_ += moved;
+  checkpoints_compacted_at_ = checkpoints_.changes();
+  compactions_ += moved > 0 || unmade > 0;
+}
+
+// The per-id tables follow the arenas down, as tables_grow() follows them up.
+void PrefixCache::tables_shrink() {
+  const auto nb = static_cast<size_t>(blocks_.made());
+  if (meta_.size() > nb) {
+    meta_.resize(nb);
+    tokens_.resize(nb * static_cast<size_t>(cfg_.block_size));
+    useless_.shrink(blocks_.made());
+    capacity_fit(meta_);
+    capacity_fit(tokens_);
+  }
+  const auto nc = static_cast<size_t>(checkpoints_.made());
+  if (owner_.size() > nc) {
+    owner_.resize(nc);
+    attached_.shrink(checkpoints_.made());
+    capacity_fit(owner_);
   }
 }
 
@@ -225,6 +341,7 @@ int32_t PrefixCache::block_acquire() {
   m = BlockMeta{};
   m.ref = 1;
   ++referenced_;
+  tables_fit();
   return b;
 }
 
@@ -244,6 +361,7 @@ void PrefixCache::block_release(int32_t b) {
     blocks_.release(b);
     --blocks_used_;
   }
+  tables_fit();
 }
 
 int32_t PrefixCache::checkpoint_acquire() {
@@ -254,6 +372,7 @@ int32_t PrefixCache::checkpoint_acquire() {
   memory_trim();
   ++checkpoints_used_;
   owner_[static_cast<size_t>(c)] = -1;
+  tables_fit();
   return c;
 }
 
@@ -262,6 +381,7 @@ void PrefixCache::checkpoint_release(int32_t c) {
               "checkpoint " + std::to_string(c));
   checkpoints_.release(c);
   --checkpoints_used_;
+  tables_fit();
 }
 
 void PrefixCache::block_commit(std::span<const int32_t> table, int64_t index,
@@ -372,13 +492,30 @@ CacheStats PrefixCache::stats() const {
   s.hits = hits_;
   s.hit_tokens = hit_tokens_;
   s.collisions = collisions_;
+  s.block_ids = blocks_.made();
+  s.checkpoint_ids = checkpoints_.made();
+  s.bytes_tables = capacity_bytes(meta_) + capacity_bytes(tokens_) + capacity_bytes(owner_) +
+                   useless_.bytes_tables() + attached_.bytes_tables() + blocks_.bytes_tables() +
+                   checkpoints_.bytes_tables();
+  s.compactions = compactions_;
+  s.blocks_moved = blocks_moved_;
+  s.checkpoints_moved = checkpoints_moved_;
   s.budget = budget_;
   return s;
 }
 
 void PrefixCache::check_invariants() const {
+  blocks_.check_invariants();
+  checkpoints_.check_invariants();
+  useless_.check_invariants();
+  attached_.check_invariants();
   INVAR_CHECK(blocks_.in_use() == blocks_used_ && checkpoints_.in_use() == checkpoints_used_,
               "arenas and charges disagree");
+  // Every table has one row per id made, no more: they shrink with the arenas.
+  INVAR_CHECK(static_cast<int64_t>(meta_.size()) == blocks_.made() &&
+                  static_cast<int64_t>(tokens_.size()) == blocks_.made() * cfg_.block_size &&
+                  static_cast<int64_t>(owner_.size()) == checkpoints_.made(),
+              "tables and arenas disagree");
   const int64_t used =
       blocks_used_ * budget_.block_bytes() + checkpoints_used_ * budget_.checkpoint_bytes();
   INVAR_CHECK(used <= cfg_.cache_bytes, std::to_string(used) + " bytes charged");
@@ -409,6 +546,9 @@ void PrefixCache::check_invariants() const {
     const BlockMeta& m = meta_[b];
     referenced += m.ref > 0;
     INVAR_CHECK(children[b] == m.n_children, "children of " + std::to_string(b));
+    // An id is in use exactly while a request holds it or the index finds it.
+    INVAR_CHECK(blocks_.used(static_cast<int32_t>(b)) == (m.ref > 0 || m.stage == kIndexed),
+                "block " + std::to_string(b) + " in use by nothing, or freed while held");
     if (m.stage != kIndexed)
       INVAR_CHECK(m.checkpoint < 0 && !useless_.contains(static_cast<int32_t>(b)));
   }
@@ -416,6 +556,7 @@ void PrefixCache::check_invariants() const {
   int64_t attached = 0;
   for (size_t c = 0; c < owner_.size(); ++c)
     if (owner_[c] >= 0) {
+      INVAR_CHECK(checkpoints_.used(static_cast<int32_t>(c)), "freed checkpoint attached");
       ++attached;
       INVAR_CHECK(meta_[static_cast<size_t>(owner_[c])].checkpoint == static_cast<int32_t>(c));
     }

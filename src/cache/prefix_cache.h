@@ -13,7 +13,11 @@
 //
 // Memory: each block is charged its KV slot plus its bookkeeping (tokens, links, index entry),
 // each checkpoint its state slot plus its links, so the budget bounds everything that grows with
-// the number of blocks; tables grow with the ids actually used, never with the capacity.
+// the number of blocks; tables grow with the ids actually used, never with the capacity, and
+// shrink when the use falls: once a kind has made more than 1.5 × its ids in use, its cached
+// entries (unreferenced indexed blocks, attached checkpoints) are moved bit for bit to the
+// lowest free ids and the ids above the highest one in use are un-made (tables_compact()). Ids
+// the engine holds (referenced blocks, checkpoints in flight) never move.
 //
 // Plan, then apply: lookup() is a query; hit_apply(), block_acquire(), block_commit() mutate.
 #pragma once
@@ -75,6 +79,13 @@ struct CacheStats {
   int64_t evicted_blocks = 0, evicted_checkpoints = 0;
   int64_t lookups = 0, hits = 0, hit_tokens = 0;
   int64_t collisions = 0;  // equal keys with different tokens (never reused)
+  // The per-id tables: rows exist for ids 0..made−1 of each kind, in use or not; the budget
+  // charges only the rows in use, compaction keeps the others few (≤ 1.5 × use + a few).
+  int64_t block_ids = 0;       // block ids made (rows of the block tables)
+  int64_t checkpoint_ids = 0;  // checkpoint ids made
+  int64_t bytes_tables = 0;    // the tables' allocated memory, both kinds, arenas' lists included
+  int64_t compactions = 0;     // table compactions that moved or un-made ids
+  int64_t blocks_moved = 0, checkpoints_moved = 0;  // renumbered by compactions
   CacheBudget budget;
 };
 
@@ -144,6 +155,12 @@ class PrefixCache {
     listener_ = std::move(listener);
   }
 
+  // Apply: moves every movable entry to the lowest free id of its kind and un-makes the ids
+  // above the highest one in use (the cache also does this itself, amortised, when its tables
+  // outgrow their use). Renumbers cached blocks and attached checkpoints only: a PrefixHit taken
+  // before it is stale; ids held by the caller stay valid.
+  void tables_compact();
+
   // Blocks block_acquire() could hand out now, counting evictable ones (an estimate from above
   // only where an unreferenced block is pinned by a referenced child of a duplicate chain).
   int64_t blocks_obtainable() const;
@@ -156,6 +173,11 @@ class PrefixCache {
   uint64_t key_mask(uint64_t key) const;
   bool room_make(int64_t bytes);
   void tables_grow();
+  void tables_fit();
+  void tables_shrink();
+  void blocks_compact();
+  void checkpoints_compact();
+  void block_renumber(int32_t from, int32_t to);
   void memory_trim();
   void block_evict(int32_t b);
   void checkpoint_evict(int32_t c);
@@ -196,6 +218,10 @@ class PrefixCache {
   std::function<void(const BlockIndexed&)> listener_;
   int64_t evicted_blocks_ = 0, evicted_checkpoints_ = 0;
   int64_t lookups_ = 0, hits_ = 0, hit_tokens_ = 0, collisions_ = 0;
+  // Arena changes() at the last compaction of each kind: the next one waits for made()/8 more,
+  // so its O(made) cost is amortised even when held ids keep it from shrinking much.
+  int64_t blocks_compacted_at_ = 0, checkpoints_compacted_at_ = 0;
+  int64_t compactions_ = 0, blocks_moved_ = 0, checkpoints_moved_ = 0;
 };
 
 }  // namespace invar

@@ -319,6 +319,7 @@ struct Engine::Impl {
     m.resident_checkpoints = static_cast<uint64_t>(cs.checkpoints_resident);
     m.resident_bytes = static_cast<uint64_t>(cs.bytes_resident);
     m.referenced_blocks = static_cast<uint64_t>(cs.blocks_referenced);
+    m.cache_table_bytes = static_cast<uint64_t>(cs.bytes_tables);
     m.evictions = static_cast<uint64_t>(cs.evicted_blocks + cs.evicted_checkpoints);
     m.preemptions = static_cast<uint64_t>(sched.counters().preemptions);
     spec.metrics_fill(m);

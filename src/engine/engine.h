@@ -154,6 +154,7 @@ struct EngineMetrics {
   uint64_t cache_lookups = 0, cache_hits = 0;
   uint64_t resident_blocks = 0, resident_checkpoints = 0, resident_bytes = 0;
   uint64_t referenced_blocks = 0;  // blocks held by running requests (0 when idle)
+  uint64_t cache_table_bytes = 0;  // the cache's per-id tables (CacheStats::bytes_tables)
   uint64_t evictions = 0, preemptions = 0;
   double tokens_per_s = 0;
   // Speculative decoding (all 0 with --spec none): drafts verified, drafts kept, verification

@@ -200,6 +200,10 @@ std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string&
     metric(out, "invar_cache_referenced_blocks", "gauge", "blocks held by running requests",
            double(e->referenced_blocks));
     metric(out, "invar_cache_evictions_total", "counter", "blocks evicted", double(e->evictions));
+    metric(out, "invar_cache_table_bytes", "gauge",
+           "bytes of the cache's per-id tables (they shrink when the blocks or checkpoints in "
+           "use fall)",
+           double(e->cache_table_bytes));
     metric(out, "invar_preemptions_total", "counter", "requests preempted", double(e->preemptions));
     metric(out, "invar_engine_tokens_per_second", "gauge", "recent engine throughput",
            e->tokens_per_s);
