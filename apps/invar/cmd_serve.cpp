@@ -334,6 +334,12 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
   s->add_option("--cache-tier-queue-bytes", e.tiers.write_queue_bytes,
                 "records waiting to be written to the tiers before new ones are dropped")
       ->capture_default_str();
+  s->add_option("--cache-dir-commit-ms", e.tiers.commit_delay_ms,
+                "milliseconds the disk writer waits after a record for more, to make them all "
+                "durable with one sync (a group commit of up to " +
+                    std::to_string(e.tiers.commit_records) +
+                    " records; 0: no wait, only what is already queued)")
+      ->capture_default_str();
   s->add_option("--cache-dir-write-delay-ms", e.tiers.disk_write_delay_ms,
                 "tests only: pause in the middle of every record file write")
       ->group("");

@@ -49,12 +49,13 @@ bool write_all(int fd, const char* p, size_t n) {
   return true;
 }
 
-// The rename is durable only once the directory entry is on disk.
-void dir_sync(const std::string& dir) {
+// The rename is durable only once the directory entry is on disk; fsync's result.
+int dir_sync(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
+  if (fd < 0) return -1;
+  const int rc = ::fsync(fd);
   ::close(fd);
+  return rc;
 }
 
 bool key_parse(const std::string& stem, uint64_t& key) {
@@ -203,63 +204,134 @@ TierGet DiskTier::get(uint64_t key, std::vector<char>& out) {
   return TierGet::found;
 }
 
-TierPut DiskTier::put(uint64_t key, std::span<const char> record) {
+bool DiskTier::present_mark(uint64_t key, int64_t bytes) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = known_.find(key); it != known_.end()) {
       lru_.splice(lru_.end(), lru_, it->second.lru);
-      return TierPut::present;
+      return true;
     }
   }
-  const std::string path = path_of(key);
-  if (::access(path.c_str(), F_OK) == 0) {  // written by another process
-    std::lock_guard<std::mutex> lock(mu_);
-    known_add(key, static_cast<int64_t>(record.size()));
-    budget_keep();
-    return TierPut::present;
-  }
-  // Unique among every writer: host and pid name the process, the serial the write in it.
-  static std::atomic<uint64_t> serial{0};
-  const std::string tmp = root_ + "/tmp/" + tier_key_hex(key) + "." + tmp_prefix_ + "." +
-                          std::to_string(serial++) + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    failure_note(true, "create " + tmp + ": " + std::strerror(errno));
-    return TierPut::failed;
-  }
-  // The first step that fails names the error (errno, or a short write: a full disk).
-  const char* failed = nullptr;
-  int err = 0;
-  const auto step = [&](bool ok, const char* what) {
-    if (!ok && failed == nullptr) {
-      failed = what;
-      err = errno;
-    }
-    return ok;
-  };
-  const size_t half = record.size() / 2;
-  bool ok = step(write_all(fd, record.data(), half), "write");
-  if (ok && cfg_.write_delay_ms > 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.write_delay_ms));
-  ok = ok && step(write_all(fd, record.data() + half, record.size() - half), "write") &&
-       step(::fsync(fd) == 0, "fsync");
-  ok = step(::close(fd) == 0, "close") && ok;
-  const std::string dir = path.substr(0, path.rfind('/'));
-  if (ok) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    ok = step(::rename(tmp.c_str(), path.c_str()) == 0, "rename");
-  }
-  if (!ok) {
-    failure_note(true, std::string(failed) + " " + tmp + ": " + std::strerror(err));
-    ::unlink(tmp.c_str());
-    return TierPut::failed;
-  }
-  dir_sync(dir);
-  std::lock_guard<std::mutex> lock(mu_);
-  known_add(key, static_cast<int64_t>(record.size()));
+  if (::access(path_of(key).c_str(), F_OK) != 0) return false;
+  std::lock_guard<std::mutex> lock(mu_);  // written by another process
+  known_add(key, bytes);
   budget_keep();
-  return TierPut::written;
+  return true;
+}
+
+TierPut DiskTier::put(uint64_t key, std::span<const char> record) {
+  const TierPutItem item{key, record};
+  TierPut result = TierPut::failed;
+  put_batch(std::span(&item, 1), std::span(&result, 1));
+  return result;
+}
+
+// One group commit: write every temporary, make their data durable with one sync, rename them
+// all, make the names durable with one more sync. A name appears only after the data under it
+// is durable, so a crash at any point leaves whole records and temporaries, as with one record.
+//
+// The sync for many files is syncfs(2) on the tier's filesystem, not fdatasync of each file:
+// each fdatasync waits for its own journal commit and disk cache flush, syncfs for one that
+// covers every file (ext4 on virtio, 256 records of 1 MiB in batches of 32: fsync per record
+// 102 records/s, fdatasync of each file after all writes 104/s, syncfs 243/s; of 16 KiB:
+// 120/s, 140/s, 521/s; bench/cache/disk_commit_bench compares put and put_batch). Its cost: it also
+// writes back other processes' dirty data on that filesystem. Since Linux 5.8 syncfs reports any
+// writeback error of the filesystem since the fd was opened (before the first write); on an error,
+// perhaps another file's, fsync of each file finds ours. On older kernels, where syncfs reports
+// none, a record damaged by a lost write fails its checksum at read and is removed, never used. A
+// batch of one keeps fsync.
+void DiskTier::put_batch(std::span<const TierPutItem> items, std::span<TierPut> results) {
+  INVAR_CHECK(items.size() == results.size());
+  struct Pending {
+    size_t item;
+    int fd;
+    std::string tmp;
+  };
+  std::vector<Pending> pending;
+  pending.reserve(items.size());
+  // Opened before the first write, so that its syncfs reports every writeback error since.
+  const int root_fd = ::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const auto counted = [&](int rc) {
+    ++syncs_;
+    return rc == 0;
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto [key, record] = items[i];
+    results[i] = TierPut::present;
+    const bool earlier = std::any_of(pending.begin(), pending.end(),
+                                     [&](const Pending& p) { return items[p.item].key == key; });
+    if (earlier || present_mark(key, static_cast<int64_t>(record.size()))) continue;
+    results[i] = TierPut::failed;
+    // Unique among every writer: host and pid name the process, the serial the write in it.
+    static std::atomic<uint64_t> serial{0};
+    std::string tmp = root_ + "/tmp/" + tier_key_hex(key) + "." + tmp_prefix_ + "." +
+                      std::to_string(serial++) + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      failure_note(true, "create " + tmp + ": " + std::strerror(errno));
+      continue;
+    }
+    const size_t half = record.size() / 2;
+    bool ok = write_all(fd, record.data(), half);
+    if (ok && cfg_.write_delay_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.write_delay_ms));
+    if (ok && write_all(fd, record.data() + half, record.size() - half)) {
+      pending.push_back({i, fd, std::move(tmp)});
+      continue;
+    }
+    // errno, or a short write: a full disk.
+    failure_note(true, "write " + tmp + ": " + std::strerror(errno));
+    ::close(fd);
+    ::unlink(tmp.c_str());
+  }
+  if (pending.empty()) {
+    if (root_fd >= 0) ::close(root_fd);
+    return;
+  }
+  const bool group = pending.size() > 1 && root_fd >= 0;
+  const bool group_synced = group && counted(::syncfs(root_fd));
+  std::vector<std::string> dirs;
+  for (const Pending& p : pending) {
+    // The first step that fails names the error.
+    const char* failed = nullptr;
+    int err = 0;
+    const auto step = [&](bool ok, const char* what) {
+      if (!ok && failed == nullptr) {
+        failed = what;
+        err = errno;
+      }
+      return ok;
+    };
+    bool ok = group_synced || step(counted(::fsync(p.fd)), "fsync");
+    ok = step(::close(p.fd) == 0, "close") && ok;
+    const std::string path = path_of(items[p.item].key);
+    const std::string dir = path.substr(0, path.rfind('/'));
+    if (ok) {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      ok = step(::rename(p.tmp.c_str(), path.c_str()) == 0, "rename");
+    }
+    if (!ok) {
+      failure_note(true, std::string(failed) + " " + p.tmp + ": " + std::strerror(err));
+      ::unlink(p.tmp.c_str());
+      continue;
+    }
+    results[p.item] = TierPut::written;
+    dirs.push_back(dir);
+  }
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  // Errors here are not the data's (durable already): at worst a name is lost in a crash.
+  if (dirs.size() > 1 && root_fd >= 0)
+    counted(::syncfs(root_fd));
+  else
+    for (const std::string& dir : dirs) counted(dir_sync(dir));
+  if (root_fd >= 0) ::close(root_fd);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Pending& p : pending)
+    if (results[p.item] == TierPut::written)
+      known_add(items[p.item].key, static_cast<int64_t>(items[p.item].record.size()));
+  budget_keep();
 }
 
 void DiskTier::remove(uint64_t key) {

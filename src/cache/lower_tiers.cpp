@@ -1,5 +1,6 @@
 #include "cache/lower_tiers.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -19,6 +20,9 @@ LowerTiers::LowerTiers(const TierConfig& cfg, TierShape shape)
     : cfg_(cfg), shape_(std::move(shape)) {
   if (!(cfg_.read_timeout_s > 0)) throw Error("--cache-tier-timeout must be > 0");
   if (cfg_.write_queue_bytes < 0) throw Error("--cache-tier-queue-bytes must be ≥ 0");
+  if (cfg_.commit_delay_ms < 0) throw Error("--cache-dir-commit-ms must be ≥ 0");
+  if (cfg_.commit_records < 1 || cfg_.commit_bytes < 0)
+    throw Error("a group commit needs room for at least one record");
   if (shape_.fingerprint.size() > 64) throw Error("fingerprint longer than 64 bytes");
   if (!cfg_.cache_dir.empty()) {
     DiskTierConfig d;
@@ -27,6 +31,7 @@ LowerTiers::LowerTiers(const TierConfig& cfg, TierShape shape)
     d.fingerprint = shape_.fingerprint;
     d.write_delay_ms = cfg_.disk_write_delay_ms;
     stores_.push_back(std::make_unique<DiskTier>(d));
+    commit_delay_ = std::chrono::milliseconds(cfg_.commit_delay_ms);  // Redis gains nothing
   }
   if (!cfg_.redis_url.empty()) {
     RedisTierConfig r;
@@ -63,8 +68,9 @@ bool LowerTiers::write_enqueue(uint64_t key, std::vector<char>&& record, size_t 
     return false;
   }
   queued_bytes_ += static_cast<int64_t>(record.size());
-  writes_.push_back(WriteJob{key, std::move(record), first, end, sealed});
-  write_cv_.notify_one();
+  writes_.push_back(
+      WriteJob{key, std::move(record), first, end, sealed, std::chrono::steady_clock::now()});
+  write_cv_.notify_all();  // the writer, not only a thread in writes_wait
   return true;
 }
 
@@ -87,34 +93,75 @@ void LowerTiers::block_offer(const TierBlock& block) {
   write_enqueue(block.key, std::move(buf), 0, stores_.size(), /*sealed=*/false);
 }
 
+size_t LowerTiers::batch_count() const {
+  size_t n = 0;
+  int64_t bytes = 0;
+  for (const WriteJob& job : writes_) {
+    bytes += static_cast<int64_t>(job.record.size());
+    if (n == static_cast<size_t>(cfg_.commit_records) || (n > 0 && bytes > cfg_.commit_bytes))
+      break;
+    ++n;
+  }
+  return n;
+}
+
 void LowerTiers::writer_loop() {
+  std::vector<WriteJob> batch;
   std::unique_lock<std::mutex> lock(write_mu_);
   for (;;) {
     write_cv_.wait(lock, [&] { return stop_ || !writes_.empty(); });
     if (writes_.empty()) return;  // stopping, and everything is written
-    WriteJob job = std::move(writes_.front());
-    writes_.pop_front();
+    // More records may come: one sync will serve them all. A full batch, a stop or writes_wait
+    // ends the wait early.
+    write_cv_.wait_until(lock, writes_.front().queued + commit_delay_, [&] {
+      return stop_ || flush_waiters_ > 0 || batch_count() < writes_.size() ||
+             batch_count() == static_cast<size_t>(cfg_.commit_records);
+    });
+    for (size_t n = batch_count(); n > 0; --n) {
+      batch.push_back(std::move(writes_.front()));
+      writes_.pop_front();
+    }
     writing_ = true;
     lock.unlock();
-    if (!job.sealed) tier_record_seal(job.record);
-    for (size_t t = job.first_tier; t < job.end_tier; ++t) {
-      TierStore& s = *stores_[t];
-      const TierPut r = s.put(job.key, job.record);
-      if (r == TierPut::written) ++s.counters.writes;
-      if (r == TierPut::failed) ++s.counters.write_failures;
-      health_note(t, /*write=*/true, r == TierPut::failed);
-    }
+    batch_write(batch);
     lock.lock();
-    queued_bytes_ -= static_cast<int64_t>(job.record.size());
-    if (spare_.size() < kSpareBuffers) spare_.push_back(std::move(job.record));
+    for (WriteJob& job : batch) {
+      queued_bytes_ -= static_cast<int64_t>(job.record.size());
+      if (spare_.size() < kSpareBuffers) spare_.push_back(std::move(job.record));
+    }
+    batch.clear();
     writing_ = false;
     write_cv_.notify_all();
   }
 }
 
+void LowerTiers::batch_write(std::vector<WriteJob>& batch) {
+  for (WriteJob& job : batch)
+    if (!job.sealed) tier_record_seal(job.record);
+  std::vector<TierPutItem> items;
+  std::vector<TierPut> results;
+  for (size_t t = 0; t < stores_.size(); ++t) {
+    items.clear();
+    for (const WriteJob& job : batch)
+      if (job.first_tier <= t && t < job.end_tier) items.push_back({job.key, job.record});
+    if (items.empty()) continue;
+    results.assign(items.size(), TierPut::failed);
+    TierStore& s = *stores_[t];
+    s.put_batch(items, results);
+    const auto written = std::count(results.begin(), results.end(), TierPut::written);
+    s.counters.writes += written;
+    s.counters.write_failures += std::count(results.begin(), results.end(), TierPut::failed);
+    if (written > 0) ++s.counters.commits;
+    for (const TierPut r : results) health_note(t, /*write=*/true, r == TierPut::failed);
+  }
+}
+
 void LowerTiers::writes_wait() {
   std::unique_lock<std::mutex> lock(write_mu_);
+  ++flush_waiters_;
+  write_cv_.notify_all();
   write_cv_.wait(lock, [&] { return writes_.empty() && !writing_; });
+  --flush_waiters_;
 }
 
 std::vector<FetchedBlock> LowerTiers::prefix_fetch(std::span<const uint64_t> keys,
@@ -232,6 +279,7 @@ TiersReport LowerTiers::report() const {
     t.writes = s->counters.writes;
     t.write_drops = s->counters.write_drops;
     t.write_failures = s->counters.write_failures;
+    t.commits = s->counters.commits;
     t.corrupt = s->counters.corrupt;
     t.errors = s->counters.errors;
     t.evictions = s->counters.evictions;
@@ -248,9 +296,13 @@ TiersReport LowerTiers::report() const {
 std::string LowerTiers::describe() const {
   std::string out = "cache tiers:";
   for (const auto& s : stores_) out += " " + s->describe() + ";";
-  char buf[96];
-  std::snprintf(buf, sizeof buf, " read timeout %.3f s, write queue %lld bytes",
-                cfg_.read_timeout_s, static_cast<long long>(cfg_.write_queue_bytes));
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                " read timeout %.3f s, write queue %lld bytes, group commits of <= %lld records "
+                "after <= %lld ms",
+                cfg_.read_timeout_s, static_cast<long long>(cfg_.write_queue_bytes),
+                static_cast<long long>(cfg_.commit_records),
+                static_cast<long long>(commit_delay_.count()));
   return out + buf;
 }
 

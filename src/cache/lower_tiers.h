@@ -5,8 +5,10 @@
 // Writes: block_offer() copies the block into a buffer of a bounded queue and returns (the
 // writer thread computes the checksum); when
 // the queue is full the record is dropped (counted), never waited for. The writer thread files
-// each record in every tier. On destruction the queue is written out (SIGTERM keeps the work
-// done); a killed process loses only the queue and at most one temporary file per tier.
+// the records in every tier in batches, one group commit each (TierStore::put_batch): what is
+// queued, up to commit_records and commit_bytes, waiting at most commit_delay_ms after the first
+// record was queued for more to come. On destruction the queue is written out (SIGTERM keeps
+// the work done); a killed process loses only the queue and the temporary files of one batch.
 // Reads: prefix_fetch() hands the reader thread the keys of consecutive blocks; for each block
 // the reader tries the tiers in order and checks the record (checksum, fingerprint, shape, key,
 // parent key, tokens). It stops at the first block no tier holds. A record found in a lower tier
@@ -20,6 +22,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -61,7 +64,8 @@ class LowerTiers {
                                          std::span<const int32_t> tokens);
   TiersReport report() const;
   std::string describe() const;  // the start-up log line
-  void writes_wait();            // tests: until the queue is empty and no write is running
+  // Tests: until the queue is empty and no write is running; the writer stops waiting for more.
+  void writes_wait();
 
  private:
   struct WriteJob {
@@ -69,6 +73,7 @@ class LowerTiers {
     std::vector<char> record;
     size_t first_tier = 0, end_tier = 0;  // tiers [first, end) get it
     bool sealed = true;                   // false: the writer computes the checksum
+    std::chrono::steady_clock::time_point queued;
   };
   struct FetchJob {
     std::vector<uint64_t> keys, parents;
@@ -80,6 +85,8 @@ class LowerTiers {
   bool write_enqueue(uint64_t key, std::vector<char>&& record, size_t first, size_t end,
                      bool sealed);
   void writer_loop();
+  size_t batch_count() const;  // write_mu_ held: the queued jobs the next commit takes
+  void batch_write(std::vector<WriteJob>& batch);
   void reader_loop();
   void fetch_run(FetchJob& job);
   // The outcome of one read (write = false, reader thread) or write (writer thread) of tier t:
@@ -99,6 +106,8 @@ class LowerTiers {
   std::deque<WriteJob> writes_;
   std::vector<std::vector<char>> spare_;  // buffers of written records, reused
   int64_t queued_bytes_ = 0;
+  std::chrono::milliseconds commit_delay_{0};
+  int flush_waiters_ = 0;  // threads in writes_wait
   bool writing_ = false, stop_ = false;
 
   std::mutex fetch_mu_;

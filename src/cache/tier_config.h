@@ -16,6 +16,11 @@ struct TierConfig {
   double read_timeout_s = 0.25;            // --cache-tier-timeout: engine's wait for reads
   double redis_timeout_s = 0.5;            // connect and per-command timeout of Redis
   int64_t write_queue_bytes = 64ll << 20;  // --cache-tier-queue-bytes: records awaiting write
+  int64_t commit_delay_ms = 5;             // --cache-dir-commit-ms: the writer's wait after a
+                                           // record for more to file in one group commit (0:
+                                           // none; only with a disk tier)
+  int64_t commit_records = 32;             // most records in one group commit
+  int64_t commit_bytes = 32ll << 20;       // most record bytes in one (at least one record)
   int64_t disk_write_delay_ms = 0;         // tests: a pause inside every file write
   // Where a tier's failures and recoveries are reported, one line each (stderr when empty).
   std::function<void(const std::string&)> log;
@@ -25,8 +30,8 @@ struct TierConfig {
 // /metrics view of one tier.
 struct TierReport {
   std::string tier;  // "disk", "redis"
-  int64_t hits = 0, misses = 0, writes = 0, write_drops = 0, write_failures = 0, corrupt = 0,
-          errors = 0, evictions = 0;
+  int64_t hits = 0, misses = 0, writes = 0, write_drops = 0, write_failures = 0, commits = 0,
+          corrupt = 0, errors = 0, evictions = 0;
   int64_t bytes = -1;  // bytes stored as far as this process knows (−1: unknown)
 };
 

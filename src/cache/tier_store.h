@@ -23,9 +23,17 @@ struct TierCounters {
   std::atomic<int64_t> writes{0};          // records stored
   std::atomic<int64_t> write_drops{0};     // records not stored: the write queue was full
   std::atomic<int64_t> write_failures{0};  // records not stored: an I/O or connection error
+  std::atomic<int64_t> commits{0};         // batches that stored ≥ 1 record: writes / commits
+                                           // = records per group commit
   std::atomic<int64_t> corrupt{0};         // truncated, corrupt or foreign records removed
   std::atomic<int64_t> errors{0};          // reads that failed (I/O, connection, timeout)
   std::atomic<int64_t> evictions{0};       // records removed to stay within the byte budget
+};
+
+// One record of a batch put.
+struct TierPutItem {
+  uint64_t key = 0;
+  std::span<const char> record;
 };
 
 class TierStore {
@@ -36,6 +44,11 @@ class TierStore {
   virtual TierGet get(uint64_t key, std::vector<char>& out) = 0;
   // Files a record under key; a record already there stays (same key, same bytes).
   virtual TierPut put(uint64_t key, std::span<const char> record) = 0;
+  // Files every item as put would, results[i] for items[i]; a tier that can make many records
+  // durable at once (disk: one group commit) overrides it.
+  virtual void put_batch(std::span<const TierPutItem> items, std::span<TierPut> results) {
+    for (size_t i = 0; i < items.size(); ++i) results[i] = put(items[i].key, items[i].record);
+  }
   // Drops the record under key (it failed its checks).
   virtual void remove(uint64_t key) = 0;
   virtual int64_t bytes_stored() const = 0;  // as far as this process knows; −1: unknown

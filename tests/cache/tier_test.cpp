@@ -28,6 +28,7 @@
 #include "cache/redis_process.h"
 #include "cache/redis_tier.h"
 #include "cache/tier_bridge.h"
+#include "cache/tier_files.h"
 #include "cache/tier_record.h"
 
 namespace invar {
@@ -43,21 +44,8 @@ TierShape shape_make(int64_t block_floats = kBlockFloats) {
   return TierShape{"fp_test0123456789", kBs, block_floats, kStateFloats};
 }
 
-std::string temp_dir(const std::string& name) {
-  const std::string d =
-      fs::temp_directory_path().string() + "/invar-tier-" + name + "-" + std::to_string(::getpid());
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-std::vector<std::string> files_under(const std::string& dir, const std::string& ext) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (auto& e : fs::recursive_directory_iterator(dir, ec))
-    if (e.is_regular_file() && e.path().extension() == ext) out.push_back(e.path().string());
-  return out;
-}
+using testing::files_under;
+using testing::tier_temp_dir;
 
 int64_t open_fds() {
   int64_t n = 0;
@@ -202,7 +190,7 @@ TEST(TierRedisUrl, ParsesAndRefuses) {
 }
 
 TEST(TierDisk, BudgetLruRestartAndStaleTemporaries) {
-  const std::string dir = temp_dir("disk");
+  const std::string dir = tier_temp_dir("disk");
   const TierShape shape = shape_make();
   const int64_t rec_bytes = tier_record_bytes(shape, true);
   std::vector<int32_t> tokens = {1, 2, 3, 4};
@@ -251,7 +239,7 @@ TEST(TierDisk, BudgetLruRestartAndStaleTemporaries) {
 }
 
 TEST(TierBridge, DiskRestoresAfterRestartSaltsApartCorruptSkipped) {
-  const std::string dir = temp_dir("bridge");
+  const std::string dir = tier_temp_dir("bridge");
   TierConfig tc;
   tc.cache_dir = dir;
   const auto tokens = tokens_make(1, 10 * kBs + 3);
@@ -335,7 +323,7 @@ TEST(TierBridge, RedisSharesBetweenCachesAndFillsTheDisk) {
   EXPECT_EQ(seq_run(b.cache, &b.bridge, tokens, "u"), 0) << "salt isolation through Redis";
 
   // A replica with a disk tier too: Redis fills it, and the next restart reads the disk.
-  const std::string dir = temp_dir("redis-disk");
+  const std::string dir = tier_temp_dir("redis-disk");
   TierConfig both = tc;
   both.cache_dir = dir;
   {
@@ -475,7 +463,7 @@ TEST(TierBridge, SilentTierCostsAtMostTheReadTimeout) {
 // Two processes' worth of writers filing the same keys in one directory while a reader reads
 // them: every record a reader sees is whole, and the directory ends with one file per key.
 TEST(TierDisk, SharedDirectoryWritersAndReaders) {
-  const std::string dir = temp_dir("shared");
+  const std::string dir = tier_temp_dir("shared");
   const TierShape shape = shape_make();
   DiskTier w1({dir, 1 << 30, shape.fingerprint, 0}), w2({dir, 1 << 30, shape.fingerprint, 0});
   DiskTier r({dir, 1 << 30, shape.fingerprint, 0});
@@ -521,7 +509,7 @@ TEST(TierSoak, BudgetsHoldWithoutDescriptorGrowth) {
   testing::RedisProcess redis("3mb");
   const char* env = std::getenv("INVAR_TIER_SOAK_N");
   const int n = env ? std::atoi(env) : 40;
-  const std::string dir = temp_dir("soak");
+  const std::string dir = tier_temp_dir("soak");
   TierConfig tc;
   tc.cache_dir = dir;
   tc.cache_dir_bytes = 40 * tier_record_bytes(shape_make(), true);

@@ -351,15 +351,20 @@ TEST(TierServeSoak, BudgetsHoldWithoutGrowth) {
   int64_t on_disk = 0;
   for (auto& f : files_with(dir, ".blk")) on_disk += static_cast<int64_t>(fs::file_size(f));
   EXPECT_LE(on_disk, dir_budget);
+  const double writes = tier_metric(m, "invar_cache_tier_writes_total", "disk");
+  const double commits = tier_metric(m, "invar_cache_tier_commits_total", "disk");
+  EXPECT_GE(commits, 1);
+  EXPECT_LE(commits, writes) << "a group commit stores at least one record";
   std::printf(
       "soak: %d requests, %lld hit; disk %.0f bytes (budget %lld), %.0f evictions, "
-      "%.0f drops; fds %lld -> %lld; rss %lld -> %lld KiB; redis used_memory %lld\n",
+      "%.0f drops, %.2f records per commit; fds %lld -> %lld; rss %lld -> %lld KiB; redis "
+      "used_memory %lld\n",
       n, static_cast<long long>(hits), tier_metric(m, "invar_cache_tier_bytes", "disk"),
       static_cast<long long>(dir_budget),
       tier_metric(m, "invar_cache_tier_evictions_total", "disk"),
-      tier_metric(m, "invar_cache_tier_write_drops_total", "disk"), static_cast<long long>(fds),
-      static_cast<long long>(proc_count(s.pid(), "fd")), static_cast<long long>(rss >> 10),
-      static_cast<long long>(proc_count(s.pid(), "rss") >> 10),
+      tier_metric(m, "invar_cache_tier_write_drops_total", "disk"), writes / commits,
+      static_cast<long long>(fds), static_cast<long long>(proc_count(s.pid(), "fd")),
+      static_cast<long long>(rss >> 10), static_cast<long long>(proc_count(s.pid(), "rss") >> 10),
       redis.port() ? redis.info_field("memory", "used_memory") : -1ll);
   EXPECT_LE(proc_count(s.pid(), "fd"), fds + 2) << "descriptors grew";
   if (!invar::test::kSanitizerBuild) {  // ASan's quarantine keeps freed memory resident
