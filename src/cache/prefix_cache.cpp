@@ -30,7 +30,8 @@ std::string mib(int64_t bytes) {
 CacheBudget PrefixCache::budget_plan(const CacheConfig& cfg) {
   CacheBudget b;
   b.cache_bytes = cfg.cache_bytes;
-  b.block_kv_bytes = SlotArena::slot_bytes_for(cfg.block_floats);
+  b.block_kv_bytes = SlotArena::slot_bytes_for(cfg.block_floats + cfg.hidden_floats);
+  b.block_hidden_bytes = cfg.hidden_floats * static_cast<int64_t>(sizeof(float));
   b.block_meta_bytes = static_cast<int64_t>(sizeof(BlockMeta)) +
                        cfg.block_size * static_cast<int64_t>(sizeof(int32_t)) + LruList::kIdBytes +
                        SlotArena::kIdBytes + kIndexEntryBytes;
@@ -44,8 +45,12 @@ CacheBudget PrefixCache::budget_plan(const CacheConfig& cfg) {
 
 std::string CacheBudget::describe() const {
   return "cache budget " + mib(cache_bytes) + " shared by KV blocks (" +
-         std::to_string(block_kv_bytes) + " B KV + " + std::to_string(block_meta_bytes) +
-         " B metadata each, at most " + std::to_string(blocks_max) + ") and checkpoints (" +
+         std::to_string(block_kv_bytes) + " B KV" +
+         (block_hidden_bytes > 0
+              ? " (" + std::to_string(block_hidden_bytes) + " B of it MTP hidden rows)"
+              : std::string()) +
+         " + " + std::to_string(block_meta_bytes) + " B metadata each, at most " +
+         std::to_string(blocks_max) + ") and checkpoints (" +
          std::to_string(checkpoint_state_bytes) + " B state + " +
          std::to_string(checkpoint_meta_bytes) + " B metadata each, at most " +
          std::to_string(checkpoints_max) + ")";
@@ -54,7 +59,7 @@ std::string CacheBudget::describe() const {
 PrefixCache::PrefixCache(const CacheConfig& cfg)
     : cfg_(cfg),
       budget_(budget_plan(cfg)),
-      blocks_(cfg.block_floats, budget_.blocks_max),
+      blocks_(cfg.block_floats + cfg.hidden_floats, budget_.blocks_max),
       checkpoints_(cfg.state_floats, budget_.checkpoints_max) {
   INVAR_CHECK(cfg.block_size > 0 && cfg.checkpoint_every > 0 && cfg.cache_bytes >= 0 &&
               cfg.key_bits >= 0 && cfg.key_bits <= 64);
