@@ -233,6 +233,14 @@ int32_t PrefixCache::block_acquire() {
   return b;
 }
 
+int32_t PrefixCache::block_acquire_spare() {
+  if (blocks_used_ * budget_.block_bytes() + checkpoints_used_ * budget_.checkpoint_bytes() +
+          budget_.block_bytes() >
+      cfg_.cache_bytes)
+    return -1;
+  return block_acquire();
+}
+
 void PrefixCache::block_release(int32_t b) {
   INVAR_CHECK(b >= 0 && b < blocks_.made() && meta_[static_cast<size_t>(b)].ref > 0,
               "block " + std::to_string(b));

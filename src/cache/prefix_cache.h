@@ -118,6 +118,9 @@ class PrefixCache {
   // A block referenced once by the caller, evicting if needed; −1 when the budget is all
   // referenced or in flight.
   int32_t block_acquire();
+  // The same, but only from room the budget has free: it never evicts (−1 otherwise). For a
+  // block only speculation wants, which plain decoding might never acquire.
+  int32_t block_acquire_spare();
   void block_release(int32_t block);  // drops one reference
   float* block_data(int32_t block) const { return blocks_.data(block); }
 
