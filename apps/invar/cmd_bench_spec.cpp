@@ -8,6 +8,10 @@
 //      prompt whose text repeats; and drafts right with probability 0.6 / 0.8 (a drafter that
 //      knows plain decoding's answer and spoils drafts at random), which measures what (2)
 //      projects. The MTP drafter gets its column where the model can serve it.
+//   4. MTP acceptance cold vs warm, many questions over one document: each question alone in a
+//      fresh engine (cold) against all of them in one engine, where every question after the
+//      first hits the document's blocks (warm). The hidden rows the MTP head reads come back
+//      with the blocks (cache/block_hidden.h), so warm should accept what cold accepts.
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +43,8 @@ struct SpecBenchOptions {
   std::string model;  // empty: generate
   int64_t embd = 512, layers = 8, vocab = 32768;
   int64_t prompt = 64, decode = 64, k = 4;
+  std::string mtp = "none";  // generated model's MTP block: none, random, bigram
+  int64_t questions = 4;     // cold vs warm: questions over one document of `prompt` tokens
   std::string threads = "1,2";
   int reps = 5;
 };
@@ -68,6 +74,12 @@ std::string model_generate(const SpecBenchOptions& o) {
   c.ssm_state = 64;
   c.ssm_groups = 4;
   c.ssm_v_heads = 8;
+  if (o.mtp == "random")
+    c.mtp = MtpKind::random;
+  else if (o.mtp == "bigram")
+    c.mtp = MtpKind::bigram;
+  else if (o.mtp != "none")
+    throw Error("--mtp must be none, random or bigram");
   make_model_validate(c, o.vocab);
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("invar-bench-spec-" + std::to_string(getpid()) + ".gguf"))
@@ -180,11 +192,11 @@ struct Decoded {
   std::vector<int32_t> tokens;  // prompt + completion
   double tok_s = 0;
   int64_t drafted = 0, accepted = 0;
+  int64_t cached = 0;  // prompt tokens served from the prefix cache
 };
 
-Decoded decode_run(const Model& m, const EngineConfig& cfg, std::unique_ptr<Drafter> drafter,
-                   const std::vector<int32_t>& prompt, int64_t n) {
-  Engine e(m, nullptr, cfg, std::move(drafter));
+// One request in engine e, waited for.
+Decoded decode_in(Engine& e, const std::vector<int32_t>& prompt, int64_t n) {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
@@ -205,6 +217,7 @@ Decoded decode_run(const Model& m, const EngineConfig& cfg, std::unique_ptr<Draf
       d.tok_s = static_cast<double>(ev.completion_tokens - 1) / since(first);
       d.drafted = ev.draft_tokens;
       d.accepted = ev.accepted_draft_tokens;
+      d.cached = ev.cached_tokens;
       error = ev.error;
       done = true;
       cv.notify_all();
@@ -214,6 +227,12 @@ Decoded decode_run(const Model& m, const EngineConfig& cfg, std::unique_ptr<Draf
   cv.wait(lk, [&] { return done; });
   if (!error.empty()) throw Error("bench spec: request failed: " + error);
   return d;
+}
+
+Decoded decode_run(const Model& m, const EngineConfig& cfg, std::unique_ptr<Drafter> drafter,
+                   const std::vector<int32_t>& prompt, int64_t n) {
+  Engine e(m, nullptr, cfg, std::move(drafter));
+  return decode_in(e, prompt, n);
 }
 
 void verify_cost_table(const Model& m, const std::vector<int32_t>& prompt,
@@ -326,10 +345,66 @@ void decode_table(const Model& m, const SpecBenchOptions& o, const std::vector<i
   }
 }
 
+std::string acceptance(int64_t accepted, int64_t drafted) {
+  return drafted ? std::to_string(static_cast<double>(accepted) / static_cast<double>(drafted))
+                       .substr(0, 5)
+                 : "-";
+}
+
+void mtp_warm_table(const Model& m, const SpecBenchOptions& o,
+                    const std::vector<int64_t>& threads) {
+  EngineConfig cfg;
+  cfg.threads = static_cast<int>(threads.front());
+  cfg.draft.max_k = o.k;
+  std::printf(
+      "\n## MTP acceptance cold vs warm: %lld questions of 16 tokens over one document "
+      "of %lld tokens, %lld tokens each, k=%lld, %lld threads\n\n",
+      static_cast<long long>(o.questions), static_cast<long long>(o.prompt),
+      static_cast<long long>(o.decode), static_cast<long long>(o.k),
+      static_cast<long long>(cfg.threads));
+  try {
+    drafter_make("mtp", m, cfg.draft);
+  } catch (const Error& e) {
+    std::printf("n/a: %s\n", e.what());
+    return;
+  }
+  std::mt19937 rng(11);
+  const auto V = static_cast<uint32_t>(m.hparams().n_vocab);
+  std::vector<int32_t> doc(static_cast<size_t>(o.prompt));
+  for (auto& x : doc) x = static_cast<int32_t>(rng() % V);
+  std::printf(
+      "| question | cold drafted | cold accepted | cold acceptance | warm cached | "
+      "warm drafted | warm accepted | warm acceptance |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  Engine warm(m, nullptr, cfg, drafter_make("mtp", m, cfg.draft));
+  Decoded cold_all, warm_all;
+  for (int64_t q = 0; q < o.questions; ++q) {
+    std::vector<int32_t> prompt = doc;
+    for (int i = 0; i < 16; ++i) prompt.push_back(static_cast<int32_t>(rng() % V));
+    const Decoded c = decode_run(m, cfg, drafter_make("mtp", m, cfg.draft), prompt, o.decode);
+    const Decoded w = decode_in(warm, prompt, o.decode);
+    if (c.tokens != w.tokens) throw Error("bench spec: a cache hit changed the answer (a bug)");
+    std::printf("| %lld | %lld | %lld | %s | %lld | %lld | %lld | %s |\n",
+                static_cast<long long>(q + 1), static_cast<long long>(c.drafted),
+                static_cast<long long>(c.accepted), acceptance(c.accepted, c.drafted).c_str(),
+                static_cast<long long>(w.cached), static_cast<long long>(w.drafted),
+                static_cast<long long>(w.accepted), acceptance(w.accepted, w.drafted).c_str());
+    if (q == 0) continue;  // the first question is cold in both engines
+    cold_all.drafted += c.drafted, cold_all.accepted += c.accepted;
+    warm_all.drafted += w.drafted, warm_all.accepted += w.accepted;
+  }
+  std::printf("\nquestions 2..%lld: acceptance cold %s, warm %s\n",
+              static_cast<long long>(o.questions),
+              acceptance(cold_all.accepted, cold_all.drafted).c_str(),
+              acceptance(warm_all.accepted, warm_all.drafted).c_str());
+  std::fflush(stdout);
+}
+
 int bench_spec_run(const SpecBenchOptions& o) {
   if (o.reps < 1) throw Error("--reps must be ≥ 1");
   if (o.k < 1 || o.k > 64) throw Error("--k must be in 1..64");
   if (o.prompt < 1 || o.decode < 2) throw Error("--prompt ≥ 1 and --decode ≥ 2");
+  if (o.questions < 1) throw Error("--questions must be ≥ 1");
   const auto threads = int_list_parse("--threads", o.threads);
   std::string path = o.model;
   const bool generated = path.empty();
@@ -355,6 +430,7 @@ int bench_spec_run(const SpecBenchOptions& o) {
   for (auto& x : prompt) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(hp.n_vocab));
   verify_cost_table(*model, prompt, threads, o.reps * 4);
   decode_table(*model, o, threads);
+  mtp_warm_table(*model, o, threads);
   return 0;
 }
 
@@ -371,6 +447,10 @@ BenchKind bench_spec("spec", [](CLI::App& bench) -> Command::Run {
   s->add_option("--prompt", o->prompt, "prompt tokens")->capture_default_str();
   s->add_option("--decode", o->decode, "tokens generated per engine run")->capture_default_str();
   s->add_option("--k", o->k, "drafts per step in the engine runs")->capture_default_str();
+  s->add_option("--mtp", o->mtp, "generated model: MTP block none, random or bigram")
+      ->capture_default_str();
+  s->add_option("--questions", o->questions, "cold vs warm: questions over one document")
+      ->capture_default_str();
   s->add_option("--threads", o->threads, "thread counts, comma-separated")->capture_default_str();
   s->add_option("--reps", o->reps, "engine runs per drafter (interleaved)")->capture_default_str();
   return [o] { return bench_spec_run(*o); };

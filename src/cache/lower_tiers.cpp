@@ -76,7 +76,7 @@ bool LowerTiers::write_enqueue(uint64_t key, std::vector<char>&& record, size_t 
 
 void LowerTiers::block_offer(const TierBlock& block) {
   if (stores_.empty()) return;
-  const int64_t bytes = tier_record_bytes(shape_, block.checkpoint);
+  const int64_t bytes = tier_record_bytes(shape_, block.checkpoint, !block.hidden.empty());
   std::vector<char> buf;
   {
     std::lock_guard<std::mutex> lock(write_mu_);

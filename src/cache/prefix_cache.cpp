@@ -43,7 +43,8 @@ std::string mib(int64_t bytes) {
 CacheBudget PrefixCache::budget_plan(const CacheConfig& cfg) {
   CacheBudget b;
   b.cache_bytes = cfg.cache_bytes;
-  b.block_kv_bytes = SlotArena::slot_bytes_for(cfg.block_floats);
+  b.block_kv_bytes = SlotArena::slot_bytes_for(cfg.block_floats + cfg.hidden_floats);
+  b.block_hidden_bytes = cfg.hidden_floats * static_cast<int64_t>(sizeof(float));
   b.block_meta_bytes = static_cast<int64_t>(sizeof(BlockMeta)) +
                        cfg.block_size * static_cast<int64_t>(sizeof(int32_t)) + LruList::kIdBytes +
                        SlotArena::kIdBytes + kIndexEntryBytes;
@@ -57,8 +58,12 @@ CacheBudget PrefixCache::budget_plan(const CacheConfig& cfg) {
 
 std::string CacheBudget::describe() const {
   return "cache budget " + mib(cache_bytes) + " shared by KV blocks (" +
-         std::to_string(block_kv_bytes) + " B KV + " + std::to_string(block_meta_bytes) +
-         " B metadata each, at most " + std::to_string(blocks_max) + ") and checkpoints (" +
+         std::to_string(block_kv_bytes) + " B KV" +
+         (block_hidden_bytes > 0
+              ? " (" + std::to_string(block_hidden_bytes) + " B of it MTP hidden rows)"
+              : std::string()) +
+         " + " + std::to_string(block_meta_bytes) + " B metadata each, at most " +
+         std::to_string(blocks_max) + ") and checkpoints (" +
          std::to_string(checkpoint_state_bytes) + " B state + " +
          std::to_string(checkpoint_meta_bytes) + " B metadata each, at most " +
          std::to_string(checkpoints_max) + ")";
@@ -67,7 +72,7 @@ std::string CacheBudget::describe() const {
 PrefixCache::PrefixCache(const CacheConfig& cfg)
     : cfg_(cfg),
       budget_(budget_plan(cfg)),
-      blocks_(cfg.block_floats, budget_.blocks_max),
+      blocks_(cfg.block_floats + cfg.hidden_floats, budget_.blocks_max),
       checkpoints_(cfg.state_floats, budget_.checkpoints_max) {
   INVAR_CHECK(cfg.block_size > 0 && cfg.checkpoint_every > 0 && cfg.cache_bytes >= 0 &&
               cfg.key_bits >= 0 && cfg.key_bits <= 64);
@@ -343,6 +348,14 @@ int32_t PrefixCache::block_acquire() {
   ++referenced_;
   tables_fit();
   return b;
+}
+
+int32_t PrefixCache::block_acquire_spare() {
+  if (blocks_used_ * budget_.block_bytes() + checkpoints_used_ * budget_.checkpoint_bytes() +
+          budget_.block_bytes() >
+      cfg_.cache_bytes)
+    return -1;
+  return block_acquire();
 }
 
 void PrefixCache::block_release(int32_t b) {

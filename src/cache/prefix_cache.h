@@ -11,7 +11,8 @@
 // whole KV prefix. Only leaves (no indexed child) are evicted; a block that holds a checkpoint
 // loses the checkpoint first.
 //
-// Memory: each block is charged its KV slot plus its bookkeeping (tokens, links, index entry),
+// Memory: each block is charged its KV slot (with the drafter's hidden rows when the engine keeps
+// them: cache/block_hidden.h) plus its bookkeeping (tokens, links, index entry),
 // each checkpoint its state slot plus its links, so the budget bounds everything that grows with
 // the number of blocks; tables grow with the ids actually used, never with the capacity, and
 // shrink when the use falls: once a kind has made more than 1.5 × its ids in use, its cached
@@ -38,6 +39,7 @@ namespace invar {
 struct CacheConfig {
   int64_t block_size = 64;       // tokens per KV block and per prefix-index entry
   int64_t block_floats = 0;      // floats per KV block (Model::kv_block_floats(block_size))
+  int64_t hidden_floats = 0;     // floats after them for a drafter's hidden rows (BlockHidden)
   int64_t state_floats = 0;      // floats per checkpoint (Model::state_floats)
   int64_t checkpoint_every = 1;  // checkpoints at boundaries that are multiples of N blocks
   int64_t cache_bytes = 0;       // budget for every block (referenced or cached) + checkpoints
@@ -47,7 +49,9 @@ struct CacheConfig {
 // What one block and one checkpoint cost against the budget, and what it can hold.
 struct CacheBudget {
   int64_t cache_bytes = 0;
-  int64_t block_kv_bytes = 0;          // one block's KV slot (0 for a model without attention)
+  int64_t block_kv_bytes = 0;          // one block's KV slot (0 for a model without attention),
+                                       // hidden rows included
+  int64_t block_hidden_bytes = 0;      // of which the drafter's hidden rows (0: none kept)
   int64_t block_meta_bytes = 0;        // its tokens, links and index entry
   int64_t checkpoint_state_bytes = 0;  // one checkpoint's state slot (0 without recurrence)
   int64_t checkpoint_meta_bytes = 0;   // its links
@@ -125,6 +129,9 @@ class PrefixCache {
   // A block referenced once by the caller, evicting if needed; −1 when the budget is all
   // referenced or in flight.
   int32_t block_acquire();
+  // The same, but only from room the budget has free: it never evicts (−1 otherwise). For a
+  // block only speculation wants, which plain decoding might never acquire.
+  int32_t block_acquire_spare();
   void block_release(int32_t block);  // drops one reference
   float* block_data(int32_t block) const { return blocks_.data(block); }
 

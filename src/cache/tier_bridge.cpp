@@ -7,11 +7,26 @@
 
 namespace invar {
 
-TierBridge::TierBridge(PrefixCache& cache, LowerTiers& tiers) : cache_(cache), tiers_(tiers) {
+namespace {
+
+BlockHidden hidden_of(const CacheConfig& c) {
+  BlockHidden h;
+  h.kv_floats = c.block_floats;
+  h.block_size = c.block_size;
+  h.n_embd = c.hidden_floats > 0 ? (c.hidden_floats - 1) / c.block_size : 0;
+  return h;
+}
+
+}  // namespace
+
+TierBridge::TierBridge(PrefixCache& cache, LowerTiers& tiers)
+    : cache_(cache), tiers_(tiers), hidden_(hidden_of(cache.config())) {
   const CacheConfig& c = cache.config();
   const TierShape& s = tiers.shape();
   INVAR_CHECK(c.block_size == s.block_size && c.block_floats == s.block_floats &&
-              c.state_floats == s.state_floats && c.key_bits == 64);
+              c.state_floats == s.state_floats && c.key_bits == 64 &&
+              hidden_.floats() == c.hidden_floats &&
+              (hidden_.on() ? hidden_.row_floats() : 0) == s.hidden_floats);
   cache_.index_listen([this](const BlockIndexed& e) { offer(e); });
 }
 
@@ -26,7 +41,10 @@ void TierBridge::offer(const BlockIndexed& e) {
   b.key = e.key;
   b.parent_key = e.parent_key;
   b.tokens = e.tokens;
-  b.kv = {cache_.block_data(e.block), static_cast<size_t>(c.block_floats)};
+  const float* data = cache_.block_data(e.block);
+  b.kv = {data, static_cast<size_t>(c.block_floats)};
+  if (hidden_.on() && hidden_.present(data))
+    b.hidden = {hidden_.rows(data), static_cast<size_t>(hidden_.row_floats())};
   b.checkpoint = e.checkpoint >= 0;
   if (b.checkpoint)
     b.state = {cache_.checkpoint_data(e.checkpoint), static_cast<size_t>(c.state_floats)};
@@ -61,7 +79,13 @@ int64_t TierBridge::restore(std::span<const int32_t> tokens, std::string_view sa
     const TierBlock& tb = got[i].block;
     const int32_t b = cache_.block_acquire();
     if (b < 0) break;
-    if (!tb.kv.empty()) std::memcpy(cache_.block_data(b), tb.kv.data(), tb.kv.size_bytes());
+    float* data = cache_.block_data(b);
+    if (!tb.kv.empty()) std::memcpy(data, tb.kv.data(), tb.kv.size_bytes());
+    if (hidden_.on()) {
+      hidden_.present_set(data, !tb.hidden.empty());
+      if (!tb.hidden.empty())
+        std::memcpy(hidden_.rows(data), tb.hidden.data(), tb.hidden.size_bytes());
+    }
     int32_t c = -1;
     if (tb.checkpoint) {
       c = cache_.checkpoint_acquire();

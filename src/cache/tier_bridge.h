@@ -3,7 +3,9 @@
 // can serve only in part is first extended from the tiers, by committing the blocks read back
 // exactly as a computation would have (same keys, same token checks), so the ordinary lookup
 // that follows finds them. By the contract the bits read back are the bits the computation
-// would produce: a restored prefix cannot change an answer.
+// would produce: a restored prefix cannot change an answer. Blocks that keep a drafter's hidden
+// rows (block_hidden.h) travel with them when present; a record without them restores a block
+// marked absent (the drafter reads zeros there), never rows of another block.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/block_hidden.h"
 #include "cache/lower_tiers.h"
 #include "cache/prefix_cache.h"
 
@@ -34,7 +37,8 @@ class TierBridge {
 
   PrefixCache& cache_;
   LowerTiers& tiers_;
-  bool restoring_ = false;  // blocks committed by restore() came from the tiers: not offered
+  const BlockHidden hidden_;  // the blocks' hidden-row section (off: none kept)
+  bool restoring_ = false;    // blocks committed by restore() came from the tiers: not offered
   std::vector<uint64_t> keys_;
   std::vector<int32_t> table_;
   int64_t restored_tokens_ = 0;

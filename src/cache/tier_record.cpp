@@ -14,7 +14,8 @@ constexpr char kMagic[8] = {'I', 'N', 'V', 'A', 'R', 'T', 'B', '1'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kFingerprintBytes = 64;
 
-// The fixed header; tokens, KV floats, state floats and the XXH3-64 checksum follow.
+// The fixed header; tokens, KV floats, state floats, hidden floats and the XXH3-64 checksum
+// follow.
 struct RecordHeader {
   char magic[8];
   uint32_t version;
@@ -23,13 +24,14 @@ struct RecordHeader {
   uint64_t key;
   uint64_t parent_key;
   uint32_t n_tokens;
-  uint32_t has_state;
+  uint32_t flags;  // kHasState | kHasHidden
   uint64_t kv_floats;
   uint64_t state_floats;
   uint64_t record_bytes;  // the whole record, checksum included
 };
 static_assert(sizeof(RecordHeader) == 128);
 constexpr size_t kChecksumBytes = sizeof(uint64_t);
+constexpr uint32_t kHasState = 1, kHasHidden = 2;
 
 }  // namespace
 
@@ -40,22 +42,24 @@ std::string tier_key_hex(uint64_t key) {
   return s;
 }
 
-int64_t tier_record_bytes(const TierShape& shape, bool with_state) {
+int64_t tier_record_bytes(const TierShape& shape, bool with_state, bool with_hidden) {
   return static_cast<int64_t>(sizeof(RecordHeader) + kChecksumBytes) +
          shape.block_size * static_cast<int64_t>(sizeof(int32_t)) +
-         (shape.block_floats + (with_state ? shape.state_floats : 0)) *
+         (shape.block_floats + (with_state ? shape.state_floats : 0) +
+          (with_hidden ? shape.hidden_floats : 0)) *
              static_cast<int64_t>(sizeof(float));
 }
 
 void tier_record_encode(const TierShape& shape, const TierBlock& block, std::vector<char>& out,
                         bool seal) {
-  INVAR_CHECK(shape.fingerprint.size() <= kFingerprintBytes &&
-              static_cast<int64_t>(block.tokens.size()) == shape.block_size &&
-              static_cast<int64_t>(block.kv.size()) == shape.block_floats &&
-              static_cast<int64_t>(block.state.size()) ==
-                  (block.checkpoint ? shape.state_floats : 0));
-  const bool with_state = block.checkpoint;
-  const auto total = static_cast<size_t>(tier_record_bytes(shape, with_state));
+  INVAR_CHECK(
+      shape.fingerprint.size() <= kFingerprintBytes &&
+      static_cast<int64_t>(block.tokens.size()) == shape.block_size &&
+      static_cast<int64_t>(block.kv.size()) == shape.block_floats &&
+      static_cast<int64_t>(block.state.size()) == (block.checkpoint ? shape.state_floats : 0) &&
+      (block.hidden.empty() || static_cast<int64_t>(block.hidden.size()) == shape.hidden_floats));
+  const bool with_state = block.checkpoint, with_hidden = !block.hidden.empty();
+  const auto total = static_cast<size_t>(tier_record_bytes(shape, with_state, with_hidden));
   out.resize(total);
   RecordHeader h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
@@ -65,7 +69,7 @@ void tier_record_encode(const TierShape& shape, const TierBlock& block, std::vec
   h.key = block.key;
   h.parent_key = block.parent_key;
   h.n_tokens = static_cast<uint32_t>(block.tokens.size());
-  h.has_state = with_state ? 1 : 0;
+  h.flags = (with_state ? kHasState : 0) | (with_hidden ? kHasHidden : 0);
   h.kv_floats = block.kv.size();
   h.state_floats = block.state.size();
   h.record_bytes = total;
@@ -77,6 +81,8 @@ void tier_record_encode(const TierShape& shape, const TierBlock& block, std::vec
   std::memcpy(p, block.kv.data(), block.kv.size_bytes());
   p += block.kv.size_bytes();
   if (with_state) std::memcpy(p, block.state.data(), block.state.size_bytes());
+  p += block.state.size_bytes();
+  if (with_hidden) std::memcpy(p, block.hidden.data(), block.hidden.size_bytes());
   if (seal) tier_record_seal(out);
 }
 
@@ -98,14 +104,24 @@ RecordCheck tier_record_check(const TierShape& shape, std::span<const char> byte
   uint64_t sum;
   std::memcpy(&sum, bytes.data() + bytes.size() - kChecksumBytes, kChecksumBytes);
   if (XXH3_64bits(bytes.data(), bytes.size() - kChecksumBytes) != sum) return RecordCheck::corrupt;
-  // A whole record from another model, another block shape or filed under the wrong name.
-  const bool with_state = h.has_state == 1;
+  // A whole record from another model, another block shape or filed under the wrong name. The
+  // hidden rows are what is left between the state and the checksum: a reader that wants them
+  // knows their size (same fingerprint, same model), one that wants none skips them.
+  const bool with_state = (h.flags & kHasState) != 0, with_hidden = (h.flags & kHasHidden) != 0;
+  const int64_t base = tier_record_bytes(shape, with_state);
+  const auto hidden_bytes = static_cast<int64_t>(bytes.size()) - base;
+  const bool hidden_ok =
+      !with_hidden ? hidden_bytes == 0
+      : shape.hidden_floats > 0
+          ? hidden_bytes == shape.hidden_floats * static_cast<int64_t>(sizeof(float))
+          : hidden_bytes > 0 && hidden_bytes % static_cast<int64_t>(sizeof(float)) == 0;
   if (h.fingerprint_len != shape.fingerprint.size() ||
       std::memcmp(h.fingerprint, shape.fingerprint.data(), shape.fingerprint.size()) != 0 ||
       h.n_tokens != static_cast<uint64_t>(shape.block_size) ||
-      h.kv_floats != static_cast<uint64_t>(shape.block_floats) || h.has_state > 1 ||
+      h.kv_floats != static_cast<uint64_t>(shape.block_floats) ||
+      h.flags > (kHasState | kHasHidden) ||
       h.state_floats != (with_state ? static_cast<uint64_t>(shape.state_floats) : 0) ||
-      static_cast<int64_t>(bytes.size()) != tier_record_bytes(shape, with_state) || h.key != key)
+      !hidden_ok || h.key != key)
     return RecordCheck::corrupt;
   const char* p = bytes.data() + sizeof h;
   if (h.parent_key != parent_key || tokens.size() != h.n_tokens ||
@@ -119,6 +135,10 @@ RecordCheck tier_record_check(const TierShape& shape, std::span<const char> byte
   block.kv = {reinterpret_cast<const float*>(p), h.kv_floats};
   p += h.kv_floats * sizeof(float);
   block.state = {reinterpret_cast<const float*>(p), h.state_floats};
+  p += h.state_floats * sizeof(float);
+  block.hidden = {};
+  if (with_hidden && shape.hidden_floats > 0)
+    block.hidden = {reinterpret_cast<const float*>(p), static_cast<size_t>(shape.hidden_floats)};
   block.checkpoint = with_state;
   return RecordCheck::ok;
 }

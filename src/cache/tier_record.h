@@ -4,8 +4,9 @@
 // gives the byte layout).
 //
 // A record holds full block i of a chain: its chain key and its parent's (the chain starts at
-// the salt key, so the salt is part of every address), its tokens, its KV floats and, when the
-// block carries a checkpoint, the recurrent state after its last token. Readers check the
+// the salt key, so the salt is part of every address), its tokens, its KV floats, when the
+// block carries a checkpoint the recurrent state after its last token and, when the writer kept
+// them (an MTP drafter: cache/block_hidden.h), the trunk's hidden rows. Readers check the
 // checksum, the fingerprint and the shape, then the key, parent key and tokens they expected:
 // the same tests the memory cache applies on a hit.
 #pragma once
@@ -23,6 +24,9 @@ struct TierShape {
   int64_t block_size = 0;    // tokens per block
   int64_t block_floats = 0;  // KV floats per block
   int64_t state_floats = 0;  // floats per checkpoint
+  // [block_size][n_embd] hidden rows the writer puts in records and the reader takes from them
+  // (0: none written; records that carry some are read, their rows ignored).
+  int64_t hidden_floats = 0;
 };
 
 // A block as views: into the cache's slots when offered, into a record when read back.
@@ -33,6 +37,9 @@ struct TierBlock {
   std::span<const float> kv;        // [block_floats]
   std::span<const float> state;     // [state_floats] when checkpoint (empty for a stateless model)
   bool checkpoint = false;          // the block carries the state after its last token
+  // [hidden_floats] the trunk's hidden rows of its positions; empty: absent (a record written
+  // without them, or read by a shape that wants none).
+  std::span<const float> hidden;
 };
 
 enum class RecordCheck {
@@ -43,8 +50,8 @@ enum class RecordCheck {
 
 // "%016x" of the key: the name a record is filed under in every tier.
 std::string tier_key_hex(uint64_t key);
-// Bytes of a record of this shape, with or without state.
-int64_t tier_record_bytes(const TierShape& shape, bool with_state);
+// Bytes of a record of this shape, with or without state and hidden rows.
+int64_t tier_record_bytes(const TierShape& shape, bool with_state, bool with_hidden = false);
 // Writes the record of `block` into out (resized; capacity kept between calls). seal = false
 // leaves the checksum to tier_record_seal(), so that a caller can hash on another thread.
 void tier_record_encode(const TierShape& shape, const TierBlock& block, std::vector<char>& out,

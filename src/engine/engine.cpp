@@ -8,6 +8,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "cache/block_hidden.h"
 #include "cache/lower_tiers.h"
 #include "cache/prefix_cache.h"
 #include "cache/tier_bridge.h"
@@ -25,10 +26,21 @@ namespace invar {
 
 namespace {
 
-CacheConfig cache_config(const Model& m, const EngineConfig& c) {
+// The trunk's hidden rows kept with each block (cache/block_hidden.h): only for a drafter that
+// reads them, and only with a prefix cache that could serve them back.
+BlockHidden block_hidden(const Model& m, const EngineConfig& c, const Drafter* d) {
+  BlockHidden h;
+  h.kv_floats = m.kv_block_floats(c.block_size);
+  h.block_size = c.block_size;
+  h.n_embd = c.prefix_cache && d && d->wants_hidden() ? m.hparams().n_embd : 0;
+  return h;
+}
+
+CacheConfig cache_config(const Model& m, const EngineConfig& c, const BlockHidden& h) {
   CacheConfig cc;
   cc.block_size = c.block_size;
   cc.block_floats = m.kv_block_floats(c.block_size);
+  cc.hidden_floats = h.floats();
   cc.state_floats = m.state_floats();
   cc.checkpoint_every = c.checkpoint_every;
   cc.cache_bytes = c.cache_bytes;
@@ -47,13 +59,15 @@ SchedulerConfig scheduler_config(const Model& m, const EngineConfig& c) {
   return sc;
 }
 
-std::unique_ptr<LowerTiers> tiers_open(const Model& m, const EngineConfig& c) {
+std::unique_ptr<LowerTiers> tiers_open(const Model& m, const EngineConfig& c,
+                                       const BlockHidden& h) {
   if (!c.prefix_cache || !c.tiers.enabled()) return nullptr;
   TierShape shape;
   shape.fingerprint = c.fingerprint;
   shape.block_size = c.block_size;
   shape.block_floats = m.kv_block_floats(c.block_size);
   shape.state_floats = m.state_floats();
+  shape.hidden_floats = h.on() ? h.row_floats() : 0;
   return std::make_unique<LowerTiers>(c.tiers, shape);
 }
 
@@ -82,6 +96,7 @@ struct Engine::Impl {
 
   const Tokenizer* tokenizer;
   const EngineConfig cfg;
+  const BlockHidden hidden;  // the drafter's hidden rows kept with each block (off: none)
   RequestLimits limits;
   PrefixCache cache;
   std::unique_ptr<LowerTiers> tiers;  // null without lower tiers
@@ -122,15 +137,16 @@ struct Engine::Impl {
   Impl(const Model& m, const Tokenizer* t, EngineConfig c, std::unique_ptr<Drafter> drafter)
       : tokenizer(t),
         cfg(config_checked(c)),
-        cache(cache_config(m, cfg)),
-        tiers(tiers_open(m, cfg)),
+        hidden(block_hidden(m, cfg, drafter.get())),
+        cache(cache_config(m, cfg, hidden)),
+        tiers(tiers_open(m, cfg, hidden)),
         bridge(tiers ? std::make_unique<TierBridge>(cache, *tiers) : nullptr),
         sched(scheduler_config(m, cfg), cache),
         queue(cfg.max_queue),
         runner(m, cfg.max_batch_tokens, cfg.max_running, cfg.threads, cfg.block_size),
         post(t, m.hparams().n_vocab, context_limit(m.hparams(), cfg.n_ctx)),
         spec(std::move(drafter), cfg.draft, m.hparams().n_vocab,
-             context_limit(m.hparams(), cfg.n_ctx)) {
+             context_limit(m.hparams(), cfg.n_ctx), hidden) {
     runner.hidden_want(spec.on() && spec.drafter()->wants_hidden());
     limits.n_vocab = m.hparams().n_vocab;
     limits.n_ctx = context_limit(m.hparams(), cfg.n_ctx);

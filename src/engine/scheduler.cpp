@@ -277,6 +277,34 @@ void Scheduler::decode_plan(StepPlan& plan, int64_t& budget) {
   }
 }
 
+// Drafts cut where the sequence's blocks end run on into one more block when the step has
+// budget no one else took and the cache a block free without evicting (plain decoding may never
+// need it: the request can end first), so a rejected draft still never makes the cache evict or
+// preempt anything. The chunk stops short of that block's end, whose checkpoint would have to be
+// acquired; commit() gives the block back when no kept position reached it.
+void Scheduler::drafts_extend(StepPlan& plan) {
+  const int64_t bs = cfg_.block_size;
+  for (int64_t k = 0; k < plan.n_chunks && plan.n_tokens < cfg_.max_batch_tokens; ++k) {
+    ChunkPlan& c = plan.chunks[static_cast<size_t>(k)];
+    ScheduledSeq* s = c.seq;
+    const int64_t end = static_cast<int64_t>(s->blocks.size()) * bs;
+    const int64_t want = std::min(static_cast<int64_t>(s->drafts.size()) - c.n_draft,
+                                  cfg_.max_batch_tokens - plan.n_tokens);
+    if (c.n_tokens != c.n_draft + 1 || c.pos0 + c.n_tokens != end || want <= 0 ||
+        s->remaining() != 1 || bs < 2)
+      continue;
+    const int32_t b = cache_.block_acquire_spare();
+    if (b < 0) return;
+    s->blocks.push_back(b);
+    s->block_ptrs.push_back(cache_.block_data(b));
+    const int64_t n = std::min(want, bs - 1);
+    c.n_tokens += n;
+    c.n_draft += n;
+    c.n_kept = c.n_tokens;
+    plan.n_tokens += n;
+  }
+}
+
 // Admission: units below their share first; among them the client with the fewest running
 // sequences, then the client admitted least recently (round-robin), then within the client by
 // priority, then the unit with the fewest running, then arrival. Units at or above their share
@@ -380,7 +408,10 @@ void Scheduler::schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused) {
     decode_plan(plan, budget);
     admission_plan(plan, budget, refused);
     prefill_plan(plan, budget);
-    if (plan.n_chunks > 0 || running_.empty()) break;
+    if (plan.n_chunks > 0 || running_.empty()) {
+      drafts_extend(plan);
+      break;
+    }
     // Nothing could run: every running sequence waits for blocks another holds.
     INVAR_CHECK(round <= cfg_.max_running + 1, "scheduler made no progress");
     preempt(running_.back());
@@ -414,6 +445,15 @@ void Scheduler::commit(const StepPlan& plan) {
                   "a checkpoint did not land on a committed block");
       cache_.checkpoint_release(c.checkpoint_ids[ci]);  // it holds a state after a rejected draft
     }
+    // A block drafts_extend() took that no kept position reached goes back: the sequence holds
+    // what plain decoding would.
+    if (c.n_draft > 0)
+      while (static_cast<int64_t>(s->blocks.size()) * bs > s->n_done + bs - 1 &&
+             !s->blocks.empty()) {
+        cache_.block_release(s->blocks.back());
+        s->blocks.pop_back();
+        s->block_ptrs.pop_back();
+      }
     // Its prompt is in the cache now: the unit's other choices may look it up.
     Unit& u = unit_of(s);
     if (u.leader == s && s->n_done >= s->n_prompt) u.leader = nullptr;

@@ -8,7 +8,9 @@
 // released, recomputed later — mostly from the cache it just filled).
 // Chunks may end anywhere: every block boundary a chunk crosses gets a checkpoint slot (N5).
 // A decode chunk may carry drafts (speculative decoding): the last token and up to the drafts
-// that fit, all verified at once; only the positions the engine keeps are committed.
+// that fit, all verified at once; only the positions the engine keeps are committed. Drafts
+// cross into the next block only when the step has budget left and the cache has a free block
+// (never an eviction); an unused one goes back at commit.
 //
 // Fairness (fair_share.h): sequences come in units — the n choices of one request — each of one
 // client. A step computes at most its share of each unit's sequences (the least recently
@@ -124,6 +126,7 @@ class Scheduler {
   void fair_preempt();
   void running_select();
   void decode_plan(StepPlan& plan, int64_t& budget);
+  void drafts_extend(StepPlan& plan);
   void admission_plan(StepPlan& plan, int64_t budget, std::vector<ScheduledSeq*>& refused);
   void prefill_plan(StepPlan& plan, int64_t& budget);
 

@@ -26,6 +26,9 @@ struct Sequence : ScheduledSeq {
   // Speculative decoding: the drafter's state for this request, and drafts run / kept.
   std::unique_ptr<DraftSeq> draft_state;
   int64_t n_drafted = 0, n_accepted = 0;
+  // The drafter has seen the hidden rows of positions < this (computed or restored from the
+  // blocks of a cache hit; survives preemption: recomputed rows have the same bits).
+  int64_t hidden_observed = 0;
   // Structured output: the grammar's state over the generated tokens (null: unconstrained).
   std::unique_ptr<SeqConstraint> constraint;
 

@@ -148,7 +148,7 @@ TEST(TierRecord, ChecksCatchEveryDamage) {
   const TierShape shape = shape_make();
   std::vector<int32_t> tokens = {1, 2, 3, 4};
   std::vector<float> kv(kBlockFloats, 1.5f), state(kStateFloats, -2.0f);
-  TierBlock b{42, 7, tokens, kv, state, true};
+  TierBlock b{42, 7, tokens, kv, state, true, {}};
   std::vector<char> rec;
   tier_record_encode(shape, b, rec);
   ASSERT_EQ(static_cast<int64_t>(rec.size()), tier_record_bytes(shape, true));
@@ -172,9 +172,43 @@ TEST(TierRecord, ChecksCatchEveryDamage) {
   EXPECT_EQ(tier_record_check(shape, rec, 42, 8, tokens, got), RecordCheck::mismatch);
   std::vector<int32_t> other_tokens = {1, 2, 3, 5};
   EXPECT_EQ(tier_record_check(shape, rec, 42, 7, other_tokens, got), RecordCheck::mismatch);
-  TierBlock no_state{42, 7, tokens, kv, {}, false};
+  TierBlock no_state{42, 7, tokens, kv, {}, false, {}};
   tier_record_encode(shape, no_state, rec);
   ASSERT_EQ(tier_record_check(shape, rec, 42, 7, tokens, got), RecordCheck::ok);
+  EXPECT_FALSE(got.checkpoint);
+}
+
+// A drafter's hidden rows ride after the state: a reader that wants them gets them, or an empty
+// view from a record written without them; a reader that wants none skips them; rows of
+// another size are foreign.
+TEST(TierRecord, HiddenRowsAreOptional) {
+  TierShape with = shape_make();
+  with.hidden_floats = kBs * 3;
+  const TierShape without = shape_make();
+  std::vector<int32_t> tokens = {1, 2, 3, 4};
+  std::vector<float> kv(kBlockFloats, 1.5f), state(kStateFloats, -2.0f), hidden(kBs * 3, 0.25f);
+  TierBlock b{42, 7, tokens, kv, state, true, hidden};
+  std::vector<char> rec;
+  tier_record_encode(with, b, rec);
+  ASSERT_EQ(static_cast<int64_t>(rec.size()), tier_record_bytes(with, true, true));
+  TierBlock got;
+  ASSERT_EQ(tier_record_check(with, rec, 42, 7, tokens, got), RecordCheck::ok);
+  ASSERT_EQ(got.hidden.size(), hidden.size());
+  EXPECT_EQ(std::memcmp(got.hidden.data(), hidden.data(), hidden.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(got.state.data(), state.data(), state.size() * 4), 0);
+  ASSERT_EQ(tier_record_check(without, rec, 42, 7, tokens, got), RecordCheck::ok);
+  EXPECT_TRUE(got.hidden.empty());
+  EXPECT_EQ(std::memcmp(got.kv.data(), kv.data(), kv.size() * 4), 0);
+  TierShape other = with;
+  other.hidden_floats = kBs * 2;
+  EXPECT_EQ(tier_record_check(other, rec, 42, 7, tokens, got), RecordCheck::corrupt);
+  for (size_t len : {rec.size() - 4, rec.size() - 12})  // truncated rows
+    EXPECT_EQ(tier_record_check(with, std::span(rec.data(), len), 42, 7, tokens, got),
+              RecordCheck::corrupt);
+  TierBlock plain{42, 7, tokens, kv, {}, false, {}};
+  tier_record_encode(without, plain, rec);
+  ASSERT_EQ(tier_record_check(with, rec, 42, 7, tokens, got), RecordCheck::ok);
+  EXPECT_TRUE(got.hidden.empty()) << "a record without rows says so";
   EXPECT_FALSE(got.checkpoint);
 }
 
@@ -199,7 +233,7 @@ TEST(TierDisk, BudgetLruRestartAndStaleTemporaries) {
   {
     DiskTier d({dir, 5 * rec_bytes, shape.fingerprint, 0});
     for (uint64_t k = 1; k <= 10; ++k) {
-      tier_record_encode(shape, TierBlock{k, 0, tokens, kv, state, true}, rec);
+      tier_record_encode(shape, TierBlock{k, 0, tokens, kv, state, true, {}}, rec);
       EXPECT_EQ(d.put(k, rec), TierPut::written);
       if (k == 9) {
         EXPECT_EQ(d.get(5, back), TierGet::found);  // 5, the oldest, becomes the newest
@@ -475,7 +509,7 @@ TEST(TierDisk, SharedDirectoryWritersAndReaders) {
     for (uint64_t k = 1; k <= kKeys; ++k) {
       std::vector<int32_t> tokens(kBs, static_cast<int32_t>(k));
       std::vector<float> kv(kBlockFloats, static_cast<float>(k)), st(kStateFloats, 1.0f);
-      tier_record_encode(shape, TierBlock{k, 0, tokens, kv, st, true}, rec);
+      tier_record_encode(shape, TierBlock{k, 0, tokens, kv, st, true, {}}, rec);
       EXPECT_NE(d.put(k, rec), TierPut::failed);
     }
   };

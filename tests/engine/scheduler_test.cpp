@@ -257,6 +257,34 @@ TEST(Scheduler, RefusesWhatCanNeverFit) {
   EXPECT_FALSE(h.sched->has_work());
 }
 
+// Drafts run on into the next block only from room the cache has free: the block goes back at
+// commit when no kept position reached it, and a cache with no free room (which would have to
+// evict) cuts them at the block's end as before.
+TEST(Scheduler, DraftsCrossABlockOnlyFromFreeRoom) {
+  for (bool room : {true, false}) {
+    Harness h(4, room ? 16 : 2, 1, 64);
+    std::mt19937 rng(5);
+    TestSeq* s = h.add(doc_tokens(7, 2), 10);
+    h.step(rng, 64);  // the prompt: positions 0..6, blocks 0 and 1
+    ASSERT_EQ(s->remaining(), 1);
+    s->drafts = {1, 2, 3, 4, 5};
+    h.sched->schedule(h.plan, h.refused);
+    ASSERT_EQ(h.plan.n_chunks, 1);
+    ChunkPlan& c = h.plan.chunks[0];
+    const int64_t evicted = h.cache->stats().evicted_blocks;
+    EXPECT_EQ(c.n_tokens, room ? 4 : 1) << "position 7, then drafts up to before position 11";
+    EXPECT_EQ(c.n_draft, c.n_tokens - 1);
+    EXPECT_EQ(static_cast<int64_t>(s->blocks.size()), room ? 3 : 2);
+    c.n_kept = 1;  // every draft rejected
+    h.sched->commit(h.plan);
+    EXPECT_EQ(s->n_done, 8);
+    EXPECT_EQ(static_cast<int64_t>(s->blocks.size()), 2) << "the unused block went back";
+    EXPECT_EQ(h.cache->stats().blocks_referenced, 2);
+    EXPECT_EQ(h.cache->stats().evicted_blocks, evicted);
+    h.cache->check_invariants();
+  }
+}
+
 TEST(FairShare, WaterFillingBoundedByTheRatio) {
   // Alone, a request takes every seat; beside equals, an equal part.
   std::vector<FairUnit> alone = {{1, 128, 0}};

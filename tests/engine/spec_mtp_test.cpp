@@ -59,7 +59,7 @@ struct Totals {
 class SpecMtp : public ::testing::TestWithParam<Arch> {};
 
 // Each spec request runs twice in one engine: cold, then warm from the blocks the first wrote
-// (the MTP head then has no trunk hidden rows for the cached positions).
+// (the MTP head then reads the trunk's hidden rows of the cached positions from the blocks).
 TEST_P(SpecMtp, EqualsPlainDecoding) {
   const Model& m = mtp_model(GetParam());
   ASSERT_TRUE(m.has_mtp());
@@ -124,11 +124,7 @@ TEST_P(SpecMtp, BatchedWithOthers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, SpecMtp,
-                         ::testing::Values(Arch::qwen3next, Arch::qwen35, Arch::qwen35moe),
-                         [](const auto& info) { return std::string(arch_name(info.param)); });
-
-// The MTP drafter, recording the hidden rows the engine hands it.
+// The MTP drafter, recording the hidden rows the engine hands it and every proposal it makes.
 class RecordingDrafter : public Drafter {
  public:
   explicit RecordingDrafter(const Model& m) : inner_(m), n_embd_(m.hparams().n_embd) {}
@@ -137,18 +133,136 @@ class RecordingDrafter : public Drafter {
   std::unique_ptr<DraftSeq> seq_make(std::span<const int32_t> prompt) override {
     return inner_.seq_make(prompt);
   }
-  void propose(std::span<DraftJob> jobs, ThreadPool& pool) override { inner_.propose(jobs, pool); }
+  void propose(std::span<DraftJob> jobs, ThreadPool& pool) override {
+    inner_.propose(jobs, pool);
+    for (const DraftJob& j : jobs) proposals.push_back(*j.out);
+  }
   void hidden_observe(DraftSeq& seq, int64_t pos0, int64_t n, const float* hidden) override {
     for (int64_t i = 0; i < n; ++i)
       rows[pos0 + i].assign(hidden + i * n_embd_, hidden + (i + 1) * n_embd_);
     inner_.hidden_observe(seq, pos0, n, hidden);
   }
-  std::map<int64_t, std::vector<float>> rows;  // position → the last row observed there
+  std::map<int64_t, std::vector<float>> rows;   // position → the last row observed there
+  std::vector<std::vector<int32_t>> proposals;  // every job's drafts, in order
 
  private:
   MtpDrafter inner_;
   int64_t n_embd_;
 };
+
+// One request's run and what its drafter saw and proposed.
+struct Recorded {
+  Outcome out;
+  std::map<int64_t, std::vector<float>> rows;
+  std::vector<std::vector<int32_t>> proposals;
+};
+
+// The requests one after another in one engine (warming its cache, and its lower tiers when
+// cfg has some); what the last one got.
+Recorded run_recorded(const Model& m, const EngineConfig& cfg,
+                      const std::vector<GenerationRequest>& reqs) {
+  auto drafter = std::make_unique<RecordingDrafter>(m);
+  RecordingDrafter* rec = drafter.get();
+  Engine engine(m, nullptr, cfg, std::move(drafter));
+  Collector col;
+  Recorded r;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    rec->rows.clear();
+    rec->proposals.clear();
+    engine.submit(reqs[i], col.sink(i));
+    col.wait(i + 1);
+    r.out = col.take(i);
+  }
+  r.rows = std::move(rec->rows);
+  r.proposals = std::move(rec->proposals);
+  return r;
+}
+
+// Warm drafts as cold: the drafter observed the same hidden row bits at every position (those
+// served from the cache included), proposed the same drafts and had the same ones accepted.
+void expect_same_drafting(const Recorded& cold, const Recorded& warm, const std::string& what) {
+  EXPECT_EQ(warm.out.drafted, cold.out.drafted) << what;
+  EXPECT_EQ(warm.out.accepted, cold.out.accepted) << what;
+  EXPECT_EQ(warm.proposals, cold.proposals) << what << ": other drafts";
+  ASSERT_EQ(warm.rows.size(), cold.rows.size()) << what << ": positions observed";
+  for (const auto& [p, row] : cold.rows) {
+    const auto it = warm.rows.find(p);
+    ASSERT_TRUE(it != warm.rows.end()) << what << ": position " << p << " never observed";
+    EXPECT_EQ(0, std::memcmp(it->second.data(), row.data(), row.size() * sizeof(float)))
+        << what << ": hidden row of position " << p << " differs";
+  }
+}
+
+// Many questions over one document: a request after a full hit (itself again) and after a
+// partial one (another question over the same document) drafts exactly as it does cold.
+TEST_P(SpecMtp, WarmDraftsAsCold) {
+  const Model& m = mtp_model(GetParam());
+  const int64_t V = m.hparams().n_vocab;
+  std::mt19937 rng(31);
+  const auto doc = tokens_random(rng, 29, V);
+  const auto a = concat(doc, tokens_random(rng, 5, V)), b = concat(doc, tokens_random(rng, 5, V));
+  for (bool sampled : {false, true}) {
+    const GenerationRequest req_a = request_of(a, sampled, 3), req_b = request_of(b, sampled, 4);
+    const std::string what =
+        std::string(arch_name(GetParam())) + (sampled ? " sampled" : " greedy");
+    const Outcome plain = run_sequential(m, config_of("none", 1, 1), {req_b})[0];
+    const EngineConfig cfg = config_of("mtp", 4, 2);
+    const Recorded cold = run_recorded(m, cfg, {req_b});
+    const Recorded full = run_recorded(m, cfg, {req_b, req_b});
+    const Recorded partial = run_recorded(m, cfg, {req_a, req_b});
+    const auto n = int64_t(b.size());
+    expect_same_bits(plain, cold.out, n, what + " cold");
+    expect_same_bits(plain, full.out, n, what + " full hit");
+    expect_same_bits(plain, partial.out, n, what + " partial hit");
+    EXPECT_EQ(cold.out.cached_tokens, 0) << what;
+    EXPECT_EQ(full.out.cached_tokens, 32) << what << ": every full block of the prompt";
+    EXPECT_EQ(partial.out.cached_tokens, 24) << what << ": the document's full blocks";
+    EXPECT_GT(cold.out.accepted, 0) << what;
+    EXPECT_GT(cold.out.drafted, cold.out.accepted) << what;
+    expect_same_drafting(cold, full, what + " full hit");
+    expect_same_drafting(cold, partial, what + " partial hit");
+  }
+}
+
+// The hidden rows travel through the disk tier with the blocks: a restart drafts as cold. A
+// record written without them (a server without MTP) restores the KV and the drafter reads
+// zeros for those positions: other drafts maybe, never another bit of the answer.
+TEST_P(SpecMtp, DiskTierCarriesTheHiddenRows) {
+  const Model& m = mtp_model(GetParam());
+  const int64_t V = m.hparams().n_vocab, E = m.hparams().n_embd;
+  std::mt19937 rng(37);
+  const auto prompt = tokens_random(rng, 35, V);
+  const GenerationRequest req = request_of(prompt, false, 0);
+  const std::string arch = std::string(arch_name(GetParam()));
+  const std::string dir = std::string(INVAR_BINARY_DIR) + "/tests/engine/spec-mtp-tier-" + arch;
+  auto tiered = [&](const std::string& spec, const std::string& sub) {
+    EngineConfig c = config_of(spec, 4, 2);
+    c.tiers.cache_dir = dir + "/" + sub;
+    c.fingerprint = "fp_spec_mtp_" + arch;
+    return c;
+  };
+  std::filesystem::remove_all(dir);
+  const Outcome plain = run_sequential(m, config_of("none", 1, 1), {req})[0];
+  const Recorded cold = run_recorded(m, tiered("mtp", "with"), {req});
+  const Recorded restarted = run_recorded(m, tiered("mtp", "with"), {req});
+  const auto n = int64_t(prompt.size());
+  expect_same_bits(plain, restarted.out, n, arch + " restored from disk");
+  EXPECT_EQ(cold.out.cached_tokens, 0) << arch;
+  EXPECT_EQ(restarted.out.cached_tokens, 32) << arch << ": the blocks came from the disk";
+  expect_same_drafting(cold, restarted, arch + " restored from disk");
+
+  run_sequential(m, tiered("none", "without"), {req});
+  const Recorded absent = run_recorded(m, tiered("mtp", "without"), {req});
+  expect_same_bits(plain, absent.out, n, arch + " restored without hidden rows");
+  EXPECT_EQ(absent.out.cached_tokens, 32) << arch;
+  ASSERT_TRUE(absent.rows.count(0));
+  EXPECT_EQ(absent.rows.at(0), std::vector<float>(size_t(E), 0.0f)) << arch;
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, SpecMtp,
+                         ::testing::Values(Arch::qwen3next, Arch::qwen35, Arch::qwen35moe),
+                         [](const auto& info) { return std::string(arch_name(info.param)); });
 
 // The drafter sees the trunk's hidden row of every position the request computed, once each
 // verification settles, with the bits Model::forward gives for the whole sequence at once.
