@@ -43,7 +43,7 @@ struct Block {
   uint64_t key;
   std::vector<int32_t> tokens;
   std::vector<float> kv, state;
-  TierBlock view() const { return TierBlock{key, 0, tokens, kv, state, true}; }
+  TierBlock view() const { return TierBlock{key, 0, tokens, kv, state, true, {}}; }
 };
 
 Block block_make(uint64_t i) {
