@@ -34,6 +34,7 @@ namespace {
 struct IqLattice {
   int dims = 0;
   std::vector<float> levels;     // distinct coordinate values, increasing
+  std::vector<float> mids;       // midpoints between consecutive levels
   std::vector<float> points;     // [n][dims] coordinate values of each grid entry
   std::vector<int> index_of;     // [levels^dims] grid index of a lattice point, −1 off the grid
   std::vector<uint32_t> nb_off;  // [levels^dims + 1] range of the point's neighbours in nb
@@ -59,6 +60,8 @@ IqLattice lattice_make(const T* table, int n, int dims, bool is_signed) {
     }
   std::sort(g.levels.begin(), g.levels.end());
   const int L = int(g.levels.size());
+  for (int k = 0; k + 1 < L; ++k)
+    g.mids.push_back(0.5f * (g.levels[size_t(k)] + g.levels[size_t(k) + 1]));
   int size = 1;
   for (int j = 0; j < dims; ++j) size *= L;
   g.index_of.assign(size_t(size), -1);
@@ -105,16 +108,9 @@ int lattice_nearest(const IqLattice& g, const float* t) {
   const int L = int(g.levels.size());
   int code = 0;
   for (int j = g.dims - 1; j >= 0; --j) {
-    int best = 0;
-    float e = std::fabs(t[j] - g.levels[0]);
-    for (int k = 1; k < L; ++k) {
-      const float ek = std::fabs(t[j] - g.levels[size_t(k)]);
-      if (ek < e) {
-        e = ek;
-        best = k;
-      }
-    }
-    code = code * L + best;
+    int nearest_level = 0;  // the count of midpoints below t[j] (a tie takes the lower level)
+    for (float m : g.mids) nearest_level += t[j] > m;
+    code = code * L + nearest_level;
   }
   if (g.index_of[size_t(code)] >= 0) return g.index_of[size_t(code)];
   int best = -1;
