@@ -127,10 +127,13 @@ Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
       ->capture_default_str();
   s->add_option("--type", o->type,
                 "weights: a llama-quantize preset (q4_k_m | q5_k_m | q6_k | q8_0 | iq4_xs | "
-                "q3_k_m | q2_k | q4_0: per-tensor types as llama-quantize picks them), or one "
-                "type for every matrix (f32 | f16 | bf16 | q4_0 | q4_1 | q5_0 | q5_1 | q8_0 | "
-                "q2_k | q3_k | q4_k | q5_k | q6_k | iq4_nl | iq4_xs; a name that is also a preset "
-                "means the preset). Norms, ssm_a, dt bias, conv and routers stay f32")
+                "q3_k_m | q2_k | q4_0 | iq3_m | iq3_s | iq3_xxs | iq2_m | iq2_s | iq2_xs | "
+                "iq2_xxs | iq1_m | iq1_s | tq2_0 | tq1_0 | mxfp4_moe: per-tensor types as "
+                "llama-quantize picks them without an importance matrix), or one type for every "
+                "matrix (f32 | f16 | bf16 | q4_0 | q4_1 | q5_0 | q5_1 | q8_0 | q2_k | q3_k | q4_k "
+                "| q5_k | q6_k | iq4_nl | iq4_xs | iq3_xxs | iq3_s | iq2_xxs | iq2_xs | iq1_s | "
+                "iq1_m | tq1_0 | tq2_0 | mxfp4; a name that is also a preset means the preset). "
+                "Norms, ssm_a, dt bias, conv and routers stay f32")
       ->capture_default_str();
   s->add_option("--vocab", o->vocab,
                 "vocabulary: a tokenizer.json, or a .gguf whose tokenizer.* keys are copied")

@@ -1,5 +1,6 @@
 // Quantisers of the legacy types (Q4_0 … Q8_0), IQ4_NL and IQ4_XS, and the dispatch over all
-// types. The K-quants are in quantize_k.cpp. Codes are always computed from the scale as the file
+// types. The K-quants are in quantize_k.cpp, the IQ1 / IQ2 / IQ3 types in quantize_iq.cpp, TQ1_0,
+// TQ2_0 and MXFP4 in quantize_ternary.cpp. Codes are always computed from the scale as the file
 // will store it (F16-rounded), so dequantisation reproduces the fit that was chosen.
 #include "core/quantize.h"
 
@@ -18,6 +19,18 @@ void quantize_q3_k(const float* x, BlockQ3_K& b);
 void quantize_q4_k(const float* x, BlockQ4_K& b);
 void quantize_q5_k(const float* x, BlockQ5_K& b);
 void quantize_q6_k(const float* x, BlockQ6_K& b);
+// quantize_iq.cpp
+void quantize_iq2_xxs(const float* x, BlockIQ2_XXS& b);
+void quantize_iq2_xs(const float* x, BlockIQ2_XS& b);
+void quantize_iq2_s(const float* x, BlockIQ2_S& b);
+void quantize_iq3_xxs(const float* x, BlockIQ3_XXS& b);
+void quantize_iq3_s(const float* x, BlockIQ3_S& b);
+void quantize_iq1_s(const float* x, BlockIQ1_S& b);
+void quantize_iq1_m(const float* x, BlockIQ1_M& b);
+// quantize_ternary.cpp
+void quantize_tq1_0(const float* x, BlockTQ1_0& b);
+void quantize_tq2_0(const float* x, BlockTQ2_0& b);
+void quantize_mxfp4(const float* x, BlockMXFP4& b);
 
 namespace {
 
@@ -224,35 +237,34 @@ void quantize_row(DType t, const float* x, void* dst_v, int64_t n) {
       return blocks<BlockIQ4_NL, quantize_iq4_nl>(x, dst, n, bs);
     case DType::IQ4_XS:
       return blocks<BlockIQ4_XS, quantize_iq4_xs>(x, dst, n, bs);
-    default:
-      break;
+    case DType::IQ2_XXS:
+      return blocks<BlockIQ2_XXS, quantize_iq2_xxs>(x, dst, n, bs);
+    case DType::IQ2_XS:
+      return blocks<BlockIQ2_XS, quantize_iq2_xs>(x, dst, n, bs);
+    case DType::IQ2_S:
+      return blocks<BlockIQ2_S, quantize_iq2_s>(x, dst, n, bs);
+    case DType::IQ3_XXS:
+      return blocks<BlockIQ3_XXS, quantize_iq3_xxs>(x, dst, n, bs);
+    case DType::IQ3_S:
+      return blocks<BlockIQ3_S, quantize_iq3_s>(x, dst, n, bs);
+    case DType::IQ1_S:
+      return blocks<BlockIQ1_S, quantize_iq1_s>(x, dst, n, bs);
+    case DType::IQ1_M:
+      return blocks<BlockIQ1_M, quantize_iq1_m>(x, dst, n, bs);
+    case DType::TQ1_0:
+      return blocks<BlockTQ1_0, quantize_tq1_0>(x, dst, n, bs);
+    case DType::TQ2_0:
+      return blocks<BlockTQ2_0, quantize_tq2_0>(x, dst, n, bs);
+    case DType::MXFP4:
+      return blocks<BlockMXFP4, quantize_mxfp4>(x, dst, n, bs);
   }
-  INVAR_CHECK(false, "quantize_row: no quantiser for " + std::string(dtype_name(t)));
+  INVAR_CHECK(false, "quantize_row: unknown dtype");
 }
 
 std::string quantize_supported_list() {
   std::string s;
-  for (DType t : kAllDTypes)
-    if (quantize_supported(t)) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
+  for (DType t : kAllDTypes) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
   return s;
-}
-
-bool quantize_supported(DType t) {
-  switch (t) {
-    case DType::IQ2_XXS:
-    case DType::IQ2_XS:
-    case DType::IQ2_S:
-    case DType::IQ3_XXS:
-    case DType::IQ3_S:
-    case DType::IQ1_S:
-    case DType::IQ1_M:
-    case DType::TQ1_0:
-    case DType::TQ2_0:
-    case DType::MXFP4:
-      return false;
-    default:
-      return true;
-  }
 }
 
 }  // namespace invar

@@ -1,7 +1,8 @@
 // Quantisers for every weight type: F32 rows to ggml's block layouts (core/quant_blocks.h), so
-// invar can write the files users download. Round-to-nearest with a least-squares scale/min fit per
-// (sub-)block; not llama-quantize's search (no importance matrix), so the bits differ from
-// llama-quantize's, but dequant_row() of the result is what any GGUF reader computes.
+// invar can write the files users download. Round-to-nearest (the lattice types: nearest grid
+// point) with a least-squares scale/min fit per (sub-)block; not llama-quantize's search (no
+// importance matrix), so the bits differ from llama-quantize's, but dequant_row() of the result is
+// what any GGUF reader computes.
 #pragma once
 
 #include <cstdint>
@@ -14,10 +15,7 @@ namespace invar {
 // dst (dtype_row_bytes(t, n) bytes) = src[0..n) in type t. n must be a multiple of
 // dtype_block_size(t). Non-finite inputs are not supported (the caller's weights are finite).
 void quantize_row(DType t, const float* src, void* dst, int64_t n);
-// True for the types quantize_row can write (every type but the IQ1 / IQ2 / IQ3 / TQ types and
-// MXFP4, which invar reads and computes with but does not yet write).
-bool quantize_supported(DType t);
-// "f32, f16, q4_0, ..." (the types quantize_row writes), for error messages.
+// "f32, f16, q4_0, ..." (the types quantize_row writes: every type), for error messages.
 std::string quantize_supported_list();
 
 }  // namespace invar

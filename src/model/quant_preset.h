@@ -21,9 +21,11 @@ struct QuantScheme {
   uint32_t file_type = 0;   // general.file_type (llama_ftype)
 };
 
-// "q4_k_m", "q5_k_m", "q6_k", "q8_0", "iq4_xs", "q3_k_m", "q2_k", "q4_0" are presets; any other
-// type name (f32, f16, bf16, q4_1, q5_0, q5_1, q3_k, q4_k, q5_k, iq4_nl) is pure. nullopt if
-// neither.
+// "q4_k_m", "q5_k_m", "q6_k", "q8_0", "iq4_xs", "q3_k_m", "q2_k", "q4_0", "iq3_m", "iq3_s",
+// "iq3_xxs", "iq2_m", "iq2_s", "iq2_xs", "iq2_xxs", "iq1_m", "iq1_s", "tq2_0", "tq1_0" and
+// "mxfp4_moe" are presets (llama-quantize's names: its IQ2_S is mostly iq2_xs, IQ2_M mostly
+// iq2_s); any other type name (f32, f16, bf16, q4_1, q5_0, q5_1, q3_k, q4_k, q5_k, iq4_nl, mxfp4)
+// is pure. nullopt if neither.
 std::optional<QuantScheme> quant_scheme_parse(std::string_view s);
 // Every matrix of type t.
 QuantScheme quant_scheme_pure(DType t);
@@ -45,9 +47,9 @@ struct QuantTensor {
 };
 
 // The type of every tensor, in order. A row length that the chosen type cannot hold falls back as
-// llama-quantize does (q4_K → q5_0, q5_K → q5_1, q6_K → q8_0, q2_K/q3_K → q4_0, iq4_xs →
-// iq4_nl, then f16); a type without a fallback (q4_0, q8_0, ...) throws invar::Error naming the
-// tensor.
+// llama-quantize does (q4_K → q5_0, q5_K → q5_1, q6_K → q8_0, q2_K/q3_K/tq1_0/tq2_0 → q4_0,
+// iq1_*/iq2_*/iq3_*/iq4_xs → iq4_nl, then f16); a type without a fallback (q4_0, q8_0, mxfp4,
+// ...) throws invar::Error naming the tensor.
 std::vector<DType> quant_plan(const QuantScheme& s, const QuantModelInfo& m,
                               const std::vector<QuantTensor>& tensors);
 

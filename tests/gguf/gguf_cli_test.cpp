@@ -139,7 +139,9 @@ TEST(GgufCli, MakeModelRejectsBadFlags) {
   r = run("make-model --type q4_k_x --out " + test::temp_path("x.gguf"));
   EXPECT_TRUE(has(r.out,
                   "--type must be a llama-quantize preset (q4_k_m, q5_k_m, q6_k, q8_0, "
-                  "iq4_xs, q3_k_m, q2_k, q4_0) or a weight type (f32, f16, q4_0"))
+                  "iq4_xs, q3_k_m, q2_k, q4_0, iq3_m, iq3_s, iq3_xxs, iq2_m, iq2_s, iq2_xs, "
+                  "iq2_xxs, iq1_m, iq1_s, tq2_0, tq1_0, mxfp4_moe) or a weight type (f32, f16, "
+                  "q4_0"))
       << r.out;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "gguf_test_util.h"
+#include "model/quant_preset.h"
 
 namespace invar {
 namespace gguf_make_model_test {
@@ -249,6 +250,36 @@ TEST(MakeModel, ConfigErrorsNameTheFlag) {
               c.n_ff_exp = 1 << 20;
             }).find("the limit is 2^36"),
             std::string::npos);
+}
+
+// The rules that the tiny test models do not reach (tests/model/quant_model_test.cpp checks their
+// mixes): the IQ1 / IQ2 presets raise the first n_layer / 8 ffn_down tensors in llama-quant's
+// order (by layer number, then name: blk.2 before blk.10, ffn_down_exps before ffn_down_shexp,
+// whatever the file order), and MXFP4_MOE types only the 3-D expert tensors mxfp4.
+TEST(QuantPlan, RulesBeyondTheTestModels) {
+  QuantModelInfo m;
+  m.n_layer = 16;
+  m.n_expert = 8;
+  m.n_gqa = 4;
+  std::vector<QuantTensor> ts = {{"output.weight", {256, 1000}}};
+  for (int i = 15; i >= 0; --i) {
+    const std::string b = "blk." + std::to_string(i) + ".";
+    ts.push_back({b + "ffn_down_shexp.weight", {256, 256}});
+    ts.push_back({b + "ffn_down_exps.weight", {256, 256, 8}});
+  }
+  auto plan = [&](const char* preset) { return quant_plan(*quant_scheme_parse(preset), m, ts); };
+  const std::vector<DType> iq2 = plan("iq2_xxs"), iq2m = plan("iq2_m"), mx = plan("mxfp4_moe");
+  for (size_t i = 1; i < ts.size(); ++i) {
+    const bool first_two = ts[i].name.rfind("blk.0.", 0) == 0;  // blk.0's two come first
+    EXPECT_EQ(iq2[i], first_two ? DType::Q2_K : DType::IQ2_XXS) << ts[i].name;
+    EXPECT_EQ(iq2m[i], first_two ? DType::IQ3_S : DType::IQ2_S) << ts[i].name;
+    EXPECT_EQ(mx[i], ts[i].ne.size() == 3 ? DType::MXFP4 : DType::Q8_0) << ts[i].name;
+  }
+  EXPECT_EQ(iq2[0], DType::Q5_K);
+  EXPECT_EQ(mx[0], DType::Q8_0);
+  // m.n_layer = 16: n / 8 = 2 tensors; with 32 layers blk.1's pair is raised too.
+  m.n_layer = 32;
+  EXPECT_EQ(plan("iq1_s")[ts.size() - 3], DType::Q2_K);  // blk.1.ffn_down_exps
 }
 
 }  // namespace gguf_make_model_test

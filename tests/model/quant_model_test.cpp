@@ -101,6 +101,34 @@ TEST(QuantModel, PresetsMatchTheirDequantisedTwin) {
   for (const Case& k : cases) check_case(k);
 }
 
+TEST(QuantModel, LowBitPresetsMatchTheirDequantisedTwin) {
+  // The mixes follow llama_tensor_get_type_impl (llama.cpp master) by hand, in its branches
+  // without an importance matrix (llama-quantize itself refuses IQ1 / IQ2 / IQ3_XXS files
+  // without one): output q5_K (IQ1/IQ2/IQ3_XXS) or q6_K; token_embd q2_K (IQ1, IQ2_XXS/XS),
+  // iq3_s (IQ2_S/M, IQ3_XXS), q4_K (TQ); attn_v-like q4_K (IQ1/IQ2, IQ3 with n_gqa 4), q8_0 with 8
+  // experts (not IQ1/IQ2); attn_k q4_K (IQ1/IQ2) or q8_0 with 8 experts, else iq2_s for IQ3_XXS
+  // as attn_q; IQ3_M's ffn_down q4_K on layers 2, 3 (use_more_bits, 8 experts); attn_output q5_K
+  // with 8 experts, else iq2_xxs (IQ1), iq3_s (IQ2_S/M, IQ3_XXS), q4_K (IQ3_M); MXFP4_MOE: the
+  // expert tensors mxfp4, all else q8_0. Rows of 64 / 96 fall back: IQ types → iq4_nl, TQ →
+  // q4_0, q3_K → q4_0, q4_K → q5_0, q5_K → q5_1.
+  const Case cases[] = {
+      {"iq3_m", Arch::qwen3next, "f32:29 iq3_s:25 iq4_nl:4 q5_0:4 q5_1:2 q6_K:1 q8_0:6 "},
+      {"iq3_s", Arch::qwen35, "f32:21 iq3_s:21 iq4_nl:6 q4_K:4 q6_K:1 "},
+      {"iq3_xxs", Arch::qwen35moe,
+       "f32:29 iq2_s:2 iq3_s:1 iq3_xxs:24 q4_0:8 q5_1:2 q5_K:1 q8_0:6 "},
+      {"iq2_m", Arch::qwen3next, "f32:29 iq2_s:24 iq3_s:1 iq4_nl:8 q4_K:6 q5_1:2 q5_K:1 "},
+      {"iq2_s", Arch::qwen35, "f32:21 iq2_xs:20 iq3_s:1 iq4_nl:6 q4_K:4 q5_K:1 "},
+      {"iq2_xs", Arch::qwen35moe, "f32:29 iq2_xs:26 iq4_nl:8 q2_K:1 q4_K:6 q5_1:2 q5_K:1 "},
+      {"iq2_xxs", Arch::qwen3next, "f32:29 iq2_xxs:24 iq4_nl:8 q2_K:1 q4_K:6 q5_1:2 q5_K:1 "},
+      {"iq1_m", Arch::qwen35, "f32:21 iq1_m:20 iq4_nl:6 q2_K:1 q4_K:4 q5_K:1 "},
+      {"iq1_s", Arch::qwen35moe, "f32:29 iq1_s:26 iq4_nl:8 q2_K:1 q4_K:6 q5_1:2 q5_K:1 "},
+      {"tq2_0", Arch::qwen3next, "f32:29 q4_0:10 q4_K:1 q6_K:1 q8_0:6 tq2_0:24 "},
+      {"tq1_0", Arch::qwen35, "f32:21 q4_0:6 q4_K:1 q6_K:1 tq1_0:24 "},
+      {"mxfp4_moe", Arch::qwen35moe, "f32:29 mxfp4:12 q8_0:32 "},
+  };
+  for (const Case& k : cases) check_case(k);
+}
+
 TEST(QuantModel, EveryTypeAloneMatchesItsDequantisedTwin) {
   const Case cases[] = {
       {"q4_1", Arch::qwen35, "f32:21 q4_1:32 "},
@@ -111,6 +139,7 @@ TEST(QuantModel, EveryTypeAloneMatchesItsDequantisedTwin) {
       {"q4_k", Arch::qwen35moe, "f32:29 q4_K:34 q5_0:10 "},
       {"q5_k", Arch::qwen35, "f32:21 q5_1:6 q5_K:26 "},
       {"f16", Arch::qwen3next, "f16:42 f32:29 "},
+      {"mxfp4", Arch::qwen35, "f32:21 mxfp4:32 "},
   };
   for (const Case& k : cases) check_case(k);
 }

@@ -1,5 +1,6 @@
 // Acceptance of quantised weights: on qwen3next, qwen35 and qwen35moe models in every
-// llama-quantize preset make-model offers and in every weight type alone, invar's top-20
+// llama-quantize preset make-model offers (MXFP4_MOE on the MoE ones) and in every weight type
+// alone up to IQ4_XS (the low-bit types appear in their presets), invar's top-20
 // logprobs at every greedy step are within 1e-4 of the float64 oracle's on the same file
 // (tests/model/float64_oracle.py: ggml's dequantisation of the file's blocks, then a float64
 // forward pass; tests/data/reference proves the oracle itself, CTest model_oracle_reference).
@@ -194,8 +195,13 @@ void check_cases(std::vector<Case>& cases) {
 std::vector<Case> generated_cases(Arch arch) {
   const std::string a(arch_name(arch));
   std::vector<std::pair<std::string, MakeModelConfig>> configs;
-  for (const char* p : {"q4_k_m", "q5_k_m", "q6_k", "q8_0", "iq4_xs", "q3_k_m", "q2_k", "q4_0"})
+  for (const char* p : {"q4_k_m",  "q5_k_m", "q6_k",  "q8_0",    "iq4_xs", "q3_k_m",   "q2_k",
+                        "q4_0",    "iq3_m",  "iq3_s", "iq3_xxs", "iq2_m",  "iq2_s",    "iq2_xs",
+                        "iq2_xxs", "iq1_m",  "iq1_s", "tq2_0",   "tq1_0",  "mxfp4_moe"}) {
+    // MXFP4_MOE types only expert tensors MXFP4: a dense model would be all Q8_0.
+    if (std::string(p) == "mxfp4_moe" && arch == Arch::qwen35) continue;
     configs.push_back({p, quant_test_config(arch, p)});
+  }
   for (DType t :
        {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
         DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS}) {
