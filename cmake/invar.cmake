@@ -162,6 +162,11 @@ endfunction()
 # directives would clash with the other files of a batch).
 function(invar_test name)
   cmake_parse_arguments(A "NO_UNITY" "TIMEOUT;IN" "SOURCES;LIBS;LABELS" ${ARGN})
+  # The sanitizer trees never run soak tests (`make test-asan` / `test-tsan` exclude the label):
+  # they do not compile them either.
+  if(INVAR_SANITIZE AND "soak" IN_LIST A_LABELS)
+    return()
+  endif()
   if(A_IN)
     set(exe ${A_IN})
     if(NOT TARGET ${exe})
