@@ -176,6 +176,12 @@ std::vector<LoadRequest> workload_build(const std::vector<std::string>& document
       body["top_p"] = 0.95;
       body["seed"] = 1000 + i;
     }
+    if (spec.top_logprobs > 0 && spec.chat) {
+      body["logprobs"] = true;
+      body["top_logprobs"] = spec.top_logprobs;
+    } else if (spec.top_logprobs > 0) {
+      body["logprobs"] = spec.top_logprobs;
+    }
     const std::string text = documents[size_t(d)] + "\n" + question;
     if (spec.chat) {
       body["messages"] = json::array({{{"role", "user"}, {"content", text}}});
@@ -187,6 +193,28 @@ std::vector<LoadRequest> workload_build(const std::vector<std::string>& document
   }
   return out;
 }
+
+namespace {
+
+// One line per token of a chunk's logprobs: chat's {content: [{token, logprob, top_logprobs}]}
+// or completions' parallel arrays {tokens, token_logprobs, top_logprobs}.
+void logprobs_append(const json& lp, std::string& lines) {
+  if (!lp.is_object()) return;
+  if (lp.contains("content") && lp["content"].is_array()) {
+    for (const json& t : lp["content"]) lines += t.dump() + "\n";
+    return;
+  }
+  const json none;
+  const auto at = [&](const char* key, size_t k) -> const json& {
+    return lp.contains(key) && lp[key].is_array() && k < lp[key].size() ? lp[key][k] : none;
+  };
+  if (!lp.contains("tokens") || !lp["tokens"].is_array()) return;
+  for (size_t k = 0; k < lp["tokens"].size(); ++k)
+    lines += json::array({at("tokens", k), at("token_logprobs", k), at("top_logprobs", k)}).dump() +
+             "\n";
+}
+
+}  // namespace
 
 void SseRead::feed(const char* data, size_t len) {
   pending.append(data, len);
@@ -207,7 +235,11 @@ void SseRead::feed(const char* data, size_t len) {
         if (c.contains("text")) t = &c["text"];
         if (c.contains("delta") && c["delta"].is_object() && c["delta"].contains("content"))
           t = &c["delta"]["content"];
-        if (t && t->is_string() && !t->get<std::string>().empty()) text = true;
+        if (t && t->is_string() && !t->get<std::string>().empty()) {
+          text = true;
+          generated_text += t->get<std::string>();
+        }
+        if (c.contains("logprobs")) logprobs_append(c["logprobs"], logprob_lines);
       }
     if (text) {
       const double t = clock() - start;
@@ -234,6 +266,7 @@ void SseRead::feed(const char* data, size_t len) {
 }
 
 void SseRead::finish() {
+  result->output = generated_text + "\n" + logprob_lines;
   // llama-server reports the cache in timings (cache_n cached, prompt_n computed); its usage may
   // lack prompt_tokens_details.
   if (cache_n >= 0 && prompt_n >= 0 && result->cached == 0) {

@@ -30,6 +30,7 @@ struct LoadRequest {
 };
 
 struct WorkloadSpec {
+  int top_logprobs = 5;     // asked of every request (0: none), so runs can be compared bit-wise
   bool chat = false;        // /v1/chat/completions (document then question in one user message)
   int questions = 4;        // requests per document
   int64_t max_tokens = 32;  // generated per request, end-of-sequence ignored
@@ -51,6 +52,9 @@ struct RequestResult {
   int64_t generated = 0;       // usage.completion_tokens (else timings.predicted_n, else chunks)
   int64_t prompt = 0;          // prompt tokens in all
   int64_t cached = 0;          // of those, served from the prefix cache
+  // The generated text, then one line per generated token with its logprob and top logprobs as
+  // the server sent them (whatever the chunking): what the under-load = solo check compares.
+  std::string output;
 };
 
 // Reads one request's SSE stream as it arrives: each complete `data:` event's JSON.
@@ -63,6 +67,7 @@ struct SseRead {
   double last_text = -1;
   int64_t text_chunks = 0, predicted_n = -1, prompt_n = -1, cache_n = -1;
   bool usage_seen = false;
+  std::string generated_text, logprob_lines;  // become result->output at finish()
   void feed(const char* data, size_t len);
   // The counts once the stream has ended: usage when it was sent, else llama-server's timings
   // (prompt_n computed + cache_n cached), else the chunks with text.

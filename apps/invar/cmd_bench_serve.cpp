@@ -118,6 +118,36 @@ void plot_write(const std::string& path, const std::string& title, const std::ve
   if (!out) throw Error("--plot: cannot write " + path);
 }
 
+// Sends `requests` again to invar one at a time and compares each answer with the one it gave
+// under load (`loaded`); prints the count and returns how many differ (a failed request counts).
+int solo_check(int port, const std::vector<LoadRequest>& requests, const RoundResult& loaded,
+               const std::string& load) {
+  if (requests.empty()) return 0;
+  std::fprintf(stderr, "invar: the %s round's %zu requests again, one at a time\n", load.c_str(),
+               requests.size());
+  const RoundResult solo = load_closed_run(port, requests, 1);
+  int differ = 0;
+  size_t first = requests.size();
+  int64_t lines = 0;  // tokens whose logprobs were compared
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const RequestResult &a = loaded.requests[i], &b = solo.requests[i];
+    lines += std::count(a.output.begin(), a.output.end(), '\n') - 1;
+    if (a.ok && b.ok && !a.output.empty() && a.output == b.output) continue;
+    ++differ;
+    first = std::min(first, i);
+  }
+  std::printf(
+      "invar under load (%s) = alone: %zu of %zu answers identical (text, and %lld "
+      "tokens' top logprobs)%s\n",
+      load.c_str(), requests.size() - size_t(differ), requests.size(),
+      static_cast<long long>(lines), differ ? "" : ", as the contract requires");
+  if (differ)
+    std::printf("  first difference: request %zu (%s under load, %s alone)\n", first,
+                loaded.requests[first].ok ? "ok" : loaded.requests[first].error.c_str(),
+                solo.requests[first].ok ? "ok" : solo.requests[first].error.c_str());
+  return differ;
+}
+
 int serve_bench_run(ServeBenchOptions o) {
   // Everything is checked before any process starts.
   const std::optional<BenchPeer> peer = bench_peer_parse(o.peer, "llama-server");
@@ -186,6 +216,15 @@ int serve_bench_run(ServeBenchOptions o) {
         root / "llama-server.log", o.startup_s);
   }
   for (auto& s : sides) s.rounds.assign(loads.size(), {});
+  // The contract under load: invar's last round at the highest closed-loop concurrency is sent
+  // again one request at a time, and each answer (text and top logprobs) must be the same.
+  size_t busiest = loads.size();
+  for (size_t l = 0; l < loads.size(); ++l)
+    if (loads[l].concurrency > 0 &&
+        (busiest == loads.size() || loads[l].concurrency > loads[busiest].concurrency))
+      busiest = l;
+  std::vector<LoadRequest> busiest_requests;
+  RoundResult busiest_invar;
 
   WorkloadSpec spec;
   spec.chat = o.endpoint == "chat";
@@ -205,6 +244,10 @@ int serve_bench_run(ServeBenchOptions o) {
         const RoundResult rr = loads[l].concurrency
                                    ? load_closed_run(s.port, requests, loads[l].concurrency)
                                    : load_open_run(s.port, requests, o.rate);
+        if (l == busiest && r == o.rounds - 1 && &s == &sides[0]) {
+          busiest_requests = requests;
+          busiest_invar = rr;
+        }
         const RoundSummary sum = round_summarize(rr);
         s.rounds[l].push_back(sum);
         std::fprintf(stderr, "%s round %d/%d %s: %.1f gen tok/s, %lld cached, %lld errors\n",
@@ -218,6 +261,8 @@ int serve_bench_run(ServeBenchOptions o) {
                                                       : 0));
       }
     }
+  const int differ = solo_check(sides[0].port, busiest_requests, busiest_invar,
+                                busiest < loads.size() ? loads[busiest].label : "");
   for (auto& s : sides) s.process = ChildProcess();  // stopped before the machine is measured
   const MachineFigures after = machine_measure(threads);
 
@@ -248,7 +293,7 @@ int serve_bench_run(ServeBenchOptions o) {
     std::printf("plot: %s\n", o.plot.c_str());
   }
   if (o.work_dir.empty()) fs::remove_all(root);
-  return failed == 0 ? 0 : 1;
+  return failed == 0 && differ == 0 ? 0 : 1;
 }
 
 BenchKind serve_bench("serve", [](CLI::App& bench) -> Command::Run {

@@ -98,6 +98,20 @@ TEST(BenchServe, AnUnstartablePeerStopsTheBenchWithItsLog) {
   EXPECT_TRUE(has(r.out, "unknown model architecture: qwen3next")) << r.out;
 }
 
+// The last round at the highest concurrency is sent again one request at a time: the same text
+// and top logprobs, token by token (3 clients on 3 slots: the requests ran batched, mixed
+// greedy and seeded sampling).
+TEST(BenchServe, AnswersUnderLoadEqualTheirSoloRuns) {
+  const CommandResult r =
+      bench(" --model " + kModel + " --quick --concurrency 3 --threads 1 --parallel 3 --rounds 1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  // 2 documents x 3 questions, 8 tokens each: 48 tokens' logprobs compared.
+  EXPECT_TRUE(has(r.out,
+                  "invar under load (c=3) = alone: 6 of 6 answers identical (text, and 48 "
+                  "tokens' top logprobs), as the contract requires"))
+      << r.out;
+}
+
 TEST(BenchServe, InvarAlonePrintsTheTableWithCachedPromptTokens) {
   const std::string plot = dir() + "/alone.svg";
   const CommandResult r = bench(kSmall + " --rounds 1 --plot " + plot);
