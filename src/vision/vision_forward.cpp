@@ -1,0 +1,123 @@
+#include "vision/vision_forward.h"
+
+#include <algorithm>
+
+#include "core/detmath.h"
+#include "kernels/attention.h"
+#include "kernels/elementwise.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "kernels/rope.h"
+
+namespace invar {
+namespace {
+
+// y[M][N] = x[M][K]·Wᵀ + b[N].
+void linear(const Matrix& w, const std::vector<float>& b, const float* x, int64_t m, float* y,
+            ThreadPool& pool, std::span<float> scratch) {
+  matmul(w, x, m, y, pool, scratch);
+  for (int64_t r = 0; r < m; ++r) add_inplace(y + r * w.n(), b.data(), w.n());
+}
+
+// The buffers of one encode, sized for T patches.
+struct Buffers {
+  std::vector<float> h, cur, qkv, attn, tmp, ff, merged, mid, scratch;
+};
+
+// Bidirectional attention of every patch over all T patches of the image. The kernel reduces the
+// query at position p over keys 0..p in order, so each query is placed at p = T − 1: it then sees
+// every key, in patch order, through the same canonical reductions as the text model's attention.
+// qkv[T][3C] holds q, k, v per patch (heads of D); out[T][C].
+void attention_all(const VisionHparams& hp, int64_t T, const float* qkv, float* out,
+                   ThreadPool& pool, std::span<float> scratch) {
+  const int64_t C = hp.n_embd;
+  const float* k = qkv + C;
+  const float* v = qkv + 2 * C;
+  const KvView kv{&k, &v, T, 3 * C};
+  const AttentionShape s{1,         T - 1,       hp.n_head,
+                         hp.n_head, hp.head_dim, det_rsqrt(float(hp.head_dim))};
+  for (int64_t t = 0; t < T; ++t) attention(s, kv, qkv + t * 3 * C, out + t * C, pool, scratch);
+}
+
+// Merger of 2 × 2 patches: fc2(gelu_erf(fc1(x[n][M]) + b1) + b2 → y[n][P].
+void merger_mlp(const Matrix& fc1, const std::vector<float>& b1, const Matrix& fc2,
+                const std::vector<float>& b2, const float* x, int64_t n, float* y, Buffers& buf,
+                ThreadPool& pool) {
+  float* mid = buf.mid.data();
+  linear(fc1, b1, x, n, mid, pool, buf.scratch);
+  gelu_erf(mid, n * fc1.n(), mid);
+  linear(fc2, b2, mid, n, y, pool, buf.scratch);
+}
+
+// Column block `slot` of out[n][width] = y[n][P].
+void place(const float* y, int64_t n, int64_t P, int64_t slot, int64_t width, float* out) {
+  for (int64_t r = 0; r < n; ++r) std::copy(y + r * P, y + (r + 1) * P, out + r * width + slot * P);
+}
+
+}  // namespace
+
+std::vector<float> vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& pool) {
+  const VisionHparams& hp = m.hp;
+  const VisionWeights& w = m.w;
+  const PatchGrid g = patch_grid_of(hp, img.width, img.height);
+  const int64_t T = g.n_tokens(), C = hp.n_embd, F = hp.n_ff, H = hp.n_head;
+  const int64_t K = 3 * hp.patch * hp.patch, group = hp.merge * hp.merge;
+  const int64_t M = C * group, N = T / group, P = hp.n_out, width = hp.n_embd_out();
+
+  Buffers buf;
+  buf.h.resize(size_t(T * C));
+  buf.cur.resize(size_t(T * std::max(C, K)));
+  buf.qkv.resize(size_t(T * 3 * C));
+  buf.attn.resize(size_t(T * C));
+  buf.tmp.resize(size_t(T * C));
+  buf.ff.resize(size_t(T * F));
+  buf.merged.resize(size_t(N * M));
+  buf.mid.resize(size_t(N * M));
+  buf.scratch.resize(size_t(std::max(matmul_scratch_floats(pool.size()),
+                                     attention_scratch_floats(T, hp.head_dim, pool.size()))));
+  std::vector<float> out(size_t(N * width)), y(size_t(N * P));
+  float* h = buf.h.data();
+
+  // Patch embedding: the two temporal halves of the Conv3D kernel over the same frame.
+  patch_grid_pixels(hp, g, img, buf.cur.data());
+  matmul(w.patch0, buf.cur.data(), T, h, pool, buf.scratch);
+  matmul(w.patch1, buf.cur.data(), T, buf.tmp.data(), pool, buf.scratch);
+  add_inplace(h, buf.tmp.data(), T * C);
+  for (int64_t t = 0; t < T; ++t) add_inplace(h + t * C, w.patch_b.data(), C);
+  patch_grid_add_pos(hp, g, w.pos_embd, h);
+
+  for (int64_t l = 0; l < hp.n_layer; ++l) {
+    const VisionLayerWeights& lw = w.layers[size_t(l)];
+    // Attention block.
+    layernorm_rows(h, lw.ln1_w.data(), lw.ln1_b.data(), T, C, hp.eps, buf.cur.data());
+    linear(lw.qkv, lw.qkv_b, buf.cur.data(), T, buf.qkv.data(), pool, buf.scratch);
+    for (int64_t t = 0; t < T; ++t) {
+      float* q = buf.qkv.data() + t * 3 * C;
+      rope_2d_apply_qk(m.rope, q, H, q + C, H, g.y[size_t(t)], g.x[size_t(t)]);
+    }
+    attention_all(hp, T, buf.qkv.data(), buf.attn.data(), pool, buf.scratch);
+    linear(lw.out, lw.out_b, buf.attn.data(), T, buf.tmp.data(), pool, buf.scratch);
+    add_inplace(h, buf.tmp.data(), T * C);
+    // MLP block.
+    layernorm_rows(h, lw.ln2_w.data(), lw.ln2_b.data(), T, C, hp.eps, buf.cur.data());
+    linear(lw.up, lw.up_b, buf.cur.data(), T, buf.ff.data(), pool, buf.scratch);
+    gelu_tanh(buf.ff.data(), T * F, buf.ff.data());
+    linear(lw.down, lw.down_b, buf.ff.data(), T, buf.tmp.data(), pool, buf.scratch);
+    add_inplace(h, buf.tmp.data(), T * C);
+    if (!hp.deepstack[size_t(l)]) continue;
+    // Deepstack merger: the norm runs over the 4 concatenated patches (postshuffle).
+    const int64_t slot = 1 + std::count(hp.deepstack.begin(), hp.deepstack.begin() + l, 1);
+    layernorm_rows(h, lw.ds_norm_w.data(), lw.ds_norm_b.data(), N, M, hp.eps, buf.merged.data());
+    merger_mlp(lw.ds_fc1, lw.ds_fc1_b, lw.ds_fc2, lw.ds_fc2_b, buf.merged.data(), N, y.data(), buf,
+               pool);
+    place(y.data(), N, P, slot, width, out.data());
+  }
+
+  // Main merger: the norm runs per patch, then 4 consecutive patches are one row of M.
+  layernorm_rows(h, w.post_ln_w.data(), w.post_ln_b.data(), T, C, hp.eps, buf.merged.data());
+  merger_mlp(w.mm0, w.mm0_b, w.mm2, w.mm2_b, buf.merged.data(), N, y.data(), buf, pool);
+  place(y.data(), N, P, 0, width, out.data());
+  return out;
+}
+
+}  // namespace invar
