@@ -10,6 +10,7 @@
 // with llama.cpp bit-for-bit settings.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "command.h"
@@ -35,6 +36,7 @@ struct MakeModelOptions {
   std::string out;
   std::string mmproj;  // also (or only) a random vision tower for this text width
   MakeMmprojConfig vision;
+  std::string vision_type = "f32";
   std::vector<int32_t> sections;
   std::string preset;
   bool mtp = false;
@@ -63,6 +65,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 // The mmproj: projection width = the text model's --embd, read back through the vision loader.
 void write_mmproj(MakeModelOptions& o) {
+  const std::optional<DType> type = dtype_parse(o.vision_type);
+  if (!type) throw Error("--vision-type: '" + o.vision_type + "' is not a weight type");
+  o.vision.type = *type;
   o.vision.n_out = o.cfg.n_embd;
   o.vision.seed = o.cfg.seed;
   GgufWriter w;
@@ -157,6 +162,9 @@ Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
   s->add_option("--patch", o->vision.patch, "mmproj: patch side in pixels")->capture_default_str();
   s->add_option("--pos-grid", o->vision.pos_side,
                 "mmproj: side of the learned position grid (image_size = side x patch)")
+      ->capture_default_str();
+  s->add_option("--vision-type", o->vision_type,
+                "mmproj: linear layers' weight type (f32 | f16 | bf16 | q8_0)")
       ->capture_default_str();
   s->add_option("--deepstack", o->vision.deepstack,
                 "mmproj: ViT blocks with a deepstack merger (Qwen3-VL; Qwen3.5 has none)");

@@ -1,9 +1,9 @@
 #include "vision/make_mmproj.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "core/error.h"
+#include "core/quantize.h"
 #include "model/make_model.h"
 #include "vision/mmproj_hparams.h"
 
@@ -20,20 +20,27 @@ class MmprojTensors {
  public:
   MmprojTensors(const MakeMmprojConfig& c, GgufWriter& w) : c_(c), w_(w) {}
 
-  void add(const std::string& name, const std::vector<int64_t>& ne, Draw d) {
-    int64_t n = 1;
-    for (int64_t e : ne) n *= e;
-    std::vector<uint8_t> bytes(size_t(n) * 4);
-    for (int64_t i = 0; i < n; ++i) {
-      const float v = float(d.offset + d.scale * make_model_normal(c_.seed, name, uint64_t(i)));
-      std::memcpy(bytes.data() + 4 * i, &v, 4);
+  // Rows of ne[0] values drawn in order, each encoded in `type`.
+  void add(const std::string& name, const std::vector<int64_t>& ne, Draw d,
+           DType type = DType::F32) {
+    const int64_t row = ne[0];
+    int64_t rows = 1;
+    for (size_t i = 1; i < ne.size(); ++i) rows *= ne[i];
+    const int64_t row_bytes = dtype_row_bytes(type, row);
+    std::vector<uint8_t> bytes(size_t(rows * row_bytes));
+    std::vector<float> v(static_cast<size_t>(row));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < row; ++j)
+        v[size_t(j)] =
+            float(d.offset + d.scale * make_model_normal(c_.seed, name, uint64_t(r * row + j)));
+      quantize_row(type, v.data(), bytes.data() + r * row_bytes, row);
     }
-    w_.add_tensor(name, DType::F32, ne, std::move(bytes));
+    w_.add_tensor(name, type, ne, std::move(bytes));
   }
 
   // A linear layer {k, n} with its bias [n]: weights ~ N(0, 1/k) keep activations at unit scale.
   void linear(const std::string& prefix, int64_t k, int64_t n) {
-    add(prefix + ".weight", {k, n}, {0.0, 1.0 / std::sqrt(double(k))});
+    add(prefix + ".weight", {k, n}, {0.0, 1.0 / std::sqrt(double(k))}, c_.type);
     add(prefix + ".bias", {n}, {0.0, 0.1});
   }
 
@@ -46,6 +53,23 @@ class MmprojTensors {
   const MakeMmprojConfig& c_;
   GgufWriter& w_;
 };
+
+// general.file_type (llama_ftype) of the types convert_hf_to_gguf.py writes mmproj files in; −1 for
+// the others.
+int mmproj_file_type(DType t) {
+  switch (t) {
+    case DType::F32:
+      return 0;
+    case DType::F16:
+      return 1;
+    case DType::Q8_0:
+      return 7;
+    case DType::BF16:
+      return 32;
+    default:
+      return -1;
+  }
+}
 
 bool is_deepstack(const MakeMmprojConfig& c, int64_t l) {
   for (int64_t d : c.deepstack)
@@ -69,6 +93,13 @@ void make_mmproj_validate(const MakeMmprojConfig& c) {
   need(c.pos_side > 0 && c.pos_side <= 256, "position grid side must be in 1..256");
   for (int64_t d : c.deepstack)
     need(d >= 0 && d < c.n_layer, "deepstack layer " + std::to_string(d) + " is not a block");
+  need(mmproj_file_type(c.type) >= 0,
+       "weight type " + std::string(dtype_name(c.type)) + " is not one of f32, f16, bf16, q8_0");
+  // Every linear layer's row (K = C, F or 4C) must hold whole blocks of the weight type.
+  const int64_t block = dtype_block_size(c.type);
+  need(c.n_embd % block == 0 && c.n_ff % block == 0,
+       "the vision width and FFN width must be multiples of " + std::to_string(block) +
+           ", the block of " + std::string(dtype_name(c.type)));
 }
 
 void make_mmproj(const MakeMmprojConfig& c, GgufWriter& w) {
@@ -78,7 +109,7 @@ void make_mmproj(const MakeMmprojConfig& c, GgufWriter& w) {
   w.set_string("general.architecture", "clip");
   w.set_string("general.type", "mmproj");
   w.set_string("general.name", c.name);
-  w.set_u32("general.file_type", 0);
+  w.set_u32("general.file_type", uint32_t(mmproj_file_type(c.type)));
   w.set_bool("clip.has_vision_encoder", true);
   w.set_u32("clip.vision.projection_dim", uint32_t(c.n_out));
   w.set_u32("clip.vision.image_size", uint32_t(c.pos_side * p));
@@ -105,8 +136,9 @@ void make_mmproj(const MakeMmprojConfig& c, GgufWriter& w) {
 
   MmprojTensors t(c, w);
   const double patch_scale = 1.0 / std::sqrt(double(2 * 3 * p * p));
-  t.add("v.patch_embd.weight", {p, p, 3, C}, {0.0, patch_scale});
-  t.add("v.patch_embd.weight.1", {p, p, 3, C}, {0.0, patch_scale});
+  const DType patch_type = c.type == DType::F16 ? DType::F16 : DType::F32;
+  t.add("v.patch_embd.weight", {p, p, 3, C}, {0.0, patch_scale}, patch_type);
+  t.add("v.patch_embd.weight.1", {p, p, 3, C}, {0.0, patch_scale}, patch_type);
   t.add("v.patch_embd.bias", {C}, {0.0, 0.1});
   t.add("v.position_embd.weight", {C, c.pos_side * c.pos_side}, {0.0, 0.5});
   for (int64_t l = 0; l < c.n_layer; ++l) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "model/gguf.h"
 
 namespace invar {
@@ -22,13 +23,16 @@ struct MakeMmprojConfig {
   int64_t patch = 16;                        // [p] patch side in pixels
   int64_t pos_side = 4;                      // [G] learned position grid G × G
   std::vector<int64_t> deepstack;            // layers with a deepstack merger (Qwen3.5: none)
+  // Weight type of the linear layers; the patch kernels are F16 when this is F16 and F32
+  // otherwise (conversion/base.py tensor_force_quant), norms, biases and positions stay F32.
+  DType type = DType::F32;
   uint64_t seed = 0;
 };
 
 // Throws invar::Error naming the field that is out of range.
 void make_mmproj_validate(const MakeMmprojConfig& c);
 
-// Writes the clip.* keys and every tensor (F32) into w.
+// Writes the clip.* keys and every tensor into w.
 void make_mmproj(const MakeMmprojConfig& c, GgufWriter& w);
 
 }  // namespace invar

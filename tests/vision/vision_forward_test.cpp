@@ -105,6 +105,17 @@ TEST(VisionForward, DeepstackMatchesFloat64Reference) {
   expect_matches_reference("deepstack", c, random_image(64, 128, 2));
 }
 
+// Published mmproj files store their matrices in F16 (patch kernels too), BF16 or Q8_0: the
+// reference dequantises the file's weights by ggml's rules, so the bound is the same.
+TEST(VisionForward, StoredTypesMatchFloat64Reference) {
+  for (DType t : {DType::F16, DType::BF16, DType::Q8_0}) {
+    MakeMmprojConfig c;
+    c.type = t;
+    c.seed = 11;
+    expect_matches_reference(std::string(dtype_name(t)), c, random_image(64, 64, 5));
+  }
+}
+
 TEST(VisionForward, BitIdenticalAcrossThreadsAndSimd) {
   MakeMmprojConfig c;
   c.deepstack = {1};
