@@ -24,19 +24,20 @@ struct Buffers {
   std::vector<float> h, cur, qkv, attn, tmp, ff, merged, mid, scratch;
 };
 
-// Bidirectional attention of every patch over all T patches of the image. The kernel reduces the
-// query at position p over keys 0..p in order, so each query is placed at p = T − 1: it then sees
-// every key, in patch order, through the same canonical reductions as the text model's attention.
-// qkv[T][3C] holds q, k, v per patch (heads of D); out[T][C].
-void attention_all(const VisionHparams& hp, int64_t T, const float* qkv, float* out,
+// Bidirectional attention of every patch over all T patches of the image, keys in patch order,
+// through the canonical reductions of the text model's attention (kernels/attention.h, n_keys).
+// qkv[T][3C] holds q, k, v per patch (heads of D); q[T][C] receives the queries densely, as the
+// kernel reads them; out[T][C].
+void attention_all(const VisionHparams& hp, int64_t T, const float* qkv, float* q, float* out,
                    ThreadPool& pool, std::span<float> scratch) {
-  const int64_t C = hp.n_embd;
+  const int64_t C = hp.n_embd, D = hp.head_dim;
+  for (int64_t t = 0; t < T; ++t) std::copy(qkv + t * 3 * C, qkv + t * 3 * C + C, q + t * C);
   const float* k = qkv + C;
   const float* v = qkv + 2 * C;
   const KvView kv{&k, &v, T, 3 * C};
-  const AttentionShape s{1,         T - 1,       hp.n_head,
-                         hp.n_head, hp.head_dim, det_rsqrt(float(hp.head_dim))};
-  for (int64_t t = 0; t < T; ++t) attention(s, kv, qkv + t * 3 * C, out + t * C, pool, scratch);
+  AttentionShape s{T, 0, hp.n_head, hp.n_head, D, det_rsqrt(float(D))};
+  s.n_keys = T;
+  attention(s, kv, q, out, pool, scratch);
 }
 
 // Merger of 2 × 2 patches: fc2(gelu_erf(fc1(x[n][M]) + b1) + b2 → y[n][P].
@@ -95,7 +96,7 @@ std::vector<float> vision_encode(const VisionModel& m, const VisionImage& img, T
       float* q = buf.qkv.data() + t * 3 * C;
       rope_2d_apply_qk(m.rope, q, H, q + C, H, g.y[size_t(t)], g.x[size_t(t)]);
     }
-    attention_all(hp, T, buf.qkv.data(), buf.attn.data(), pool, buf.scratch);
+    attention_all(hp, T, buf.qkv.data(), buf.tmp.data(), buf.attn.data(), pool, buf.scratch);
     linear(lw.out, lw.out_b, buf.attn.data(), T, buf.tmp.data(), pool, buf.scratch);
     add_inplace(h, buf.tmp.data(), T * C);
     // MLP block.

@@ -61,6 +61,32 @@ TEST(Attention, SimdEqualsReferenceBits) {
   }
 }
 
+// Bidirectional attention (n_keys > 0): every query gets the bits the causal kernel gives a
+// query at the last key's position, at every SIMD level and thread count.
+TEST(Attention, BidirectionalEqualsCausalAtLastPosition) {
+  for (const auto& c : kCases) {
+    const auto k = test::randn(size_t(c.n_pos * c.hkv * c.d), 21);
+    const auto v = test::randn(size_t(c.n_pos * c.hkv * c.d), 22);
+    const auto q = test::randn(size_t(c.n_pos * c.h * c.d), 23, 2.0f);
+    PagedKv kv(k, v, c.n_pos, c.hkv * c.d, 16, 0);
+    const float scale = 1.0f / std::sqrt(float(c.d));
+    std::vector<float> want(q.size());
+    for (int64_t t = 0; t < c.n_pos; ++t)
+      attention_ref(AttentionShape{1, c.n_pos - 1, c.h, c.hkv, c.d, scale}, kv.view(),
+                    q.data() + t * c.h * c.d, want.data() + t * c.h * c.d);
+    AttentionShape all{c.n_pos, 0, c.h, c.hkv, c.d, scale};
+    all.n_keys = c.n_pos;
+    test::for_each_simd_level([&](SimdLevel) {
+      for (int threads : {1, 3}) {
+        ThreadPool pool(threads);
+        std::vector<float> got(q.size());
+        attention(all, kv.view(), q.data(), got.data(), pool);
+        EXPECT_EQ(bit_diff(got, want), "") << "H=" << c.h << " D=" << c.d << " " << threads;
+      }
+    });
+  }
+}
+
 // The caller's scratch: one buffer sized once for the longest context serves every call, its
 // leftovers (NaN here, then the previous call's data) never reach the output, and a buffer too
 // small for the call is a caller's bug that stops the process.
