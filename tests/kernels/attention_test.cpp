@@ -44,6 +44,16 @@ struct Case {
 const Case kCases[] = {
     {4, 2, 16, 37}, {2, 1, 24, 20}, {8, 2, 64, 70}, {2, 2, 256, 33}, {3, 1, 5, 9}};
 
+// Random K and V histories and queries of a case, from seeds seed, seed + 1 and seed + 2.
+struct Inputs {
+  std::vector<float> k, v, q;
+};
+Inputs random_inputs(const Case& c, uint32_t seed) {
+  return {test::randn(size_t(c.n_pos * c.hkv * c.d), seed),
+          test::randn(size_t(c.n_pos * c.hkv * c.d), seed + 1),
+          test::randn(size_t(c.n_pos * c.h * c.d), seed + 2, 2.0f)};
+}
+
 TEST(Attention, SimdEqualsReferenceBits) {
   ThreadPool pool(2);
   for (const auto& c : kCases) {
@@ -65,9 +75,7 @@ TEST(Attention, SimdEqualsReferenceBits) {
 // query at the last key's position, at every SIMD level and thread count.
 TEST(Attention, BidirectionalEqualsCausalAtLastPosition) {
   for (const auto& c : kCases) {
-    const auto k = test::randn(size_t(c.n_pos * c.hkv * c.d), 21);
-    const auto v = test::randn(size_t(c.n_pos * c.hkv * c.d), 22);
-    const auto q = test::randn(size_t(c.n_pos * c.h * c.d), 23, 2.0f);
+    const auto [k, v, q] = random_inputs(c, 21);
     PagedKv kv(k, v, c.n_pos, c.hkv * c.d, 16, 0);
     const float scale = 1.0f / std::sqrt(float(c.d));
     std::vector<float> want(q.size());
@@ -119,9 +127,7 @@ TEST(Attention, CallerScratch) {
 
 TEST(Attention, ReferenceCloseToFloat64) {
   for (const auto& c : kCases) {
-    const auto k = test::randn(size_t(c.n_pos * c.hkv * c.d), 4);
-    const auto v = test::randn(size_t(c.n_pos * c.hkv * c.d), 5);
-    const auto q = test::randn(size_t(c.n_pos * c.h * c.d), 6, 2.0f);
+    const auto [k, v, q] = random_inputs(c, 4);
     PagedKv kv(k, v, c.n_pos, c.hkv * c.d, 7, 0);
     const double scale = 1.0 / std::sqrt(double(c.d));
     const AttentionShape s{c.n_pos, 0, c.h, c.hkv, c.d, float(scale)};
