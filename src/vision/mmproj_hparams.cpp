@@ -2,6 +2,7 @@
 // converter is conversion/qwen3vl.py, Qwen3VLVisionModel).
 #include "vision/mmproj_hparams.h"
 
+#include <cmath>
 #include <string>
 
 namespace invar {
@@ -11,9 +12,16 @@ std::string deepstack_norm_name(int64_t l) {
   return "v.deepstack." + std::to_string(l) + ".norm.weight";
 }
 
-int64_t positive(const GgufFile& f, const std::string& key) {
+// Sizes past these are not a vision tower but a hostile or broken file: refused before anything
+// is allocated from them (published towers: C 1152, F 4304, 27 blocks, patch 16).
+constexpr int64_t kMaxWidth = int64_t(1) << 16;
+constexpr int64_t kMaxBlocks = 1024;
+
+int64_t positive(const GgufFile& f, const std::string& key, int64_t max = kMaxWidth) {
   const int64_t v = f.get_int(key);
-  if (v <= 0) throw GgufError("gguf: " + key + " must be positive, not " + std::to_string(v));
+  if (v <= 0 || v > max)
+    throw GgufError("gguf: " + key + " must be in 1.." + std::to_string(max) + ", not " +
+                    std::to_string(v));
   return v;
 }
 
@@ -47,10 +55,10 @@ VisionHparams vision_hparams_from_gguf(const GgufFile& f) {
   VisionHparams hp;
   hp.n_embd = positive(f, "clip.vision.embedding_length");
   hp.n_ff = positive(f, "clip.vision.feed_forward_length");
-  hp.n_layer = positive(f, "clip.vision.block_count");
+  hp.n_layer = positive(f, "clip.vision.block_count", kMaxBlocks);
   hp.n_head = positive(f, "clip.vision.attention.head_count");
   hp.n_out = positive(f, "clip.vision.projection_dim");
-  hp.patch = positive(f, "clip.vision.patch_size");
+  hp.patch = positive(f, "clip.vision.patch_size", 256);
   hp.image_size = positive(f, "clip.vision.image_size");
   hp.merge = f.get_int_or("clip.vision.spatial_merge_size", 2);
   hp.eps = float(f.get_float("clip.vision.attention.layer_norm_epsilon"));
@@ -81,7 +89,9 @@ VisionHparams vision_hparams_from_gguf(const GgufFile& f) {
   const GgufTensorInfo* pos = f.find_tensor("v.position_embd.weight");
   if (!pos) throw GgufError("gguf: missing tensor 'v.position_embd.weight'");
   const int64_t n_pos = pos->ne.size() >= 2 ? pos->ne[1] : 0;
-  int64_t side = 0;
+  int64_t side =
+      n_pos > 0 && n_pos <= kMaxWidth * kMaxWidth ? int64_t(std::sqrt(double(n_pos))) : 0;
+  while (side > 0 && side * side > n_pos) --side;
   while ((side + 1) * (side + 1) <= n_pos) ++side;
   if (side == 0 || side * side != n_pos)
     throw GgufError("gguf: tensor 'v.position_embd.weight' has " + std::to_string(n_pos) +

@@ -121,6 +121,9 @@ TEST(MmprojLoad, WrongKeysAreNamed) {
   msg = load_error(write_edited(
       "heads", with_key("clip.vision.attention.head_count", [](GgufValue& v) { v.u64 = 3; })));
   EXPECT_NE(msg.find("head_count"), std::string::npos) << msg;
+  msg = load_error(write_edited(
+      "blocks", with_key("clip.vision.block_count", [](GgufValue& v) { v.u64 = 1u << 31; })));
+  EXPECT_NE(msg.find("clip.vision.block_count must be in 1..1024"), std::string::npos) << msg;
   Edit drop;
   drop.kv = [](GgufKv& kv) { return kv.key != "clip.vision.image_std"; };
   msg = load_error(write_edited("nostd", drop));
