@@ -164,6 +164,38 @@ TEST(ImageDecode, HostileFilesAreRefused) {
   EXPECT_NE(msg.find("60000 × 60000 pixels exceeds the limit of"), std::string::npos) << msg;
 }
 
+// Every truncation and many single-byte corruptions of a valid PNG and JPEG either decode (to the
+// size the header says, within the limits) or raise Error: no crash, no other exception (the
+// sanitizer trees run this too).
+TEST(ImageDecode, TruncatedAndCorruptedNeverCrash) {
+  const std::vector<std::vector<uint8_t>> files = {
+      png_encode(random_rgb(24, 16, 5).rgb, 24, 16, PNG_FORMAT_RGB),
+      jpeg_encode(gradient(48, 32), 80)};
+  const ImageLimits limits{.max_pixels = 4096};
+  int decoded = 0, refused = 0;
+  auto attempt = [&](const std::vector<uint8_t>& bytes) {
+    try {
+      const RgbImage img = image_decode(bytes, limits);
+      EXPECT_EQ(img.rgb.size(), size_t(img.width * img.height * 3));
+      EXPECT_LE(img.width * img.height, limits.max_pixels);
+      ++decoded;
+    } catch (const Error&) {
+      ++refused;
+    }
+  };
+  std::mt19937 rng(9);
+  for (const auto& f : files) {
+    for (size_t n = 0; n < f.size(); n += 3) attempt({f.begin(), f.begin() + long(n)});
+    for (int i = 0; i < 2000; ++i) {
+      std::vector<uint8_t> bad = f;
+      bad[rng() % bad.size()] ^= uint8_t(1 + rng() % 255);
+      attempt(bad);
+    }
+  }
+  std::printf("decoded %d, refused %d\n", decoded, refused);
+  EXPECT_GT(refused, 0);
+}
+
 TEST(ImagePreprocess, SmartSize) {
   const int64_t lo = 8 * 1024, hi = 4096 * 1024;
   auto size = [&](int64_t w, int64_t h) { return image_smart_size(w, h, 32, lo, hi); };
