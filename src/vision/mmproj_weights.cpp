@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "model/gguf_types.h"
 #include "model/hparams.h"
 
 namespace invar {
@@ -24,6 +25,10 @@ class MmprojBinder {
     if (got != want)
       throw GgufError("gguf: tensor '" + name + "' has shape " + tensor_shape_str(t->ne) +
                       ", expected " + tensor_shape_str(want));
+    const auto id = static_cast<uint32_t>(t->type);
+    if (!dtype_supported(id))
+      throw GgufError("gguf: tensor '" + name + "' has type " + ggml_type_label(id) +
+                      ", invar supports " + dtype_supported_list());
     claimed_.insert(name);
     return *t;
   }

@@ -2,7 +2,10 @@
 // wrong or missing key or tensor is an error naming it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <functional>
+#include <random>
 #include <string>
 
 #include "test_process_dir.h"
@@ -128,6 +131,48 @@ TEST(MmprojLoad, WrongKeysAreNamed) {
   drop.kv = [](GgufKv& kv) { return kv.key != "clip.vision.image_std"; };
   msg = load_error(write_edited("nostd", drop));
   EXPECT_NE(msg.find("clip.vision.image_std"), std::string::npos) << msg;
+}
+
+// Byte corruptions of a small tower's header (keys, tensor infos) and truncations: each load
+// succeeds or raises GgufError; no crash, no other exception, no huge allocation.
+TEST(MmprojLoad, CorruptedHeadersRaiseGgufError) {
+  MakeMmprojConfig c;
+  c.n_embd = 16;
+  c.n_ff = 16;
+  c.n_layer = 1;
+  c.n_head = 2;
+  c.n_out = 8;
+  c.patch = 4;
+  c.pos_side = 2;
+  c.deepstack = {0};
+  GgufWriter w;
+  make_mmproj(c, w);
+  const std::string path = dir() + "/small.gguf";
+  w.write(path);
+  const auto good = GgufFile::open(path);
+  const std::vector<uint8_t> bytes(good->bytes(), good->bytes() + good->file_size());
+  size_t header = 0;  // where the tensor data starts
+  for (const GgufTensorInfo& t : good->tensors())
+    header = std::max(header, size_t(t.data - good->bytes()) + size_t(t.n_bytes));
+  header = std::min(header, size_t(good->tensors().front().data - good->bytes()));
+  int loaded = 0, refused = 0;
+  auto attempt = [&](const std::vector<uint8_t>& b) {
+    try {
+      vision_model_from_gguf(GgufFile::from_memory(b.data(), b.size()));
+      ++loaded;
+    } catch (const GgufError&) {
+      ++refused;
+    }
+  };
+  std::mt19937 rng(3);
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<uint8_t> bad = bytes;
+    bad[rng() % header] ^= uint8_t(1 + rng() % 255);
+    attempt(bad);
+  }
+  for (size_t n = 0; n < bytes.size(); n += 97) attempt({bytes.begin(), bytes.begin() + long(n)});
+  std::printf("loaded %d, refused %d\n", loaded, refused);
+  EXPECT_GT(refused, 0);
 }
 
 }  // namespace
