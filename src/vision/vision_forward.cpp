@@ -21,23 +21,35 @@ void linear(const Matrix& w, const std::vector<float>& b, const float* x, int64_
 
 // The buffers of one encode, sized for T patches.
 struct Buffers {
-  std::vector<float> h, cur, qkv, attn, tmp, ff, merged, mid, scratch;
+  std::vector<float> h, cur, qkv, heads, attn, tmp, ff, merged, mid, scratch;
 };
 
 // Bidirectional attention of every patch over all T patches of the image, keys in patch order,
 // through the canonical reductions of the text model's attention (kernels/attention.h, n_keys).
-// qkv[T][3C] holds q, k, v per patch (heads of D); q[T][C] receives the queries densely, as the
-// kernel reads them; out[T][C].
-void attention_all(const VisionHparams& hp, int64_t T, const float* qkv, float* q, float* out,
-                   ThreadPool& pool, std::span<float> scratch) {
-  const int64_t C = hp.n_embd, D = hp.head_dim;
-  for (int64_t t = 0; t < T; ++t) std::copy(qkv + t * 3 * C, qkv + t * 3 * C + C, q + t * C);
-  const float* k = qkv + C;
-  const float* v = qkv + 2 * C;
-  const KvView kv{&k, &v, T, 3 * C};
-  AttentionShape s{T, 0, hp.n_head, hp.n_head, D, det_rsqrt(float(D))};
+// qkv[T][3C] holds q, k, v per patch (heads of D). They are regrouped by head, heads[3][H][T][D],
+// and each head attends on its own: its K and V (T·D floats each) then stay in cache while every
+// query sweeps them, where rows of 3C floats interleaving all heads would be fetched from memory
+// once per query and head. ho[H][T][D] receives the heads' outputs, out[T][C] the result.
+void attention_all(const VisionHparams& hp, int64_t T, const float* qkv, float* heads, float* ho,
+                   float* out, ThreadPool& pool, std::span<float> scratch) {
+  const int64_t C = hp.n_embd, D = hp.head_dim, H = hp.n_head;
+  for (int64_t part = 0; part < 3; ++part)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const float* src = qkv + t * 3 * C + part * C + h * D;
+        std::copy(src, src + D, heads + ((part * H + h) * T + t) * D);
+      }
+  AttentionShape s{T, 0, 1, 1, D, det_rsqrt(float(D))};
   s.n_keys = T;
-  attention(s, kv, q, out, pool, scratch);
+  for (int64_t h = 0; h < H; ++h) {
+    const float* k = heads + (H + h) * T * D;
+    const float* v = heads + (2 * H + h) * T * D;
+    const KvView kv{&k, &v, T, D};
+    attention(s, kv, heads + h * T * D, ho + h * T * D, pool, scratch);
+  }
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h)
+      std::copy(ho + (h * T + t) * D, ho + (h * T + t + 1) * D, out + t * C + h * D);
 }
 
 // Merger of 2 × 2 patches: fc2(gelu_erf(fc1(x[n][M]) + b1) + b2 → y[n][P].
@@ -69,6 +81,7 @@ std::vector<float> vision_encode(const VisionModel& m, const VisionImage& img, T
   buf.h.resize(size_t(T * C));
   buf.cur.resize(size_t(T * std::max(C, K)));
   buf.qkv.resize(size_t(T * 3 * C));
+  buf.heads.resize(size_t(T * 3 * C));
   buf.attn.resize(size_t(T * C));
   buf.tmp.resize(size_t(T * C));
   buf.ff.resize(size_t(T * F));
@@ -96,7 +109,8 @@ std::vector<float> vision_encode(const VisionModel& m, const VisionImage& img, T
       float* q = buf.qkv.data() + t * 3 * C;
       rope_2d_apply_qk(m.rope, q, H, q + C, H, g.y[size_t(t)], g.x[size_t(t)]);
     }
-    attention_all(hp, T, buf.qkv.data(), buf.tmp.data(), buf.attn.data(), pool, buf.scratch);
+    attention_all(hp, T, buf.qkv.data(), buf.heads.data(), buf.tmp.data(), buf.attn.data(), pool,
+                  buf.scratch);
     linear(lw.out, lw.out_b, buf.attn.data(), T, buf.tmp.data(), pool, buf.scratch);
     add_inplace(h, buf.tmp.data(), T * C);
     // MLP block.
