@@ -19,11 +19,6 @@ void linear(const Matrix& w, const std::vector<float>& b, const float* x, int64_
   for (int64_t r = 0; r < m; ++r) add_inplace(y + r * w.n(), b.data(), w.n());
 }
 
-// The buffers of one encode, sized for T patches.
-struct Buffers {
-  std::vector<float> h, cur, qkv, heads, attn, tmp, ff, merged, mid, scratch;
-};
-
 // Bidirectional attention of every patch over all T patches of the image, keys in patch order,
 // through the canonical reductions of the text model's attention (kernels/attention.h, n_keys).
 // qkv[T][3C] holds q, k, v per patch (heads of D). They are regrouped by head, heads[3][H][T][D],
@@ -54,8 +49,8 @@ void attention_all(const VisionHparams& hp, int64_t T, const float* qkv, float* 
 
 // Merger of 2 × 2 patches: fc2(gelu_erf(fc1(x[n][M]) + b1) + b2 → y[n][P].
 void merger_mlp(const Matrix& fc1, const std::vector<float>& b1, const Matrix& fc2,
-                const std::vector<float>& b2, const float* x, int64_t n, float* y, Buffers& buf,
-                ThreadPool& pool) {
+                const std::vector<float>& b2, const float* x, int64_t n, float* y,
+                VisionBuffers& buf, ThreadPool& pool) {
   float* mid = buf.mid.data();
   linear(fc1, b1, x, n, mid, pool, buf.scratch);
   gelu_erf(mid, n * fc1.n(), mid);
@@ -69,27 +64,44 @@ void place(const float* y, int64_t n, int64_t P, int64_t slot, int64_t width, fl
 
 }  // namespace
 
+void VisionBuffers::reserve(const VisionHparams& hp, int64_t patches, int n_threads) {
+  if (patches <= capacity && n_threads <= threads) return;
+  capacity = std::max(capacity, patches);
+  threads = std::max(threads, n_threads);
+  const int64_t T = capacity, C = hp.n_embd, K = 3 * hp.patch * hp.patch;
+  const int64_t group = hp.merge * hp.merge, M = C * group, N = T / group;
+  h.resize(size_t(T * C));
+  cur.resize(size_t(T * std::max(C, K)));
+  qkv.resize(size_t(T * 3 * C));
+  heads.resize(size_t(T * 3 * C));
+  attn.resize(size_t(T * C));
+  tmp.resize(size_t(T * C));
+  ff.resize(size_t(T * hp.n_ff));
+  merged.resize(size_t(N * M));
+  mid.resize(size_t(N * M));
+  y.resize(size_t(N * hp.n_out));
+  scratch.resize(size_t(
+      std::max(matmul_scratch_floats(threads), attention_scratch_floats(T, hp.head_dim, threads))));
+}
+
 std::vector<float> vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& pool) {
+  VisionBuffers buf;
+  std::vector<float> out;
+  vision_encode(m, img, pool, buf, out);
+  return out;
+}
+
+void vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& pool,
+                   VisionBuffers& buf, std::vector<float>& out) {
   const VisionHparams& hp = m.hp;
   const VisionWeights& w = m.w;
   const PatchGrid g = patch_grid_of(hp, img.width, img.height);
   const int64_t T = g.n_tokens(), C = hp.n_embd, F = hp.n_ff, H = hp.n_head;
-  const int64_t K = 3 * hp.patch * hp.patch, group = hp.merge * hp.merge;
+  const int64_t group = hp.merge * hp.merge;
   const int64_t M = C * group, N = T / group, P = hp.n_out, width = hp.n_embd_out();
-
-  Buffers buf;
-  buf.h.resize(size_t(T * C));
-  buf.cur.resize(size_t(T * std::max(C, K)));
-  buf.qkv.resize(size_t(T * 3 * C));
-  buf.heads.resize(size_t(T * 3 * C));
-  buf.attn.resize(size_t(T * C));
-  buf.tmp.resize(size_t(T * C));
-  buf.ff.resize(size_t(T * F));
-  buf.merged.resize(size_t(N * M));
-  buf.mid.resize(size_t(N * M));
-  buf.scratch.resize(size_t(std::max(matmul_scratch_floats(pool.size()),
-                                     attention_scratch_floats(T, hp.head_dim, pool.size()))));
-  std::vector<float> out(size_t(N * width)), y(size_t(N * P));
+  buf.reserve(hp, T, pool.size());
+  out.resize(size_t(N * width));
+  float* y = buf.y.data();
   float* h = buf.h.data();
 
   // Patch embedding: the two temporal halves of the Conv3D kernel over the same frame.
@@ -123,16 +135,14 @@ std::vector<float> vision_encode(const VisionModel& m, const VisionImage& img, T
     // Deepstack merger: the norm runs over the 4 concatenated patches (postshuffle).
     const int64_t slot = 1 + std::count(hp.deepstack.begin(), hp.deepstack.begin() + l, 1);
     layernorm_rows(h, lw.ds_norm_w.data(), lw.ds_norm_b.data(), N, M, hp.eps, buf.merged.data());
-    merger_mlp(lw.ds_fc1, lw.ds_fc1_b, lw.ds_fc2, lw.ds_fc2_b, buf.merged.data(), N, y.data(), buf,
-               pool);
-    place(y.data(), N, P, slot, width, out.data());
+    merger_mlp(lw.ds_fc1, lw.ds_fc1_b, lw.ds_fc2, lw.ds_fc2_b, buf.merged.data(), N, y, buf, pool);
+    place(y, N, P, slot, width, out.data());
   }
 
   // Main merger: the norm runs per patch, then 4 consecutive patches are one row of M.
   layernorm_rows(h, w.post_ln_w.data(), w.post_ln_b.data(), T, C, hp.eps, buf.merged.data());
-  merger_mlp(w.mm0, w.mm0_b, w.mm2, w.mm2_b, buf.merged.data(), N, y.data(), buf, pool);
-  place(y.data(), N, P, 0, width, out.data());
-  return out;
+  merger_mlp(w.mm0, w.mm0_b, w.mm2, w.mm2_b, buf.merged.data(), N, y, buf, pool);
+  place(y, N, P, 0, width, out.data());
 }
 
 }  // namespace invar

@@ -20,8 +20,25 @@
 
 namespace invar {
 
-// Embeddings [T/4][hp.n_embd_out()] in row-major order of the merged grid. Throws Error when the
-// image's sides are not multiples of patch · merge.
+// The activations of one encode, grown to the largest image seen and kept (STYLE 10): a caller
+// that encodes many images passes the same buffers. Widths by vision_forward.cpp's letters.
+struct VisionBuffers {
+  int64_t capacity = 0;                              // patches [T] the buffers hold
+  int threads = 0;                                   // pool size the kernel scratch holds
+  std::vector<float> h, cur, qkv, heads, attn, tmp;  // [T][C] (cur: [T][max(C, 3p²)], qkv and
+                                                     // heads: [T][3C])
+  std::vector<float> ff;                             // [T][F]
+  std::vector<float> merged, mid;                    // [T/4][4C]
+  std::vector<float> y;                              // [T/4][P] one merger's output
+  std::vector<float> scratch;                        // matmul and attention working memory
+  void reserve(const VisionHparams& hp, int64_t patches, int n_threads);
+};
+
+// Embeddings out[T/4][hp.n_embd_out()] in row-major order of the merged grid. Throws Error when
+// the image's sides are not multiples of patch · merge.
+void vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& pool,
+                   VisionBuffers& buf, std::vector<float>& out);
+// The same with buffers for this call.
 std::vector<float> vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& pool);
 
 }  // namespace invar

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "core/simd.h"
 #include "core/thread_pool.h"
@@ -136,6 +137,20 @@ TEST(VisionForward, BitIdenticalAcrossThreadsAndSimd) {
     }
   }
   simd_set(saved);
+}
+
+// Buffers kept across images of different sizes (larger first, then smaller, then larger) give
+// the bits of fresh buffers: nothing of a previous image leaks into the next.
+TEST(VisionForward, ReusedBuffersEqualFresh) {
+  const auto m = vision_model_load(write_tower("reuse", MakeMmprojConfig{}));
+  ThreadPool pool(2);
+  VisionBuffers buf;
+  std::vector<float> out;
+  for (auto [w, h] : {std::pair<int64_t, int64_t>{128, 96}, {64, 64}, {96, 128}}) {
+    const VisionImage img = random_image(w, h, uint32_t(w + h));
+    vision_encode(*m, img, pool, buf, out);
+    EXPECT_EQ(out, vision_encode(*m, img, pool)) << w << " x " << h;
+  }
 }
 
 TEST(VisionForward, ImageSizeMustBeMergeMultiple) {
