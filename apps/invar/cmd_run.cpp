@@ -45,10 +45,11 @@ struct RunOptions {
   bool json = false;
   int64_t chunk = 0;
   bool ignore_eos = false;
-  bool huge_pages = false;  // weights copied into 2 MiB pages (Model::load)
-  std::string mmproj;       // vision tower (with --image)
-  std::string image;        // PNG or JPEG through the vision tower
-  EngineConfig engine;      // --spec flags
+  bool huge_pages = false;     // weights copied into 2 MiB pages (Model::load)
+  std::string mmproj;          // vision tower (with --image)
+  std::string image;           // PNG or JPEG through the vision tower
+  std::string embeddings_out;  // --image: the embeddings as raw float32
+  EngineConfig engine;         // --spec flags
 };
 
 std::vector<int32_t> run_ids_parse(const std::string& s) {
@@ -144,7 +145,7 @@ int run(const RunOptions& o) {
       throw Error(
           "--image with a prompt: image embeddings are not fed to the language model yet; "
           "--image alone encodes the image and prints its embeddings' digest");
-    return run_image(o.mmproj, o.image, o.threads, o.json);
+    return run_image(o.mmproj, o.image, o.threads, o.json, o.embeddings_out);
   }
   if (o.model.empty()) throw Error("a model file is required");
   if (o.prompt.empty() == o.tokens.empty())
@@ -277,6 +278,8 @@ Command run_command("run", [](CLI::App& root) -> Command::Run {
   c->add_option("--image", o->image,
                 "a PNG or JPEG: encode it with --mmproj and print the token count, the encode "
                 "time and the embeddings' SHA-256 (not yet fed to the language model)");
+  c->add_option("--embeddings-out", o->embeddings_out,
+                "--image: also write the embeddings to FILE, [tokens][width] float32");
   c->add_option("--prompt", o->prompt, "prompt text");
   c->add_option("--tokens", o->tokens, "prompt token ids, comma or space separated");
   c->add_flag("--chat", o->chat,

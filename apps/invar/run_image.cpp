@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -14,7 +15,8 @@
 
 namespace invar::app {
 
-int run_image(const std::string& mmproj, const std::string& image, int threads, bool json) {
+int run_image(const std::string& mmproj, const std::string& image, int threads, bool json,
+              const std::string& embeddings_out) {
   if (mmproj.empty()) throw Error("--image needs --mmproj FILE (the vision tower)");
   const auto m = vision_model_load(mmproj);
   const RgbImage rgb = image_decode_file(image);
@@ -27,6 +29,11 @@ int run_image(const std::string& mmproj, const std::string& image, int threads, 
   const int64_t width = m->hp.n_embd_out(), tokens = int64_t(emb.size()) / width;
   const std::string digest = sha256_hex(
       std::string_view(reinterpret_cast<const char*>(emb.data()), emb.size() * sizeof(float)));
+  if (!embeddings_out.empty()) {
+    std::ofstream f(embeddings_out, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(emb.data()), std::streamsize(emb.size() * sizeof(float)));
+    if (!f) throw Error("--embeddings-out: cannot write " + embeddings_out);
+  }
   if (json) {
     const nlohmann::json j = {{"image", image},
                               {"decoded", {rgb.width, rgb.height}},

@@ -7,6 +7,9 @@
 
 namespace invar::app {
 
-int run_image(const std::string& mmproj, const std::string& image, int threads, bool json);
+// embeddings_out: when not empty, the embeddings are also written there, [tokens][width]
+// little-endian float32 (for comparing with other implementations).
+int run_image(const std::string& mmproj, const std::string& image, int threads, bool json,
+              const std::string& embeddings_out);
 
 }  // namespace invar::app

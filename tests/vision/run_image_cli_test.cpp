@@ -3,6 +3,7 @@
 // for every --threads and --simd; an image with a prompt is refused, not half-served.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 #include <string>
 
@@ -43,6 +44,10 @@ TEST(RunImageCli, DigestIndependentOfThreadsAndSimd) {
     ASSERT_EQ(r.status, 0) << r.out;
     EXPECT_EQ(digest_of(r.out), want) << flags;
   }
+  const std::string raw = test::test_process_dir("vision_cli") + "/emb.f32";
+  r = test::command_run(base + " --embeddings-out " + raw + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(std::filesystem::file_size(raw), 300u * 96u * 4u);
   r = test::command_run(base + " --prompt hi 2>&1");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("not fed to the language model yet"), std::string::npos) << r.out;
