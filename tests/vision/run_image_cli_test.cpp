@@ -48,6 +48,11 @@ TEST(RunImageCli, DigestIndependentOfThreadsAndSimd) {
   r = test::command_run(base + " --embeddings-out " + raw + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(std::filesystem::file_size(raw), 300u * 96u * 4u);
+  r = test::command_run(kInvar + " bench vision --mmproj " + mmproj + " --image " + kJpeg +
+                        " --threads 1,2 --runs 1 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("1200 patches, 300 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| 2 | "), std::string::npos) << r.out;
   r = test::command_run(base + " --prompt hi 2>&1");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("not fed to the language model yet"), std::string::npos) << r.out;
