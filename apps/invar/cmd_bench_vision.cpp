@@ -64,7 +64,7 @@ int run_bench(const VisionBenchArgs& a) {
       a.image.c_str(), static_cast<long long>(rgb.width), static_cast<long long>(rgb.height),
       static_cast<long long>(img.width), static_cast<long long>(img.height),
       static_cast<long long>(g.n_tokens()), static_cast<long long>(g.n_tokens() / 4), a.runs);
-  std::printf("| threads | invar ms | %s\n", peer ? "llama.cpp ms | llama.cpp / invar |" : "");
+  std::printf("| threads | invar ms |%s\n", peer ? " llama.cpp ms | llama.cpp / invar |" : "");
   std::printf("|---|---|%s\n", peer ? "---|---|" : "");
   for (int64_t nt : threads) {
     ThreadPool pool(static_cast<int>(nt));

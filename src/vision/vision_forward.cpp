@@ -47,13 +47,22 @@ void attention_all(const VisionHparams& hp, int64_t T, const float* qkv, float* 
       std::copy(ho + (h * T + t) * D, ho + (h * T + t + 1) * D, out + t * C + h * D);
 }
 
+// An element-wise op over x[rows][width] in place, rows split across the pool: each element's
+// operations are the same whoever computes it, so the bits do not depend on the thread count.
+template <typename Op>
+void rows_parallel(float* x, int64_t rows, int64_t width, ThreadPool& pool, Op op) {
+  pool.parallel_for(rows, [&](int64_t r0, int64_t r1, int) {
+    op(x + r0 * width, (r1 - r0) * width, x + r0 * width);
+  });
+}
+
 // Merger of 2 × 2 patches: fc2(gelu_erf(fc1(x[n][M]) + b1) + b2 → y[n][P].
 void merger_mlp(const Matrix& fc1, const std::vector<float>& b1, const Matrix& fc2,
                 const std::vector<float>& b2, const float* x, int64_t n, float* y,
                 VisionBuffers& buf, ThreadPool& pool) {
   float* mid = buf.mid.data();
   linear(fc1, b1, x, n, mid, pool, buf.scratch);
-  gelu_erf(mid, n * fc1.n(), mid);
+  rows_parallel(mid, n, fc1.n(), pool, gelu_erf);
   linear(fc2, b2, mid, n, y, pool, buf.scratch);
 }
 
@@ -128,7 +137,7 @@ void vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& poo
     // MLP block.
     layernorm_rows(h, lw.ln2_w.data(), lw.ln2_b.data(), T, C, hp.eps, buf.cur.data());
     linear(lw.up, lw.up_b, buf.cur.data(), T, buf.ff.data(), pool, buf.scratch);
-    gelu_tanh(buf.ff.data(), T * F, buf.ff.data());
+    rows_parallel(buf.ff.data(), T, F, pool, gelu_tanh);
     linear(lw.down, lw.down_b, buf.ff.data(), T, buf.tmp.data(), pool, buf.scratch);
     add_inplace(h, buf.tmp.data(), T * C);
     if (!hp.deepstack[size_t(l)]) continue;
