@@ -82,30 +82,15 @@ std::string process_exit_text(int status) {
   return text;
 }
 
-double bench_peer_run(const BenchPeer& peer, const std::string& model, const PeerTest& t) {
-  const std::vector<std::string> args = {peer.path,
-                                         "-m",
-                                         model,
-                                         "-t",
-                                         std::to_string(t.threads),
-                                         "-p",
-                                         std::to_string(t.n_prompt),
-                                         "-n",
-                                         std::to_string(t.n_gen),
-                                         "-d",
-                                         std::to_string(t.n_depth),
-                                         "-r",
-                                         "1",
-                                         "-o",
-                                         "json"};
-  std::string cmd;
-  for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
-  char err_path[] = "/tmp/invar-llama-bench-XXXXXX";
+PeerProcess bench_peer_exec(const std::vector<std::string>& args, size_t max_err) {
+  PeerProcess p;
+  for (const auto& a : args) p.command += (p.command.empty() ? "" : " ") + a;
+  char err_path[] = "/tmp/invar-peer-XXXXXX";
   const int err_fd = mkstemp(err_path);
   int out[2];
-  if (err_fd < 0 || pipe(out) != 0) throw Error("cannot start " + cmd + ": no pipe");
+  if (err_fd < 0 || pipe(out) != 0) throw Error("cannot start " + p.command + ": no pipe");
   const pid_t pid = fork();
-  if (pid < 0) throw Error("cannot start " + cmd + ": fork failed");
+  if (pid < 0) throw Error("cannot start " + p.command + ": fork failed");
   if (pid == 0) {
     dup2(out[1], 1);
     dup2(err_fd, 2);
@@ -118,22 +103,27 @@ double bench_peer_run(const BenchPeer& peer, const std::string& model, const Pee
   }
   close(out[1]);
   close(err_fd);
-  std::string text;
   char buf[4096];
   ssize_t n;
-  while ((n = read(out[0], buf, sizeof buf)) > 0) text.append(buf, size_t(n));
+  while ((n = read(out[0], buf, sizeof buf)) > 0) p.out.append(buf, size_t(n));
   close(out[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  const std::string err = file_tail(err_path, 600);
+  waitpid(pid, &p.status, 0);
+  p.err = file_tail(err_path, max_err);
   unlink(err_path);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw Error("llama-bench failed (" + cmd + "), " + process_exit_text(status) +
-                "; its stderr ends:\n" + err);
+  return p;
+}
+
+double bench_peer_run(const BenchPeer& peer, const std::string& model, const PeerTest& t) {
+  const PeerProcess p = bench_peer_exec(
+      {peer.path, "-m", model, "-t", std::to_string(t.threads), "-p", std::to_string(t.n_prompt),
+       "-n", std::to_string(t.n_gen), "-d", std::to_string(t.n_depth), "-r", "1", "-o", "json"});
+  if (!WIFEXITED(p.status) || WEXITSTATUS(p.status) != 0)
+    throw Error("llama-bench failed (" + p.command + "), " + process_exit_text(p.status) +
+                "; its stderr ends:\n" + p.err);
   try {
-    return bench_peer_parse_json(text, t);
+    return bench_peer_parse_json(p.out, t);
   } catch (const Error& e) {
-    throw Error(std::string(e.what()) + " (" + cmd + "); its stderr ends:\n" + err);
+    throw Error(std::string(e.what()) + " (" + p.command + "); its stderr ends:\n" + p.err);
   }
 }
 

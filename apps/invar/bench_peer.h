@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace invar::app {
 
@@ -19,6 +20,16 @@ struct BenchPeer {
 // executable file.
 std::optional<BenchPeer> bench_peer_parse(const std::string& spec,
                                           const std::string& name = "llama-bench");
+
+// One run of a peer's executable: its command line, wait status, whole stdout and the last
+// max_err bytes of its stderr.
+struct PeerProcess {
+  std::string command;
+  int status = 0;
+  std::string out, err;
+};
+// Runs args[0] with args (no shell) and waits for it. Throws Error when it cannot start.
+PeerProcess bench_peer_exec(const std::vector<std::string>& args, size_t max_err = 600);
 
 // How a child process ended (a waitpid status), in words; a SIGILL says the usual cause.
 std::string process_exit_text(int status);

@@ -10,6 +10,7 @@
 // with llama.cpp bit-for-bit settings.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "command.h"
@@ -21,6 +22,8 @@
 #include "model/model_presets.h"
 #include "model/quant_preset.h"
 #include "tokenizer/tokenizer.h"
+#include "vision/make_mmproj.h"
+#include "vision/vision_model.h"
 
 namespace invar::app {
 namespace {
@@ -31,6 +34,9 @@ struct MakeModelOptions {
   std::string type = "bf16";
   std::string vocab = std::string(INVAR_SOURCE_DIR) + "/data/qwen3/tokenizer.json";
   std::string out;
+  std::string mmproj;  // also (or only) a random vision tower for this text width
+  MakeMmprojConfig vision;
+  std::string vision_type = "f32";
   std::vector<int32_t> sections;
   std::string preset;
   bool mtp = false;
@@ -57,8 +63,28 @@ bool ends_with(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The mmproj: projection width = the text model's --embd, read back through the vision loader.
+void write_mmproj(MakeModelOptions& o) {
+  const std::optional<DType> type = dtype_parse(o.vision_type);
+  if (!type) throw Error("--vision-type: '" + o.vision_type + "' is not a weight type");
+  o.vision.type = *type;
+  o.vision.n_out = o.cfg.n_embd;
+  o.vision.seed = o.cfg.seed;
+  GgufWriter w;
+  make_mmproj(o.vision, w);
+  w.write(o.mmproj);
+  const auto m = vision_model_load(o.mmproj);
+  std::printf(
+      "wrote %s: %s, %lld blocks, C=%lld, patch %lld, projection %lld, seed %llu, %.1f MB\n",
+      o.mmproj.c_str(), kQwen3vlProjector, static_cast<long long>(m->hp.n_layer),
+      static_cast<long long>(m->hp.n_embd), static_cast<long long>(m->hp.patch),
+      static_cast<long long>(m->hp.n_embd_out()), static_cast<unsigned long long>(o.vision.seed),
+      double(m->file->file_size()) / 1e6);
+}
+
 int run_make_model(MakeModelOptions& o) {
   MakeModelConfig& c = o.cfg;
+  if (o.out.empty() && o.mmproj.empty()) throw Error("make-model: give --out, --mmproj or both");
   if (!o.preset.empty()) {
     apply_preset(o);
   } else if (o.arch == "qwen3next") {
@@ -94,6 +120,9 @@ int run_make_model(MakeModelOptions& o) {
     n_vocab = int64_t(vocab.tokens.size());
   }
 
+  if (!o.mmproj.empty()) write_mmproj(o);
+  if (o.out.empty()) return 0;
+
   GgufWriter w;
   make_model(c, n_vocab, w);
   if (vocab_gguf) {
@@ -121,7 +150,24 @@ Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
       "make-model",
       "Write a random-weight GGUF (qwen3next | qwen35 | qwen35moe) in llama.cpp's layout, "
       "deterministic from --seed");
-  s->add_option("--out", o->out, "output GGUF path")->required();
+  s->add_option("--out", o->out, "output GGUF path");
+  s->add_option("--mmproj", o->mmproj,
+                "also write a random vision tower here: an mmproj GGUF in llama.cpp's layout "
+                "(projector qwen3vl_merger, Qwen3-VL / Qwen3.5) whose projection width is --embd");
+  s->add_option("--vision-embd", o->vision.n_embd, "mmproj: ViT width")->capture_default_str();
+  s->add_option("--vision-layers", o->vision.n_layer, "mmproj: ViT blocks")->capture_default_str();
+  s->add_option("--vision-heads", o->vision.n_head, "mmproj: ViT attention heads")
+      ->capture_default_str();
+  s->add_option("--vision-ff", o->vision.n_ff, "mmproj: ViT MLP width")->capture_default_str();
+  s->add_option("--patch", o->vision.patch, "mmproj: patch side in pixels")->capture_default_str();
+  s->add_option("--pos-grid", o->vision.pos_side,
+                "mmproj: side of the learned position grid (image_size = side x patch)")
+      ->capture_default_str();
+  s->add_option("--vision-type", o->vision_type,
+                "mmproj: linear layers' weight type (f32 | f16 | bf16 | q8_0)")
+      ->capture_default_str();
+  s->add_option("--deepstack", o->vision.deepstack,
+                "mmproj: ViT blocks with a deepstack merger (Qwen3-VL; Qwen3.5 has none)");
   s->add_option("--arch", o->arch, "qwen3next | qwen35 | qwen35moe")->capture_default_str();
   s->add_option("--seed", c.seed, "weights are a pure function of the seed and the flags")
       ->capture_default_str();

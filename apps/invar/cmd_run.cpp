@@ -21,6 +21,7 @@
 #include "engine/postprocess.h"
 #include "model/model.h"
 #include "probe/digest.h"
+#include "run_image.h"
 #include "server/backend.h"
 #include "spec_flags.h"
 #include "tokenizer/tokenizer.h"
@@ -44,8 +45,11 @@ struct RunOptions {
   bool json = false;
   int64_t chunk = 0;
   bool ignore_eos = false;
-  bool huge_pages = false;  // weights copied into 2 MiB pages (Model::load)
-  EngineConfig engine;      // --spec flags
+  bool huge_pages = false;     // weights copied into 2 MiB pages (Model::load)
+  std::string mmproj;          // vision tower (with --image)
+  std::string image;           // PNG or JPEG through the vision tower
+  std::string embeddings_out;  // --image: the embeddings as raw float32
+  EngineConfig engine;         // --spec flags
 };
 
 std::vector<int32_t> run_ids_parse(const std::string& s) {
@@ -134,6 +138,16 @@ std::vector<int32_t> chat_prompt_tokens(const Tokenizer& tok, const RunOptions& 
 }
 
 int run(const RunOptions& o) {
+  if (!o.image.empty()) {
+    // Image embeddings do not reach the language model yet (its MRoPE positions for image
+    // tokens are not built): refusing beats answering as if the image had been seen.
+    if (!o.prompt.empty() || !o.tokens.empty())
+      throw Error(
+          "--image with a prompt: image embeddings are not fed to the language model yet; "
+          "--image alone encodes the image and prints its embeddings' digest");
+    return run_image(o.mmproj, o.image, o.threads, o.json, o.embeddings_out);
+  }
+  if (o.model.empty()) throw Error("a model file is required");
   if (o.prompt.empty() == o.tokens.empty())
     throw Error("give exactly one of --prompt and --tokens");
   if (o.chat && !o.tokens.empty()) throw Error("--chat applies to --prompt, not --tokens");
@@ -258,7 +272,14 @@ Command run_command("run", [](CLI::App& root) -> Command::Run {
       "run",
       "Greedy generation from one prompt on the engine; prints the text and the digest "
       "of the per-token top-20 logprob lists (docs/digest.md)");
-  c->add_option("model", o->model, "GGUF model file")->required();
+  c->add_option("model", o->model, "GGUF model file");
+  c->add_option("--mmproj", o->mmproj,
+                "vision tower: an mmproj GGUF in llama.cpp's layout (qwen3vl_merger)");
+  c->add_option("--image", o->image,
+                "a PNG or JPEG: encode it with --mmproj and print the token count, the encode "
+                "time and the embeddings' SHA-256 (not yet fed to the language model)");
+  c->add_option("--embeddings-out", o->embeddings_out,
+                "--image: also write the embeddings to FILE, [tokens][width] float32");
   c->add_option("--prompt", o->prompt, "prompt text");
   c->add_option("--tokens", o->tokens, "prompt token ids, comma or space separated");
   c->add_flag("--chat", o->chat,

@@ -14,9 +14,10 @@ float det_log1p(float x);     // ln(1+x), accurate near 0
 float det_sigmoid(float x);   // 1/(1+e^-x)
 float det_silu(float x);      // x·sigmoid(x), computed as x/(1+e^-x)
 float det_softplus(float x);  // x > 20 ? x : ln(1 + e^x)   (ggml threshold)
+float det_erf(float x);       // erf x: its series in double (≤ 72 terms), ±1 for |x| ≥ 4
 float det_rsqrt(float x);  // 1/sqrt(x) = 1.0f / std::sqrt(x) (sqrt is a correctly rounded IEEE op)
 // Measured (tests/core): exp 1.0 ulp, log 0.8, log1p 2.4, sigmoid 2.2, silu 2.0, softplus 2.5,
-// rsqrt 1.5. A NaN result's sign and payload are unspecified.
+// rsqrt 1.5, erf 0.5. A NaN result's sign and payload are unspecified.
 // sin and cos in double for RoPE tables: ≤ 1.5 ulp (double) for |x| ≤ 1e7, computed with a fixed
 // Cody–Waite range reduction and fixed polynomials.
 void det_sincos(double x, double* s, double* c);

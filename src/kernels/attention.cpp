@@ -19,7 +19,7 @@ namespace invar {
 namespace {
 
 void check_shape(const AttentionShape& s, const KvView& kv) {
-  INVAR_CHECK(s.n_tokens >= 0 && s.pos0 >= 0 && s.h > 0 && s.hkv > 0 && s.d > 0,
+  INVAR_CHECK(s.n_tokens >= 0 && s.pos0 >= 0 && s.h > 0 && s.hkv > 0 && s.d > 0 && s.n_keys >= 0,
               "attention: bad shape");
   INVAR_CHECK(s.h % s.hkv == 0, "attention: H must be a multiple of Hkv");
   INVAR_CHECK(kv.block_size > 0 && kv.row_stride >= s.hkv * s.d, "attention: bad KV view");
@@ -31,7 +31,7 @@ void attention_pairs_ref(const AttentionShape& s, const KvView& kv, const float*
   for (int64_t i = i0; i < i1; ++i) {
     const int64_t t = i / s.h, h = i % s.h;
     const int64_t g = h / group;
-    const int64_t n = s.pos0 + t + 1;
+    const int64_t n = s.n_keys > 0 ? s.n_keys : s.pos0 + t + 1;
     const float* qv = q + i * s.d;
     float* ov = o + i * s.d;
     for (int64_t p = 0; p < n; ++p) {
@@ -55,11 +55,16 @@ void attention_pairs_ref(const AttentionShape& s, const KvView& kv, const float*
   }
 }
 
+// Keys a call reduces over at most.
+int64_t context_of(const AttentionShape& s) {
+  return s.n_keys > 0 ? s.n_keys : s.pos0 + s.n_tokens;
+}
+
 }  // namespace
 
 void attention_ref(const AttentionShape& s, const KvView& kv, const float* q, float* o) {
   check_shape(s, kv);
-  std::vector<float> scores(size_t(s.pos0 + s.n_tokens));
+  std::vector<float> scores(size_t(context_of(s)));
   attention_pairs_ref(s, kv, q, o, 0, s.n_tokens * s.h, scores.data());
 }
 
@@ -72,7 +77,7 @@ int64_t attention_scratch_floats(int64_t context, int64_t d, int n_threads) {
 void attention(const AttentionShape& s, const KvView& kv, const float* q, float* o,
                ThreadPool& pool, std::span<float> scratch) {
   check_shape(s, kv);
-  const int64_t per_thread = attention_scratch_floats(s.pos0 + s.n_tokens, s.d, 1);
+  const int64_t per_thread = attention_scratch_floats(context_of(s), s.d, 1);
   INVAR_CHECK(int64_t(scratch.size()) >= per_thread * pool.size(),
               "attention: scratch of " + std::to_string(scratch.size()) + " floats, needs " +
                   std::to_string(per_thread * pool.size()));
@@ -90,7 +95,7 @@ void attention(const AttentionShape& s, const KvView& kv, const float* q, float*
 
 void attention(const AttentionShape& s, const KvView& kv, const float* q, float* o,
                ThreadPool& pool) {
-  const int64_t need = attention_scratch_floats(s.pos0 + s.n_tokens, s.d, pool.size());
+  const int64_t need = attention_scratch_floats(context_of(s), s.d, pool.size());
   std::vector<float> scratch(static_cast<size_t>(need));
   attention(s, kv, q, o, pool, scratch);
 }

@@ -30,6 +30,9 @@ struct AttentionShape {
   int64_t hkv;  // [Hkv]
   int64_t d;    // [D]
   float scale;  // 1/sqrt(D)
+  // > 0: bidirectional (the vision tower): every query reduces over keys 0..n_keys−1 in order,
+  // whatever its position — the bits the causal kernel gives a query at position n_keys − 1.
+  int64_t n_keys = 0;
 };
 
 // Floats of working memory attention() needs on a pool of n_threads for queries up to position
@@ -38,8 +41,8 @@ int64_t attention_scratch_floats(int64_t context, int64_t d, int n_threads);
 
 // q[T][H][D] → o[T][H][D]. Threads split queries × heads (outputs; the SIMD path in tiles of one
 // KV group's heads that share K/V loads). `scratch` holds at least
-// attention_scratch_floats(pos0 + T, D, pool.size()) floats; the caller sizes it once, so the
-// call allocates nothing.
+// attention_scratch_floats(max(pos0 + T, n_keys), D, pool.size()) floats; the caller sizes it once,
+// so the call allocates nothing.
 void attention(const AttentionShape& s, const KvView& kv, const float* q, float* o,
                ThreadPool& pool, std::span<float> scratch);
 // The same with scratch allocated for this call (tests and tools).

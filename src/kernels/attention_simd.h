@@ -22,11 +22,14 @@
 namespace invar::kernels_simd {
 namespace {
 
-template <class V>
-void attention_units(const AttentionShape& s, const KvView& kv, const float* q, float* o,
-                     int64_t u0, int64_t u1, float* scores) {
+// The units [u0, u1), all of whose tiles hold at most kTile heads: a tile computes kTile heads'
+// scores and sums (registers), so a tile narrower than kAttnHeadTile (a KV group of fewer heads:
+// multi-head attention has groups of 1) is run by the instantiation of its width instead of
+// computing kAttnHeadTile heads and storing nh.
+template <class V, int64_t kTile>
+void attention_units_tile(const AttentionShape& s, const KvView& kv, const float* q, float* o,
+                          int64_t u0, int64_t u1, float* scores) {
   using N = typename V::Narrow;
-  constexpr int64_t kTile = kAttnHeadTile;
   constexpr int64_t kC = V::kAttnVChunks, kW = N::kLanes;
   constexpr int64_t kPBlock = 32;  // V rows per block (32 KiB at D = 256)
   const int64_t dd = s.d;
@@ -106,6 +109,23 @@ void attention_units(const AttentionShape& s, const KvView& kv, const float* q, 
         return V::div(V::load_n(accbuf + j * dd + i, r), sv);
       });
     }
+  }
+}
+
+template <class V>
+void attention_units(const AttentionShape& s, const KvView& kv, const float* q, float* o,
+                     int64_t u0, int64_t u1, float* scores) {
+  static_assert(kAttnHeadTile == 8, "the tile widths below are 1, 2, 4 and kAttnHeadTile");
+  for (int64_t u = u0; u < u1; ++u) {
+    const int64_t nh = attention_unit(s, u).nh;
+    if (nh <= 1)
+      attention_units_tile<V, 1>(s, kv, q, o, u, u + 1, scores);
+    else if (nh <= 2)
+      attention_units_tile<V, 2>(s, kv, q, o, u, u + 1, scores);
+    else if (nh <= 4)
+      attention_units_tile<V, 4>(s, kv, q, o, u, u + 1, scores);
+    else
+      attention_units_tile<V, kAttnHeadTile>(s, kv, q, o, u, u + 1, scores);
   }
 }
 

@@ -32,7 +32,7 @@ struct IsaKernels {
   void (*delta_rule_heads)(const DeltaRuleShape& s, float* state, const float* q, const float* k,
                            const float* v, const float* g, const float* beta, float* o, int64_t h0,
                            int64_t h1);
-  // Units [u0, u1) of attention_unit_count(); scores: kAttnHeadTile·(pos0+T+D) floats.
+  // Units [u0, u1) of attention_unit_count(); scores: kAttnHeadTile·(context+D) floats.
   void (*attention_units)(const AttentionShape& s, const KvView& kv, const float* q, float* o,
                           int64_t u0, int64_t u1, float* scores);
   void (*swiglu)(const float* gate, const float* up, int64_t n, float* y);
@@ -81,7 +81,7 @@ inline AttentionUnit attention_unit(const AttentionShape& s, int64_t u) {
   a.g = (u / tiles) % s.hkv;
   a.h0 = a.g * group + (u % tiles) * kAttnHeadTile;
   a.nh = std::min(kAttnHeadTile, a.g * group + group - a.h0);
-  a.n = s.pos0 + a.t + 1;
+  a.n = s.n_keys > 0 ? s.n_keys : s.pos0 + a.t + 1;
   return a;
 }
 // Row of position p in a paged K or V history, `off` floats into the row.

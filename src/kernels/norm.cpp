@@ -44,6 +44,38 @@ void rmsnorm_gated_rows_ref(const float* x, const float* w, const float* z, int6
   }
 }
 
+namespace {
+
+// One LayerNorm row with the given canonical sums (the scalar references or their dispatch: the
+// same bits either way, reduce.h).
+template <typename Sum, typename SumSq>
+void layernorm_row(const float* x, const float* w, const float* b, int64_t n, float eps, float* y,
+                   Sum sum, SumSq sum_sq) {
+  const float mean = sum(x, n) / float(n);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] - mean;
+  const float var = sum_sq(y, n) / float(n);
+  const float scale = det_rsqrt(var + eps);
+  for (int64_t i = 0; i < n; ++i) {
+    const float t = (y[i] * scale) * w[i];
+    y[i] = t + b[i];
+  }
+}
+
+}  // namespace
+
+void layernorm_rows_ref(const float* x, const float* w, const float* b, int64_t m, int64_t n,
+                        float eps, float* y) {
+  for (int64_t r = 0; r < m; ++r)
+    layernorm_row(x + r * n, w, b, n, eps, y + r * n, reduce_sum_ref, reduce_sum_sq_ref);
+}
+
+// The row sums dispatch to the SIMD reductions; the element-wise steps are plain IEEE ops.
+void layernorm_rows(const float* x, const float* w, const float* b, int64_t m, int64_t n, float eps,
+                    float* y) {
+  for (int64_t r = 0; r < m; ++r)
+    layernorm_row(x + r * n, w, b, n, eps, y + r * n, reduce_sum, reduce_sum_sq);
+}
+
 void rmsnorm_rows(const float* x, const float* w, int64_t m, int64_t n, float eps, float* y) {
   if (const IsaKernels* k = isa_kernels()) return k->rmsnorm_rows(x, w, m, n, eps, y);
   rmsnorm_rows_ref(x, w, m, n, eps, y);

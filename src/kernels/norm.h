@@ -21,4 +21,11 @@ void rmsnorm_gated_rows(const float* x, const float* w, const float* z, int64_t 
 void rmsnorm_gated_rows_ref(const float* x, const float* w, const float* z, int64_t m, int64_t n,
                             float eps, float* y);
 
+// LayerNorm (ggml_norm, then weight and bias): with μ = Σx/N (canonical sum) and c = x − μ,
+// y[M][N] = (c · 1/sqrt(Σc²/N + eps)) · w[N] + b[N]   (in-place allowed: y == x)
+void layernorm_rows(const float* x, const float* w, const float* b, int64_t m, int64_t n, float eps,
+                    float* y);
+void layernorm_rows_ref(const float* x, const float* w, const float* b, int64_t m, int64_t n,
+                        float eps, float* y);
+
 }  // namespace invar

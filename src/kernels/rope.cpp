@@ -65,6 +65,32 @@ void rope_pairs(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk, 
 
 }  // namespace
 
+Rope2d rope_2d_build(int64_t head_dim, double freq_base) {
+  INVAR_CHECK(head_dim > 0 && head_dim % 4 == 0, "rope_2d: head_dim must be a multiple of 4");
+  INVAR_CHECK(freq_base > 0.0, "rope_2d: freq_base must be positive");
+  Rope2d f;
+  f.head_dim = head_dim;
+  const int64_t quarter = head_dim / 4;
+  f.inv_freq.resize(size_t(quarter));
+  for (int64_t j = 0; j < quarter; ++j)
+    f.inv_freq[size_t(j)] = det_pow(freq_base, -4.0 * double(j) / double(head_dim));
+  return f;
+}
+
+void rope_2d_apply_qk(const Rope2d& f, float* q, int64_t nq, float* k, int64_t nk, int64_t y,
+                      int64_t x) {
+  const int64_t d = f.head_dim, half = d / 2, quarter = d / 4;
+  for (int64_t j = 0; j < half; ++j) {
+    const bool row = j < quarter;
+    const double theta = double(row ? y : x) * f.inv_freq[size_t(row ? j : j - quarter)];
+    double sd, cd;
+    det_sincos(theta, &sd, &cd);
+    const float s = float(sd), c = float(cd);
+    rotate_pair(q, nq, d, half, j, c, s);
+    rotate_pair(k, nk, d, half, j, c, s);
+  }
+}
+
 void rope_apply_ref(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos) {
   rope_pairs(f, x, n_heads, nullptr, 0, pos);
 }

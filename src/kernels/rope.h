@@ -34,4 +34,17 @@ void rope_apply_ref(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos);
 // sincos computed once for both (an attention layer's RoPE is mostly its sincos).
 void rope_apply_qk(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk, int64_t pos);
 
+// 2-D rotary embedding of the Qwen2-VL / Qwen3-VL vision tower (ggml's GGML_ROPE_TYPE_VISION
+// with sections {D/4, D/4, D/4, D/4} and positions (y, x, y, x); HF: VisionRotaryEmbedding(D/2)
+// with its frequencies indexed by (row, column)). Pair j rotates dims (j, j + D/2), j < D/2: the
+// first D/4 pairs by y · base^(−4j/D), the next D/4 by x · base^(−4(j − D/4)/D).
+struct Rope2d {
+  int64_t head_dim = 0;          // [D], a multiple of 4
+  std::vector<double> inv_freq;  // [D/4] base^(−4j/D)
+};
+Rope2d rope_2d_build(int64_t head_dim, double freq_base);
+// q[nq][D] and k[nk][D] of the patch at row y, column x, in place (cos/sin as rope_apply's).
+void rope_2d_apply_qk(const Rope2d& f, float* q, int64_t nq, float* k, int64_t nk, int64_t y,
+                      int64_t x);
+
 }  // namespace invar

@@ -372,4 +372,8 @@ int64_t make_model_copy_vocab(const GgufFile& src, GgufWriter& w) {
   return n_vocab;
 }
 
+double make_model_normal(uint64_t seed, const std::string& name, uint64_t i) {
+  return normal_at(splitmix64(seed ^ fnv1a(name)), i);
+}
+
 }  // namespace invar

@@ -75,4 +75,8 @@ void make_model(const MakeModelConfig& c, int64_t n_vocab, GgufWriter& w);
 // Copies the tokenizer.* keys of an existing GGUF (a vocabulary source); returns n_vocab.
 int64_t make_model_copy_vocab(const GgufFile& src, GgufWriter& w);
 
+// Element i of the approximately N(0, 1) stream make_model draws tensor `name` from for `seed`: a
+// pure function of (seed, name, i), for other random files written the same way (the mmproj).
+double make_model_normal(uint64_t seed, const std::string& name, uint64_t i);
+
 }  // namespace invar

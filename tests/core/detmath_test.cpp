@@ -94,6 +94,9 @@ long double ref_silu(long double x) {
 long double ref_softplus(long double x) {
   return x > 20 ? x : std::log1p(std::exp(x));
 }
+long double ref_erf(long double x) {
+  return std::erf(x);
+}
 long double ref_rsqrt(long double x) {
   return 1.0L / std::sqrt(x);
 }
@@ -115,6 +118,8 @@ TEST(Detmath, AccuracyAgainstLibm) {
   expect_ulp("det_silu", -80.0f, 80.0f, det_silu, ref_silu, 2.5);
   expect_ulp("det_softplus", -80.0f, 80.0f, det_softplus, ref_softplus, 3.0);
   expect_ulp("det_rsqrt", 1e-38f, 3e38f, det_rsqrt, ref_rsqrt, 1.5);
+  expect_ulp("det_erf", -6.0f, 6.0f, det_erf, ref_erf, 1.0);
+  expect_ulp("det_erf", -1e-3f, 1e-3f, det_erf, ref_erf, 1.0);
 }
 
 TEST(Detmath, SincosAgainstLibm) {

@@ -44,6 +44,16 @@ struct Case {
 const Case kCases[] = {
     {4, 2, 16, 37}, {2, 1, 24, 20}, {8, 2, 64, 70}, {2, 2, 256, 33}, {3, 1, 5, 9}};
 
+// Random K and V histories and queries of a case, from seeds seed, seed + 1 and seed + 2.
+struct Inputs {
+  std::vector<float> k, v, q;
+};
+Inputs random_inputs(const Case& c, uint32_t seed) {
+  return {test::randn(size_t(c.n_pos * c.hkv * c.d), seed),
+          test::randn(size_t(c.n_pos * c.hkv * c.d), seed + 1),
+          test::randn(size_t(c.n_pos * c.h * c.d), seed + 2, 2.0f)};
+}
+
 TEST(Attention, SimdEqualsReferenceBits) {
   ThreadPool pool(2);
   for (const auto& c : kCases) {
@@ -57,6 +67,30 @@ TEST(Attention, SimdEqualsReferenceBits) {
     test::for_each_simd_level([&](SimdLevel) {
       attention(s, kv.view(), q.data(), got.data(), pool);
       EXPECT_EQ(bit_diff(got, ref), "") << "H=" << c.h << " D=" << c.d;
+    });
+  }
+}
+
+// Bidirectional attention (n_keys > 0): every query gets the bits the causal kernel gives a
+// query at the last key's position, at every SIMD level and thread count.
+TEST(Attention, BidirectionalEqualsCausalAtLastPosition) {
+  for (const auto& c : kCases) {
+    const auto [k, v, q] = random_inputs(c, 21);
+    PagedKv kv(k, v, c.n_pos, c.hkv * c.d, 16, 0);
+    const float scale = 1.0f / std::sqrt(float(c.d));
+    std::vector<float> want(q.size());
+    for (int64_t t = 0; t < c.n_pos; ++t)
+      attention_ref(AttentionShape{1, c.n_pos - 1, c.h, c.hkv, c.d, scale}, kv.view(),
+                    q.data() + t * c.h * c.d, want.data() + t * c.h * c.d);
+    AttentionShape all{c.n_pos, 0, c.h, c.hkv, c.d, scale};
+    all.n_keys = c.n_pos;
+    test::for_each_simd_level([&](SimdLevel) {
+      for (int threads : {1, 3}) {
+        ThreadPool pool(threads);
+        std::vector<float> got(q.size());
+        attention(all, kv.view(), q.data(), got.data(), pool);
+        EXPECT_EQ(bit_diff(got, want), "") << "H=" << c.h << " D=" << c.d << " " << threads;
+      }
     });
   }
 }
@@ -93,9 +127,7 @@ TEST(Attention, CallerScratch) {
 
 TEST(Attention, ReferenceCloseToFloat64) {
   for (const auto& c : kCases) {
-    const auto k = test::randn(size_t(c.n_pos * c.hkv * c.d), 4);
-    const auto v = test::randn(size_t(c.n_pos * c.hkv * c.d), 5);
-    const auto q = test::randn(size_t(c.n_pos * c.h * c.d), 6, 2.0f);
+    const auto [k, v, q] = random_inputs(c, 4);
     PagedKv kv(k, v, c.n_pos, c.hkv * c.d, 7, 0);
     const double scale = 1.0 / std::sqrt(double(c.d));
     const AttentionShape s{c.n_pos, 0, c.h, c.hkv, c.d, float(scale)};

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
 #include "core/detmath.h"
 #include "kernel_test_util.h"
 
@@ -35,6 +39,25 @@ TEST(Elementwise, SimdEqualsScalarBits) {
   scale_add_inplace(y.data(), x.data(), 2.0f, 2);
   EXPECT_EQ(y[0], 2.5f);
   EXPECT_EQ(y[1], -10.0f);
+}
+
+// The two GELU forms of the vision tower against their float64 definitions.
+TEST(Elementwise, GeluMatchesFloat64) {
+  const auto x = test::randn(20000, 9, 4.0f);
+  std::vector<float> yt(x.size()), ye(x.size());
+  gelu_tanh(x.data(), int64_t(x.size()), yt.data());
+  gelu_erf(x.data(), int64_t(x.size()), ye.data());
+  double worst_t = 0, worst_e = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    const double t = 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    const double e = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    worst_t = std::max(worst_t, std::fabs(yt[i] - t) / (1.0 + std::fabs(t)));
+    worst_e = std::max(worst_e, std::fabs(ye[i] - e) / (1.0 + std::fabs(e)));
+  }
+  std::printf("gelu_tanh max rel err %.3g, gelu_erf %.3g\n", worst_t, worst_e);
+  EXPECT_LE(worst_t, 1e-6);
+  EXPECT_LE(worst_e, 1e-6);
 }
 
 }  // namespace

@@ -134,5 +134,34 @@ TEST(Norm, ReferenceCloseToFloat64) {
   }
 }
 
+// LayerNorm (vision tower): the dispatching sums give the reference's bits at every SIMD level,
+// and both are within float rounding of the float64 formula.
+TEST(LayerNorm, SimdEqualsReferenceAndFloat64) {
+  for (int64_t n : {1, 7, 16, 17, 64, 256, 1000}) {
+    const auto x = test::randn(size_t(3 * n), uint32_t(n), 3.0f);
+    const auto w = test::randn(size_t(n), 5, 1.0f);
+    const auto b = test::randn(size_t(n), 6, 1.0f);
+    std::vector<float> ref(x.size());
+    layernorm_rows_ref(x.data(), w.data(), b.data(), 3, n, 1e-6f, ref.data());
+    test::for_each_simd_level([&](SimdLevel) {
+      std::vector<float> y = x;  // in place
+      layernorm_rows(y.data(), w.data(), b.data(), 3, n, 1e-6f, y.data());
+      EXPECT_EQ(bit_diff(y, ref), "") << "n=" << n;
+    });
+    for (int64_t r = 0; r < 3; ++r) {
+      const float* xr = x.data() + r * n;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < n; ++i) mean += xr[i];
+      mean /= double(n);
+      for (int64_t i = 0; i < n; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+      const double scale = 1.0 / std::sqrt(var / double(n) + 1e-6);
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = (xr[i] - mean) * scale * w[size_t(i)] + b[size_t(i)];
+        EXPECT_NEAR(ref[size_t(r * n + i)], want, 2e-5 * (1.0 + std::fabs(want))) << n;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace invar

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "kernel_test_util.h"
 #include "kernels/rope.h"
@@ -190,6 +191,31 @@ TEST(Rope, QkTogetherEqualsEach) {
     rope_apply_ref(f, ke.data(), 2, 4321);
     EXPECT_EQ(bit_diff(q, qe), "");
     EXPECT_EQ(bit_diff(k, ke), "");
+  }
+}
+
+// 2-D RoPE of the vision tower: pairs (j, j + D/2); the first D/4 rotate by the row y, the next
+// D/4 by the column x, each section with frequencies base^(−4i/D) from i = 0.
+TEST(Rope, TwoDimensionalMatchesFloat64) {
+  const int64_t D = 16;
+  const Rope2d f = rope_2d_build(D, 10000.0);
+  for (auto [y, x] : {std::pair<int64_t, int64_t>{0, 0}, {3, 5}, {40, 2}, {17, 63}}) {
+    auto q = test::randn(2 * D, uint32_t(y * 100 + x + 1));
+    auto k = test::randn(3 * D, uint32_t(y * 100 + x + 2));
+    const auto q0 = q, k0 = k;
+    rope_2d_apply_qk(f, q.data(), 2, k.data(), 3, y, x);
+    auto check = [&](const std::vector<float>& got, const std::vector<float>& in, int64_t heads) {
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t j = 0; j < D / 2; ++j) {
+          const int64_t i = j < D / 4 ? j : j - D / 4;
+          const double th = double(j < D / 4 ? y : x) * std::pow(10000.0, -4.0 * double(i) / D);
+          const double a = in[size_t(h * D + j)], b = in[size_t(h * D + j + D / 2)];
+          EXPECT_NEAR(got[size_t(h * D + j)], a * std::cos(th) - b * std::sin(th), 2e-6);
+          EXPECT_NEAR(got[size_t(h * D + j + D / 2)], a * std::sin(th) + b * std::cos(th), 2e-6);
+        }
+    };
+    check(q, q0, 2);
+    check(k, k0, 3);
   }
 }
 

@@ -1,0 +1,254 @@
+// Image inputs: PNG and JPEG decode through libpng / libjpeg-turbo; hostile files (truncated,
+// oversized headers, unknown formats) are refused with an Error before large allocations; the
+// processor's size rule, resampling and normalisation.
+#include <gtest/gtest.h>
+#include <jpeglib.h>
+#include <png.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "vision/image_decode.h"
+#include "vision/image_preprocess.h"
+#include "vision/make_mmproj.h"
+#include "vision/vision_forward.h"
+
+namespace invar {
+namespace {
+
+RgbImage random_rgb(int64_t w, int64_t h, uint32_t seed) {
+  std::mt19937 rng(seed);
+  RgbImage img{w, h, std::vector<uint8_t>(size_t(w * h * 3))};
+  for (auto& v : img.rgb) v = uint8_t(rng() & 0xff);
+  return img;
+}
+
+std::vector<uint8_t> png_encode(const std::vector<uint8_t>& px, int64_t w, int64_t h,
+                                uint32_t format) {
+  png_image img{};
+  img.version = PNG_IMAGE_VERSION;
+  img.width = png_uint_32(w);
+  img.height = png_uint_32(h);
+  img.format = format;
+  png_alloc_size_t size = 0;
+  EXPECT_TRUE(png_image_write_to_memory(&img, nullptr, &size, 0, px.data(), 0, nullptr));
+  std::vector<uint8_t> out(size);
+  EXPECT_TRUE(png_image_write_to_memory(&img, out.data(), &size, 0, px.data(), 0, nullptr));
+  out.resize(size);
+  return out;
+}
+
+std::vector<uint8_t> jpeg_encode(const RgbImage& img, int quality) {
+  jpeg_compress_struct c{};
+  jpeg_error_mgr err{};
+  c.err = jpeg_std_error(&err);
+  jpeg_create_compress(&c);
+  unsigned char* buf = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &buf, &size);
+  c.image_width = JDIMENSION(img.width);
+  c.image_height = JDIMENSION(img.height);
+  c.input_components = 3;
+  c.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&c);
+  jpeg_set_quality(&c, quality, TRUE);
+  jpeg_start_compress(&c, TRUE);
+  while (c.next_scanline < c.image_height) {
+    JSAMPROW row = const_cast<uint8_t*>(img.rgb.data()) + size_t(c.next_scanline) * img.width * 3;
+    jpeg_write_scanlines(&c, &row, 1);
+  }
+  jpeg_finish_compress(&c);
+  std::vector<uint8_t> out(buf, buf + size);
+  jpeg_destroy_compress(&c);
+  std::free(buf);
+  return out;
+}
+
+// A smooth picture (JPEG keeps it close).
+RgbImage gradient(int64_t w, int64_t h) {
+  RgbImage img{w, h, std::vector<uint8_t>(size_t(w * h * 3))};
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x) {
+      uint8_t* p = img.rgb.data() + (y * w + x) * 3;
+      p[0] = uint8_t(x * 255 / (w - 1));
+      p[1] = uint8_t(y * 255 / (h - 1));
+      p[2] = 128;
+    }
+  return img;
+}
+
+std::string decode_error(const std::vector<uint8_t>& bytes, const ImageLimits& limits = {}) {
+  try {
+    image_decode(bytes, limits);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+uint32_t crc32(const uint8_t* p, size_t n) {
+  uint32_t c = 0xffffffffu;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+void put_be32(uint8_t* p, uint32_t v) {
+  p[0] = uint8_t(v >> 24), p[1] = uint8_t(v >> 16), p[2] = uint8_t(v >> 8), p[3] = uint8_t(v);
+}
+
+TEST(ImageDecode, PngRgbRgbaGrey) {
+  const RgbImage rgb = random_rgb(37, 23, 1);
+  RgbImage got = image_decode(png_encode(rgb.rgb, 37, 23, PNG_FORMAT_RGB));
+  EXPECT_EQ(got.width, 37);
+  EXPECT_EQ(got.height, 23);
+  EXPECT_EQ(got.rgb, rgb.rgb);
+  // RGBA: the alpha channel is dropped, the colour channels kept as stored.
+  std::vector<uint8_t> rgba;
+  for (size_t i = 0; i < rgb.rgb.size(); i += 3)
+    rgba.insert(rgba.end(), {rgb.rgb[i], rgb.rgb[i + 1], rgb.rgb[i + 2], uint8_t(i % 256)});
+  EXPECT_EQ(image_decode(png_encode(rgba, 37, 23, PNG_FORMAT_RGBA)).rgb, rgb.rgb);
+  const std::vector<uint8_t> grey(37 * 23, 77);
+  got = image_decode(png_encode(grey, 37, 23, PNG_FORMAT_GRAY));
+  EXPECT_EQ(got.rgb, std::vector<uint8_t>(37 * 23 * 3, 77));
+}
+
+TEST(ImageDecode, Jpeg) {
+  const RgbImage src = gradient(64, 40);
+  const RgbImage got = image_decode(jpeg_encode(src, 95));
+  ASSERT_EQ(got.width, 64);
+  ASSERT_EQ(got.height, 40);
+  double diff = 0;
+  for (size_t i = 0; i < got.rgb.size(); ++i) diff += std::abs(int(got.rgb[i]) - int(src.rgb[i]));
+  EXPECT_LT(diff / double(got.rgb.size()), 3.0);
+}
+
+TEST(ImageDecode, HostileFilesAreRefused) {
+  const std::vector<uint8_t> png = png_encode(random_rgb(40, 30, 2).rgb, 40, 30, PNG_FORMAT_RGB);
+  const std::vector<uint8_t> jpg = jpeg_encode(gradient(64, 48), 90);
+  std::string msg = decode_error({png.begin(), png.begin() + long(png.size() / 2)});
+  EXPECT_NE(msg.find("PNG"), std::string::npos) << msg;
+  msg = decode_error({jpg.begin(), jpg.begin() + long(jpg.size() / 2)});
+  EXPECT_NE(msg.find("JPEG"), std::string::npos) << msg;
+  msg = decode_error({'G', 'I', 'F', '8', '9', 'a', 0, 0});
+  EXPECT_NE(msg.find("not a PNG or JPEG"), std::string::npos) << msg;
+  msg = decode_error(png, ImageLimits{.max_bytes = 100});
+  EXPECT_NE(msg.find("bytes exceeds"), std::string::npos) << msg;
+
+  // A PNG whose header claims 100 000 × 1 pixels (IHDR with a valid CRC, the same tiny data).
+  std::vector<uint8_t> wide = png;
+  put_be32(wide.data() + 16, 100000);
+  put_be32(wide.data() + 20, 1);
+  put_be32(wide.data() + 29, crc32(wide.data() + 12, 17));
+  msg = decode_error(wide);
+  EXPECT_NE(msg.find("100000 × 1 pixels exceeds the limit of 16384 per side"), std::string::npos)
+      << msg;
+  msg = decode_error(wide, ImageLimits{.max_side = 1 << 20});
+  EXPECT_NE(msg.find("aspect ratio"), std::string::npos) << msg;
+
+  // A JPEG whose frame header claims 60 000 × 60 000 pixels: refused before decompression.
+  std::vector<uint8_t> big = jpg;
+  size_t sof = 2;
+  while (sof + 9 < big.size() &&
+         !(big[sof] == 0xff && (big[sof + 1] == 0xc0 || big[sof + 1] == 0xc2)))
+    ++sof;
+  ASSERT_LT(sof + 9, big.size());
+  big[sof + 5] = 0xea, big[sof + 6] = 0x60, big[sof + 7] = 0xea, big[sof + 8] = 0x60;
+  msg = decode_error(big, ImageLimits{.max_side = 1 << 20});
+  EXPECT_NE(msg.find("60000 × 60000 pixels exceeds the limit of"), std::string::npos) << msg;
+}
+
+// Every truncation and many single-byte corruptions of a valid PNG and JPEG either decode (to the
+// size the header says, within the limits) or raise Error: no crash, no other exception (the
+// sanitizer trees run this too).
+TEST(ImageDecode, TruncatedAndCorruptedNeverCrash) {
+  const std::vector<std::vector<uint8_t>> files = {
+      png_encode(random_rgb(24, 16, 5).rgb, 24, 16, PNG_FORMAT_RGB),
+      jpeg_encode(gradient(48, 32), 80)};
+  const ImageLimits limits{.max_pixels = 4096};
+  int decoded = 0, refused = 0;
+  auto attempt = [&](const std::vector<uint8_t>& bytes) {
+    try {
+      const RgbImage img = image_decode(bytes, limits);
+      EXPECT_EQ(img.rgb.size(), size_t(img.width * img.height * 3));
+      EXPECT_LE(img.width * img.height, limits.max_pixels);
+      ++decoded;
+    } catch (const Error&) {
+      ++refused;
+    }
+  };
+  std::mt19937 rng(9);
+  for (const auto& f : files) {
+    for (size_t n = 0; n < f.size(); n += 3) attempt({f.begin(), f.begin() + long(n)});
+    for (int i = 0; i < 2000; ++i) {
+      std::vector<uint8_t> bad = f;
+      bad[rng() % bad.size()] ^= uint8_t(1 + rng() % 255);
+      attempt(bad);
+    }
+  }
+  std::printf("decoded %d, refused %d\n", decoded, refused);
+  EXPECT_GT(refused, 0);
+}
+
+TEST(ImagePreprocess, SmartSize) {
+  const int64_t lo = 8 * 1024, hi = 4096 * 1024;
+  auto size = [&](int64_t w, int64_t h) { return image_smart_size(w, h, 32, lo, hi); };
+  EXPECT_EQ(size(128, 96).width, 128);
+  EXPECT_EQ(size(128, 96).height, 96);
+  EXPECT_EQ(size(144, 96).width, 128);  // 4.5 rounds half to even (Python's round)
+  EXPECT_EQ(size(112, 96).width, 128);  // 3.5 → 4
+  EXPECT_EQ(size(20, 20).width, 96);    // under min_pixels: scaled up, ceiled
+  EXPECT_EQ(size(20, 20).height, 96);
+  const ImageSize big = size(4000, 3000);  // over max_pixels: scaled down, floored
+  EXPECT_EQ(big.width, 2336);
+  EXPECT_EQ(big.height, 1760);
+  for (auto [w, h] : {std::pair<int64_t, int64_t>{1, 1}, {3000, 17}, {17, 3000}, {1234, 987}}) {
+    const ImageSize s = size(w, h);
+    EXPECT_EQ(s.width % 32, 0);
+    EXPECT_EQ(s.height % 32, 0);
+    EXPECT_LE(s.width * s.height, hi) << w << " x " << h;
+  }
+}
+
+TEST(ImagePreprocess, ResizeAndNormalize) {
+  const RgbImage src = random_rgb(5, 4, 3);
+  EXPECT_EQ(image_resize_bilinear(src, {5, 4}).rgb, src.rgb);
+  RgbImage two{2, 1, {0, 10, 255, 100, 21, 0}};
+  const RgbImage three = image_resize_bilinear(two, {3, 1});
+  EXPECT_EQ(std::vector<uint8_t>(three.rgb.begin() + 3, three.rgb.begin() + 6),
+            (std::vector<uint8_t>{50, 15, 127}));  // midpoints, rounded toward zero
+  VisionHparams hp;
+  hp.image_mean = {0.5f, 0.25f, 0.0f};
+  hp.image_std = {0.5f, 0.25f, 1.0f};
+  const VisionImage n = image_normalize(two, hp);
+  EXPECT_EQ(n.chw[0], -1.0f);                            // R of pixel 0: (0 − 0.5)/0.5
+  EXPECT_EQ(n.chw[1], (100.0f / 255.0f - 0.5f) / 0.5f);  // R of pixel 1
+  EXPECT_EQ(n.chw[2 * 2 + 0], 1.0f);                     // B of pixel 0: 255/255
+}
+
+TEST(ImagePreprocess, DecodedImageEncodes) {
+  GgufWriter w;
+  make_mmproj(MakeMmprojConfig{}, w);
+  const std::string path = ::testing::TempDir() + "/image_test_mmproj.gguf";
+  w.write(path);
+  const auto m = vision_model_load(path);
+  const RgbImage rgb =
+      image_decode(png_encode(random_rgb(100, 70, 4).rgb, 100, 70, PNG_FORMAT_RGB));
+  const VisionImage img = image_preprocess(rgb, m->hp);
+  EXPECT_EQ(img.width, 128);  // 100 × 70 is under 8 tokens: scaled up to 128 × 96
+  EXPECT_EQ(img.height, 96);
+  ThreadPool one(1), two(2);
+  const std::vector<float> a = vision_encode(*m, img, one), b = vision_encode(*m, img, two);
+  EXPECT_EQ(int64_t(a.size()), 12 * 96);
+  EXPECT_EQ(a, b);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace invar
