@@ -16,6 +16,7 @@ RopeFreqs rope_freqs_build(const RopeConfig& cfg) {
   const int64_t half = cfg.n_rot / 2;
   f.inv_freq.resize(size_t(half));
   f.rotated.assign(size_t(half), 1);
+  f.axis.assign(size_t(half), 0);
   for (int64_t j = 0; j < half; ++j)
     f.inv_freq[size_t(j)] = det_pow(cfg.freq_base, -2.0 * double(j) / double(cfg.n_rot));
   if (cfg.imrope) {
@@ -30,6 +31,7 @@ RopeFreqs rope_freqs_build(const RopeConfig& cfg) {
       const bool h = sector % 3 == 1 && sector < 3 * int64_t(sec[1]);
       const bool w = sector % 3 == 2 && sector < 3 * int64_t(sec[2]);
       f.rotated[size_t(j)] = (t || h || w) ? 1 : 0;
+      f.axis[size_t(j)] = h ? 1 : w ? 2 : 0;
     }
   }
   return f;
@@ -50,13 +52,15 @@ void rotate_pair(float* x, int64_t n_heads, int64_t d, int64_t half, int64_t j, 
 }
 
 // Every rotated pair j of q[nq][D] and k[nk][D] (nk may be 0), one sincos per pair.
-void rope_pairs(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk, int64_t pos) {
+void rope_pairs(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk,
+                const RopePos& pos) {
   const int64_t d = f.cfg.head_dim;
   const int64_t half = f.cfg.n_rot / 2;
   for (int64_t j = 0; j < half; ++j) {
     if (!f.rotated[size_t(j)]) continue;
+    const int64_t p = pos[f.axis[size_t(j)]];
     double sd, cd;
-    det_sincos(double(pos) * f.inv_freq[size_t(j)], &sd, &cd);
+    det_sincos(double(p) * f.inv_freq[size_t(j)], &sd, &cd);
     const float s = float(sd), c = float(cd);
     rotate_pair(q, nq, d, half, j, c, s);
     rotate_pair(k, nk, d, half, j, c, s);
@@ -92,10 +96,15 @@ void rope_2d_apply_qk(const Rope2d& f, float* q, int64_t nq, float* k, int64_t n
 }
 
 void rope_apply_ref(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos) {
-  rope_pairs(f, x, n_heads, nullptr, 0, pos);
+  rope_pairs(f, x, n_heads, nullptr, 0, {pos, pos, pos});
 }
 
 void rope_apply_qk(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk, int64_t pos) {
+  rope_pairs(f, q, nq, k, nk, {pos, pos, pos});
+}
+
+void rope_apply_qk(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk,
+                   const RopePos& pos) {
   rope_pairs(f, q, nq, k, nk, pos);
 }
 

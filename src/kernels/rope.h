@@ -23,7 +23,13 @@ struct RopeFreqs {
   RopeConfig cfg;
   std::vector<double> inv_freq;  // [R/2] base^(−2j/R)
   std::vector<uint8_t> rotated;  // [R/2] 0 if the pair takes the e component (not rotated)
+  std::vector<uint8_t> axis;     // [R/2] rotated pairs: the position component, 0 t, 1 h, 2 w
 };
+
+// A token's IMROPE position (t, h, w); e is 0. A text token at position p is (p, p, p); an image
+// token at merged row y, column x of an image starting at p is (p, p + y, p + x)
+// (llama.cpp mtmd_image_tokens_get_decoder_pos, HF get_rope_index).
+using RopePos = std::array<int64_t, 3>;
 RopeFreqs rope_freqs_build(const RopeConfig& cfg);
 
 // x[n_heads][D] at position pos, in place. cos/sin come from det_sincos(pos · inv_freq[j]) in
@@ -33,6 +39,10 @@ void rope_apply_ref(const RopeFreqs& f, float* x, int64_t n_heads, int64_t pos);
 // q[nq][D] and k[nk][D] at the same position: the bits of rope_apply on each, with each pair's
 // sincos computed once for both (an attention layer's RoPE is mostly its sincos).
 void rope_apply_qk(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk, int64_t pos);
+// The same at an IMROPE position: pair j turns by pos[axis[j]] · inv_freq[j]. At (p, p, p) the
+// bits of rope_apply_qk at p.
+void rope_apply_qk(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk,
+                   const RopePos& pos);
 
 // 2-D rotary embedding of the Qwen2-VL / Qwen3-VL vision tower (ggml's GGML_ROPE_TYPE_VISION
 // with sections {D/4, D/4, D/4, D/4} and positions (y, x, y, x); HF: VisionRotaryEmbedding(D/2)

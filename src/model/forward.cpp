@@ -2,7 +2,7 @@
 // prefill and decode (rule N4): a chunk of one token and a chunk of 4096 run the same
 // operations per token; rows of all sequences share the matrix products (rule N1).
 //
-//   h = token_embd[tok]
+//   h = token_embd[tok]            (or the chunk's embd_rows[t]: image tokens)
 //   for each layer: h += mixer(rmsnorm(h, attn_norm));  h += ffn(rmsnorm(h, post_norm))
 //   logits = output · rmsnorm(h, output_norm)
 #include "model/forward.h"
@@ -145,13 +145,18 @@ void Model::forward(std::span<const SeqChunk> batch, ForwardScratch& s, ThreadPo
   s.reserve_kernel(hp, context, pool.size());
   BatchRows rows{batch, s.row0.data(), m};
 
-  // h[M][E] = token_embd[tok]
+  // h[M][E] = token_embd[tok], or the chunk's own input row (an image token's embedding)
   for (int64_t i = 0; i < n_seqs; ++i) {
     const SeqChunk& c = batch[size_t(i)];
+    INVAR_CHECK(!c.rope_pos || hp.rope_imrope, "IMROPE positions for a model without IMROPE");
     for (int64_t t = 0; t < c.n_tokens; ++t) {
       int32_t tok = c.tokens[t];
       INVAR_CHECK(tok >= 0 && tok < V, "token id " + std::to_string(tok) + " out of range");
-      w.token_embd.row_to_f32(tok, s.h.data() + (s.row0[size_t(i)] + t) * E);
+      float* hr = s.h.data() + (s.row0[size_t(i)] + t) * E;
+      if (c.embd_rows && c.embd_rows[t])
+        std::memcpy(hr, c.embd_rows[t], size_t(E) * 4);
+      else
+        w.token_embd.row_to_f32(tok, hr);
     }
   }
 

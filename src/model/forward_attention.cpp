@@ -4,6 +4,9 @@
 //   qg = attn_q·x [H][2D]: q_h = qg[h][0:D], gate_h = qg[h][D:2D]
 //   k = attn_k·x [Hkv][D];  v = attn_v·x [Hkv][D]
 //   q_h = rope(rmsnorm(q_h, q_norm), pos);  k_g = rope(rmsnorm(k_g, k_norm), pos)
+//     pos: the token's slot, or its IMROPE (t, h, w) where the chunk gives rope_pos (images);
+//     causality is by slot either way (llama.cpp's M-RoPE mask orders an image's tokens by
+//     row, then column: their slot order)
 //   o_h = softmax_{s≤t}(q_h·K_s[g] / sqrt(D)) · V_s[g]
 //   out = attn_output · (o ⊙ sigmoid(gate))
 //
@@ -59,7 +62,10 @@ void attention_layer(const Hparams& hp, const ModelWeights& w, const LayerWeight
     rows_parallel(pool, c.n_tokens, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t pos = c.pos0 + t, r = r0 + t;
-        rope_apply_qk(w.rope, q + r * HD, H, k + r * KVD, Hkv, pos);
+        if (c.rope_pos)
+          rope_apply_qk(w.rope, q + r * HD, H, k + r * KVD, Hkv, c.rope_pos[t]);
+        else
+          rope_apply_qk(w.rope, q + r * HD, H, k + r * KVD, Hkv, pos);
         float* blk = c.kv_blocks[pos / bs];
         std::memcpy(blk + k_off + (pos % bs) * KVD, k + r * KVD, size_t(KVD) * 4);
         std::memcpy(blk + v_off + (pos % bs) * KVD, v + r * KVD, size_t(KVD) * 4);

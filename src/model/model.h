@@ -22,6 +22,7 @@
 #include <string>
 
 #include "core/thread_pool.h"
+#include "kernels/rope.h"
 #include "model/gguf.h"
 #include "model/hparams.h"
 
@@ -40,7 +41,14 @@ using ForwardScratchPtr = std::unique_ptr<ForwardScratch, ForwardScratchDeleter>
 struct SeqChunk {
   const int32_t* tokens = nullptr;  // [n_tokens]
   int64_t n_tokens = 0;
-  int64_t pos0 = 0;        // absolute position of tokens[0]
+  int64_t pos0 = 0;  // absolute position of tokens[0] (its slot in state and KV)
+  // Image input (null: text only). embd_rows[t], where not null, is row t's input [E] in place
+  // of token_embd[tokens[t]] (a merged row of the vision tower; tokens[t] stays the image pad).
+  const float* const* embd_rows = nullptr;  // [n_tokens]
+  // IMROPE positions (qwen35*): rope_pos[t] is row t's (t, h, w). null: (p, p, p) at position
+  // p = pos0 + t. A sequence with an image gives them for every row: the text after an image
+  // turns by its own position minus what the image saved (rope.h RopePos).
+  const RopePos* rope_pos = nullptr;  // [n_tokens]
   float* state = nullptr;  // [Model::state_floats()] in/out: state after pos0−1 → after pos0+n−1
   float* const* kv_blocks = nullptr;  // block table covering positions 0 .. pos0+n_tokens−1
   int64_t block_size = 0;

@@ -267,5 +267,74 @@ TEST(Invariance, ResumeFromCheckpoint) {
   EXPECT_EQ(bits_diff(lg, want, V()), "") << "resumed at " << cut;
 }
 
+// Images (model/seq_images.h): the input-row and IMROPE path with no image keeps the text bits;
+// a sequence with two images (a 3 × 4 and a 2 × 2 grid of random rows) has the same bits in one
+// call, token by token, in chunks that split the image runs, on 2 threads and every SIMD level.
+TEST(Invariance, TextThroughTheImagePathKeepsItsBits) {
+  const Baseline& b = baseline();
+  ThreadPool pool(1);
+  const SeqImages none;
+  SeqState st(model(), int64_t(b.tokens.size()));
+  const std::string d =
+      bits_diff(run_chunked(model(), st, b.tokens, 7, pool, 0, &none), b.logits, V());
+  EXPECT_TRUE(d.empty()) << d;
+}
+
+const SeqImages& two_images() {
+  static const SeqImages im = [] {
+    SeqImages r;
+    const int64_t E = model().hparams().n_embd;
+    uint32_t x = 99;
+    for (auto [start, ny, nx] : {std::array<int64_t, 3>{20, 3, 4}, {90, 2, 2}}) {
+      SeqImage one;
+      one.start = start;
+      one.ny = ny;
+      one.nx = nx;
+      one.rows.resize(size_t(ny * nx * E));
+      for (float& v : one.rows) {
+        x = x * 1664525u + 1013904223u;
+        v = float(int32_t(x >> 8) % 2001 - 1000) / 1000.0f;
+      }
+      r.images.push_back(std::move(one));
+    }
+    return r;
+  }();
+  return im;
+}
+
+std::vector<float> image_run(int64_t chunk, ThreadPool& pool) {
+  const Baseline& b = baseline();
+  SeqState st(model(), int64_t(b.tokens.size()));
+  return run_chunked(model(), st, b.tokens, chunk, pool, 0, &two_images());
+}
+
+TEST(Invariance, ImagesChunksThreadsSimd) {
+  if (!model().hparams().rope_imrope) GTEST_SKIP() << "no IMROPE: not a vision-language model";
+  ThreadPool p1(1), p2(2);
+  ASSERT_EQ(p2.size(), 2);
+  const std::vector<float> one = image_run(0, p1);
+  EXPECT_FALSE(bits_diff(one, baseline().logits, V()).empty()) << "the images changed nothing";
+  // The positions the images give: text after the 3 × 4 image continues at 20 + 4.
+  EXPECT_EQ(two_images().rope_pos(25), (RopePos{20, 21, 21}));
+  EXPECT_EQ(two_images().rope_pos(32), (RopePos{24, 24, 24}));
+  EXPECT_EQ(two_images().rope_pos(93), (RopePos{82, 83, 83}));
+  EXPECT_EQ(two_images().rope_pos(94), (RopePos{84, 84, 84}));
+  for (int64_t chunk : {1, 7, 22, 64}) {
+    const std::string d = bits_diff(image_run(chunk, p1), one, V());
+    EXPECT_TRUE(d.empty()) << "chunk " << chunk << ": " << d;
+  }
+  const std::string d2 = bits_diff(image_run(7, p2), one, V());
+  EXPECT_TRUE(d2.empty()) << "2 threads, chunk 7: " << d2;
+  const SimdLevel best = simd_detect();
+  for (SimdLevel lvl : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512}) {
+    if (int(lvl) > int(best)) continue;
+    simd_set(lvl);
+    ASSERT_EQ(simd_active(), lvl);
+    const std::string d = bits_diff(image_run(22, p1), one, V());
+    EXPECT_TRUE(d.empty()) << "simd " << simd_name(lvl) << ": " << d;
+  }
+  simd_set(best);
+}
+
 }  // namespace
 }  // namespace invar::test

@@ -1,5 +1,6 @@
 #include "model_harness.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -25,12 +26,20 @@ SeqState::SeqState(const Model& m, int64_t capacity, int64_t bs)
 }
 
 std::vector<float> run_chunked(const Model& m, SeqState& st, const std::vector<int32_t>& tokens,
-                               int64_t chunk, ThreadPool& pool, int64_t pos0) {
+                               int64_t chunk, ThreadPool& pool, int64_t pos0,
+                               const SeqImages* images) {
   const int64_t n = int64_t(tokens.size()), V = m.hparams().n_vocab;
   std::vector<float> logits(static_cast<size_t>(n * V));
+  std::vector<const float*> rows;
+  std::vector<RopePos> rope;
   if (chunk <= 0) chunk = n;
   for (int64_t p = 0; p < n; p += chunk) {
     SeqChunk c;
+    if (images) {
+      images->chunk_inputs(pos0 + p, std::min(chunk, n - p), m.hparams().n_embd, rows, rope);
+      c.embd_rows = rows.data();
+      if (m.hparams().rope_imrope) c.rope_pos = rope.data();
+    }
     c.tokens = tokens.data() + p;
     c.n_tokens = std::min(chunk, n - p);
     c.pos0 = pos0 + p;
@@ -42,6 +51,25 @@ std::vector<float> run_chunked(const Model& m, SeqState& st, const std::vector<i
     m.forward({&c, 1}, *m.scratch_make(c.n_tokens, 1), pool);
   }
   return logits;
+}
+
+std::vector<double> log_softmax_f64(const double* x, int64_t n) {
+  const double m = *std::max_element(x, x + n);
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += std::exp(x[i] - m);
+  std::vector<double> y(x, x + n);
+  for (double& v : y) v -= m + std::log(s);
+  return y;
+}
+
+std::vector<int64_t> top_ids_f64(const std::vector<double>& lp, int64_t k) {
+  std::vector<int64_t> ids(lp.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t(i);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int64_t a, int64_t b) {
+    return lp[size_t(a)] > lp[size_t(b)] || (lp[size_t(a)] == lp[size_t(b)] && a < b);
+  });
+  ids.resize(size_t(k));
+  return ids;
 }
 
 std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b, int64_t row_len) {

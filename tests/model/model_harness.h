@@ -11,6 +11,7 @@
 #include "core/thread_pool.h"
 #include "model/make_model.h"
 #include "model/model.h"
+#include "model/seq_images.h"
 
 namespace invar::test {
 
@@ -24,14 +25,22 @@ struct SeqState {
 };
 
 // Runs tokens[0..n) through forward in chunks of `chunk` (0: one call), all logits kept:
-// returns [n][V]. st continues from its current contents (positions start at pos0).
+// returns [n][V]. st continues from its current contents (positions start at pos0). With
+// `images` (slots counted from 0, the sequence's start), image slots take their rows and, on an
+// IMROPE model, every row its IMROPE position.
 std::vector<float> run_chunked(const Model& m, SeqState& st, const std::vector<int32_t>& tokens,
-                               int64_t chunk, ThreadPool& pool, int64_t pos0 = 0);
+                               int64_t chunk, ThreadPool& pool, int64_t pos0 = 0,
+                               const SeqImages* images = nullptr);
 
 // Empty string if a and b have the same bits; otherwise a message naming the count of
 // differing floats and the first few (index, row, column, both values as %.9g and hex).
 std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b,
                       int64_t row_len = 0);
+
+// Float64 log-softmax of x[0..n), and the ids of the k largest of lp by value descending then
+// id ascending (DESIGN N6): how the oracle tests compare top-k logprobs.
+std::vector<double> log_softmax_f64(const double* x, int64_t n);
+std::vector<int64_t> top_ids_f64(const std::vector<double>& lp, int64_t k);
 
 // The first index of the largest of v[0..n) (the greedy token).
 int32_t argmax_of(const float* v, int64_t n);

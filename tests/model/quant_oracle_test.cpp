@@ -112,24 +112,9 @@ std::vector<std::vector<double>> run_oracle(
   return out;
 }
 
-std::vector<double> log_softmax(const double* x, int64_t n) {
-  const double m = *std::max_element(x, x + n);
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += std::exp(x[i] - m);
-  std::vector<double> y(x, x + n);
-  for (double& v : y) v -= m + std::log(s);
-  return y;
-}
-
 // Ids of the kTop largest, by value descending then id ascending (DESIGN N6).
 std::vector<int64_t> top_ids(const std::vector<double>& lp) {
-  std::vector<int64_t> ids(lp.size());
-  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t(i);
-  std::partial_sort(ids.begin(), ids.begin() + kTop, ids.end(), [&](int64_t a, int64_t b) {
-    return lp[size_t(a)] > lp[size_t(b)] || (lp[size_t(a)] == lp[size_t(b)] && a < b);
-  });
-  ids.resize(kTop);
-  return ids;
+  return top_ids_f64(lp, kTop);
 }
 
 struct Agreement {
@@ -141,9 +126,9 @@ Agreement compare(const Case& k, const std::vector<double>& oracle, bool check_a
   Agreement a;
   for (int s = 0; s < kSteps; ++s) {
     const size_t pos = size_t(kPrompt - 1 + s);
-    const std::vector<double> lo = log_softmax(oracle.data() + pos * size_t(k.V), k.V);
+    const std::vector<double> lo = log_softmax_f64(oracle.data() + pos * size_t(k.V), k.V);
     std::vector<double> inv(k.invar.begin() + s * k.V, k.invar.begin() + (s + 1) * k.V);
-    const std::vector<double> li = log_softmax(inv.data(), k.V);
+    const std::vector<double> li = log_softmax_f64(inv.data(), k.V);
     std::vector<int64_t> ids = top_ids(lo);
     const std::vector<int64_t> ti = top_ids(li);
     ids.insert(ids.end(), ti.begin(), ti.end());

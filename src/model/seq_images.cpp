@@ -1,0 +1,63 @@
+#include "model/seq_images.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace invar {
+
+RopePos SeqImages::rope_pos(int64_t i) const {
+  int64_t saved = 0;  // slots minus positions of the images before slot i
+  for (const SeqImage& im : images) {
+    if (i < im.start) break;
+    const int64_t p = im.start - saved;
+    if (i < im.start + im.n_tokens()) {
+      const int64_t k = i - im.start;
+      return {p, p + k / im.nx, p + k % im.nx};
+    }
+    saved += im.n_tokens() - std::max(im.ny, im.nx);
+  }
+  return {i - saved, i - saved, i - saved};
+}
+
+const float* SeqImages::embd_row(int64_t i, int64_t n_embd) const {
+  for (const SeqImage& im : images)
+    if (i >= im.start && i < im.start + im.n_tokens())
+      return im.rows.data() + (i - im.start) * n_embd;
+  return nullptr;
+}
+
+void SeqImages::chunk_inputs(int64_t pos0, int64_t n, int64_t n_embd,
+                             std::vector<const float*>& rows, std::vector<RopePos>& pos) const {
+  rows.resize(size_t(n));
+  pos.resize(size_t(n));
+  for (int64_t t = 0; t < n; ++t) {
+    rows[size_t(t)] = embd_row(pos0 + t, n_embd);
+    pos[size_t(t)] = rope_pos(pos0 + t);
+  }
+}
+
+std::string SeqImages::cache_key() const {
+  std::string k;
+  for (const SeqImage& im : images)
+    k += "image@" + std::to_string(im.start) + ":" + std::to_string(im.ny) + "x" +
+         std::to_string(im.nx) + ":" + im.pixels_sha256 + ";";
+  return k;
+}
+
+void SeqImages::check(std::span<const int32_t> tokens, int64_t n_embd) const {
+  int64_t end = 0;
+  for (const SeqImage& im : images) {
+    INVAR_CHECK(im.ny > 0 && im.nx > 0 && im.start >= end, "images out of order or overlapping");
+    INVAR_CHECK(im.start + im.n_tokens() <= int64_t(tokens.size()), "image past the prompt");
+    INVAR_CHECK(int64_t(im.rows.size()) == im.n_tokens() * n_embd,
+                "image rows of another width than the model's");
+    for (int64_t i = im.start; i < im.start + im.n_tokens(); ++i)
+      if (tokens[size_t(i)] != pad_id)
+        throw Error("image run at " + std::to_string(im.start) + ": slot " + std::to_string(i) +
+                    " holds token " + std::to_string(tokens[size_t(i)]) + ", not the image pad");
+    end = im.start + im.n_tokens();
+  }
+}
+
+}  // namespace invar

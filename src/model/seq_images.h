@@ -1,0 +1,48 @@
+// Images in a sequence as the language model reads them (Qwen3-VL / Qwen3.5): each image is a
+// run of ny·nx image-pad tokens whose input rows are the vision tower's merged rows, in
+// row-major order of the merged grid, and whose IMROPE positions are 2-D.
+//
+// Positions (llama.cpp mtmd_image_tokens_get_decoder_pos and mtmd_image_tokens_get_n_pos, HF
+// Qwen3VL get_rope_index): text advances by one per token; an image whose first pad is at text
+// position p gives its token (y, x) the position (p, p + y, p + x), and the text after it
+// continues at p + max(ny, nx). So every slot after an image turns by its slot minus the saved
+// ny·nx − max(ny, nx) of every image before it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/rope.h"
+
+namespace invar {
+
+struct SeqImage {
+  int64_t start = 0;          // slot of its first pad token
+  int64_t ny = 0, nx = 0;     // merged grid: ny·nx pad tokens, row-major
+  std::vector<float> rows;    // [ny·nx][E] the tower's output
+  std::string pixels_sha256;  // hex SHA-256 of the decoded, resized pixels (its cache identity)
+  int64_t n_tokens() const { return ny * nx; }
+};
+
+struct SeqImages {
+  std::vector<SeqImage> images;  // ascending start, disjoint
+  int32_t pad_id = -1;           // the image-pad token every image slot holds
+
+  // IMROPE position of slot i (any slot, also past the prompt).
+  RopePos rope_pos(int64_t i) const;
+  // Input row [E] of slot i, or null for a text slot (token_embd).
+  const float* embd_row(int64_t i, int64_t n_embd) const;
+  // SeqChunk::embd_rows and rope_pos for slots [pos0, pos0 + n) into rows[n] and pos[n].
+  void chunk_inputs(int64_t pos0, int64_t n, int64_t n_embd, std::vector<const float*>& rows,
+                    std::vector<RopePos>& pos) const;
+  // What the prefix cache keys the images by: every image's start, grid and pixel hash.
+  std::string cache_key() const;
+  // Throws Error unless the images are ascending, disjoint, within n_tokens slots, every row
+  // set has ny·nx·n_embd floats and every image slot of `tokens` holds pad_id.
+  void check(std::span<const int32_t> tokens, int64_t n_embd) const;
+};
+
+}  // namespace invar
