@@ -13,6 +13,8 @@ Usage:
   float64_oracle.py logits JOBS.json
       JOBS.json is a list of {"model": path, "tokens": [ids], "out": path}; for each job writes
       the logits after every position, [len(tokens)][n_vocab] little-endian float64, to "out".
+      Optional "images": [{"start": slot, "ny": rows, "nx": columns, "rows": path}], the
+      image's input rows [ny·nx][n_embd] little-endian float32 (Model.logits).
 """
 import json
 import sys
@@ -89,20 +91,23 @@ class Model:
         return self.cache[name]
 
     def rope(self, x, pos):
-        """x [T, n, D] rotated in NEOX pairs (j, j + R/2), j < R/2; qwen35*'s IMROPE takes
-        pair j's position from section j % Σs (t, h, w = the text position, e = 0)."""
+        """x [T, n, D] rotated in NEOX pairs (j, j + R/2), j < R/2. pos [T, 3]: each token's
+        (t, h, w). qwen35*'s IMROPE takes pair j's component from section j % Σs: t, h or w by
+        sector % 3 within 3·s_c, else e = 0 (not rotated); qwen3next turns every pair by t."""
         half = self.R // 2
         j = np.arange(half)
         inv_freq = self.base ** (-2.0 * j / self.R)
         scale = np.ones(half)
+        axis = np.zeros(half, dtype=np.int64)
         if self.sections is not None:
             s0, s1, s2, _ = self.sections
             sector = j % sum(self.sections)
-            text = (((sector % 3 == 1) & (sector < 3 * s1)) |
-                    ((sector % 3 == 2) & (sector < 3 * s2)) |
-                    ((sector % 3 == 0) & (sector < 3 * s0)))
-            scale = np.where(text, 1.0, 0.0)
-        theta = pos[:, None].astype(np.float64) * (scale * inv_freq)[None, :]
+            h = (sector % 3 == 1) & (sector < 3 * s1)
+            w = (sector % 3 == 2) & (sector < 3 * s2)
+            t = (sector % 3 == 0) & (sector < 3 * s0)
+            scale = np.where(t | h | w, 1.0, 0.0)
+            axis = np.where(h, 1, np.where(w, 2, 0))
+        theta = pos[:, axis].astype(np.float64) * (scale * inv_freq)[None, :]
         c, s = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
         y = x.copy()
         a, b = x[:, :, :half], x[:, :, half:2 * half]
@@ -191,11 +196,25 @@ class Model:
         a = silu(y @ self.w(b + "ffn_gate.weight").T) * (y @ self.w(b + "ffn_up.weight").T)
         return a @ self.w(b + "ffn_down.weight").T
 
-    def logits(self, tokens):
-        """[T, V] float64 logits after each position of tokens (positions 0..T-1)."""
+    def logits(self, tokens, images=()):
+        """[T, V] float64 logits after each position of tokens (positions 0..T-1).
+        images: (start, ny, nx, rows [ny·nx, E]) in slot order. Their slots take the rows
+        instead of token_embd; an image whose first slot is at position p gives slot (y, x) the
+        position (p, p + y, p + x), and the text after it continues at p + max(ny, nx)
+        (HF Qwen3-VL get_rope_index; llama.cpp mtmd)."""
         tokens = np.asarray(tokens, dtype=np.int64)
-        pos = np.arange(len(tokens))
+        T = len(tokens)
         h = self.embd[tokens].copy()
+        pos = np.repeat(np.arange(T)[:, None], 3, axis=1)
+        saved = 0
+        for start, ny, nx, rows in images:
+            n = ny * nx
+            h[start:start + n] = rows
+            p = start - saved
+            k = np.arange(n)
+            pos[start:start + n] = np.stack([np.full(n, p), p + k // nx, p + k % nx], axis=1)
+            saved += n - max(ny, nx)
+            pos[start + n:] = np.arange(start + n, T)[:, None] - saved
         for i in range(self.L):
             b = f"blk.{i}."
             x = rmsnorm(h, self.w(b + "attn_norm.weight"), self.eps)
@@ -239,7 +258,12 @@ def run_jobs(jobs_path):
         path = job["model"]
         if path not in models:
             models = {path: Model(path)}  # one file at a time: they can be large
-        np.asarray(models[path].logits(job["tokens"]), dtype="<f8").tofile(job["out"])
+        images = []
+        for im in job.get("images", []):
+            E = models[path].embd.shape[1]
+            rows = np.fromfile(im["rows"], dtype="<f4").astype(np.float64).reshape(-1, E)
+            images.append((im["start"], im["ny"], im["nx"], rows))
+        np.asarray(models[path].logits(job["tokens"], images), dtype="<f8").tofile(job["out"])
     return 0
 
 
