@@ -154,6 +154,8 @@ struct Engine::Impl {
     limits.block_capacity = cache.stats().blocks_capacity;
     limits.cache_bytes = cfg.cache_bytes;
     limits.has_tokenizer = t != nullptr;
+    limits.n_embd = m.hparams().n_embd;
+    limits.imrope = m.hparams().rope_imrope;
     sched.tiers_attach(bridge.get());
     thread = std::thread([this] { loop(); });
   }
@@ -377,6 +379,7 @@ std::vector<RequestId> Engine::submit_group(std::vector<GenerationRequest> reqs,
     GenerationRequest& req = reqs[i];
     auto s = std::make_unique<Sequence>();
     s->cache_salt = req.cache_salt;
+    if (req.images && !req.images->images.empty()) s->cache_salt += '\0' + req.images->cache_key();
     s->cache_lookup = req.prompt_logprobs < 0;
     s->client = client;
     s->priority = reqs.front().priority;

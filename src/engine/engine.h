@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "engine/drafter.h"
 #include "model/model.h"
+#include "model/seq_images.h"
 
 namespace invar {
 
@@ -91,7 +92,11 @@ struct GenerationRequest {
   std::vector<std::string> stop_strings;  // finish "stop" when the text contains one (the
                                           // text ends just before it)
   std::string cache_salt;                 // isolates the prefix cache (first block's key)
-  int64_t top_logprobs = 0;               // 0..20 candidates per generated token
+  // Images in the prompt (null: text only): their pad slots take the tower's rows, every slot
+  // its IMROPE position. The prefix cache keys the whole chain by the images' pixel hashes too,
+  // so requests share blocks only with requests that have the same images at the same slots.
+  std::shared_ptr<const SeqImages> images;
+  int64_t top_logprobs = 0;          // 0..20 candidates per generated token
   int64_t prompt_logprobs = -1;      // ≥ 0: logprob of each prompt token ≥ 1 (+ K candidates);
                                      // forces those positions to be computed (no cache skip)
   bool capture_logits = false;       // tests: raw logits of every computed position

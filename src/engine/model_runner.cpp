@@ -95,6 +95,15 @@ void ModelRunner::run(const StepPlan& plan, const Scheduler& sched) {
       sc.tokens = t;
       checkpoints_with_rollback(k, c, sc);
     }
+    if (const SeqImages* im = sequence_of(c.seq).req.images.get()) {
+      if (image_rows_.size() < n) {
+        image_rows_.resize(n);
+        image_pos_.resize(n);
+      }
+      im->chunk_inputs(c.pos0, c.n_tokens, n_embd_, image_rows_[k], image_pos_[k]);
+      sc.embd_rows = image_rows_[k].data();
+      sc.rope_pos = image_pos_[k].data();
+    }
     if (hidden_on_) sc.hidden = hidden_.data() + hidden_offset_[k];
     sc.all_logits = all_rows(c);
     sc.logits = logits_.data() + logits_offset_[k];

@@ -62,6 +62,9 @@ class ModelRunner {
   std::vector<std::vector<float*>> spec_ck_dst_;
   ZeroedVector<float> rollback_;
   std::vector<int64_t> rollback_offset_;  // per chunk: its first rollback state (floats)
+  // Chunks of sequences with images: their input rows and IMROPE positions (SeqChunk).
+  std::vector<std::vector<const float*>> image_rows_;
+  std::vector<std::vector<RopePos>> image_pos_;
   bool hidden_on_ = false;
   ZeroedVector<float> hidden_;          // [Σ n_tokens][n_embd] when hidden_on_
   std::vector<int64_t> hidden_offset_;  // per chunk: its first hidden row (floats)

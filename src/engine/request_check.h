@@ -20,6 +20,8 @@ struct RequestLimits {
   int64_t block_capacity = 0;  // KV blocks the cache budget holds
   int64_t cache_bytes = 0;     // the budget, for messages
   bool has_tokenizer = false;  // stop strings need one
+  int64_t n_embd = 0;          // image rows' width
+  bool imrope = false;         // the model takes images (IMROPE positions)
 };
 
 // Throws EngineError (invalid_request or context_overflow) naming the first problem.
