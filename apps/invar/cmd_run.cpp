@@ -3,7 +3,8 @@
 // the text and the order digest of the per-token top-20 lists (docs/digest.md; DESIGN §5: text
 // equality is never evidence, the digest is). Same model file + same build + same tokens →
 // same digest, whatever --threads, --simd or --chunk say, and the same digest the probe
-// computes from `invar serve`'s answer to the same chat request.
+// computes from `invar serve`'s answer to the same chat request. With --mmproj and --image the
+// prompt starts with the image (model/seq_images.h), read through the vision tower.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -126,6 +127,9 @@ probe::Completion as_completion(const Collected& c) {
 
 // --prompt as one user turn through the chat template, exactly as `invar serve` renders a chat
 // request with that one message (its role-injection guard included).
+// With --image the turn's content is an image part then the text part (an OpenAI request's
+// image_url part as the template sees it), which Qwen3.5's template renders as
+// <|vision_start|><|image_pad|><|vision_end|>.
 std::vector<int32_t> chat_prompt_tokens(const Tokenizer& tok, const RunOptions& o) {
   server::BackendOptions bo;
   bo.chat_template_file = o.chat_template;
@@ -133,20 +137,17 @@ std::vector<int32_t> chat_prompt_tokens(const Tokenizer& tok, const RunOptions& 
   if (!chat.prompt())
     throw Error("--chat: the model carries no chat template; pass --chat-template FILE");
   server::ChatInput in;
-  in.request = {{"messages", {{{"role", "user"}, {"content", o.prompt}}}}};
+  nlohmann::ordered_json content = o.prompt;
+  if (!o.image.empty())
+    content = nlohmann::ordered_json::array(
+        {{{"type", "image"}}, {{"type", "text"}, {"text", o.prompt}}});
+  in.request = {{"messages", {{{"role", "user"}, {"content", content}}}}};
   return chat.encode(in).tokens;
 }
 
 int run(const RunOptions& o) {
-  if (!o.image.empty()) {
-    // Image embeddings do not reach the language model yet (its MRoPE positions for image
-    // tokens are not built): refusing beats answering as if the image had been seen.
-    if (!o.prompt.empty() || !o.tokens.empty())
-      throw Error(
-          "--image with a prompt: image embeddings are not fed to the language model yet; "
-          "--image alone encodes the image and prints its embeddings' digest");
+  if (!o.image.empty() && o.prompt.empty() && o.tokens.empty())
     return run_image(o.mmproj, o.image, o.threads, o.json, o.embeddings_out);
-  }
   if (o.model.empty()) throw Error("a model file is required");
   if (o.prompt.empty() == o.tokens.empty())
     throw Error("give exactly one of --prompt and --tokens");
@@ -158,6 +159,7 @@ int run(const RunOptions& o) {
   if (o.threads < 1) throw Error("--threads must be >= 1");
   if (o.n_predict < 0) throw Error("-n must be >= 0");
   if (o.chunk < 0) throw Error("--chunk must be >= 0");
+  if (!o.mmproj.empty() && o.image.empty()) throw Error("--mmproj needs --image");
   drafter_config_check(o.engine.spec, o.engine.draft);
   if (!o.simd.empty()) {
     auto lvl = simd_parse(o.simd);
@@ -172,9 +174,21 @@ int run(const RunOptions& o) {
     prompt = run_ids_parse(o.tokens);
   else if (o.chat)
     prompt = chat_prompt_tokens(tok, o);
+  else if (!o.image.empty())  // the image first, then the text (as the chat template puts it)
+    prompt = tok.encode("<|vision_start|><|image_pad|><|vision_end|>" + o.prompt, true);
   else
     prompt = tok.encode(o.prompt, false);
   if (prompt.empty()) throw Error("the prompt has no tokens");
+  std::shared_ptr<const SeqImages> images;
+  if (!o.image.empty()) {
+    ImagePrompt ip = image_prompt(o.mmproj, o.image, *model, tok, std::move(prompt), o.threads);
+    prompt = std::move(ip.tokens);
+    images = std::move(ip.images);
+    const SeqImage& im = images->images.front();
+    std::fprintf(stderr, "image %s: %lld x %lld merged tokens at %lld, encoded in %.1f ms\n",
+                 o.image.c_str(), static_cast<long long>(im.ny), static_cast<long long>(im.nx),
+                 static_cast<long long>(im.start), ip.encode_ms);
+  }
   const int64_t n_prompt = int64_t(prompt.size());
 
   EngineConfig cfg = o.engine;
@@ -188,6 +202,7 @@ int run(const RunOptions& o) {
 
   GenerationRequest req;
   req.prompt = prompt;
+  req.images = images;
   req.max_tokens = o.n_predict;  // sampling: greedy (argmax, ties to the smaller id)
   if (!o.ignore_eos) req.stop_tokens = end_of_sequence_ids(tok);
   req.top_logprobs = std::min<int64_t>(kDigestTop, model->hparams().n_vocab);
@@ -276,8 +291,9 @@ Command run_command("run", [](CLI::App& root) -> Command::Run {
   c->add_option("--mmproj", o->mmproj,
                 "vision tower: an mmproj GGUF in llama.cpp's layout (qwen3vl_merger)");
   c->add_option("--image", o->image,
-                "a PNG or JPEG: encode it with --mmproj and print the token count, the encode "
-                "time and the embeddings' SHA-256 (not yet fed to the language model)");
+                "a PNG or JPEG through --mmproj: with --prompt or --tokens (one <|image_pad|> "
+                "where it goes) the model reads it before the text; alone, print its token "
+                "count, encode time and the embeddings' SHA-256");
   c->add_option("--embeddings-out", o->embeddings_out,
                 "--image: also write the embeddings to FILE, [tokens][width] float32");
   c->add_option("--prompt", o->prompt, "prompt text");

@@ -1,5 +1,6 @@
 #include "run_image.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -52,6 +53,52 @@ int run_image(const std::string& mmproj, const std::string& image, int threads, 
       static_cast<long long>(img.width), static_cast<long long>(img.height),
       static_cast<long long>(tokens), static_cast<long long>(width), ms, threads, digest.c_str());
   return 0;
+}
+
+ImagePrompt image_prompt(const std::string& mmproj, const std::string& image, const Model& model,
+                         const Tokenizer& tok, std::vector<int32_t> tokens, int threads) {
+  if (mmproj.empty()) throw Error("--image needs --mmproj FILE (the vision tower)");
+  const auto m = vision_model_load(mmproj);
+  const int64_t E = model.hparams().n_embd;
+  if (m->hp.n_deepstack > 0)
+    throw Error(mmproj + ": " + std::to_string(m->hp.n_deepstack) +
+                " deepstack mergers (Qwen3-VL); the language model reads mmprojs without them "
+                "(Qwen3.5)");
+  if (m->hp.n_out != E)
+    throw Error(mmproj + ": projection width " + std::to_string(m->hp.n_out) +
+                ", the model's embedding width is " + std::to_string(E));
+  if (!model.hparams().rope_imrope)
+    throw Error("the model has no IMROPE positions (qwen3next): it reads no images");
+  const int32_t pad = tok.token_id("<|image_pad|>");
+  if (pad < 0) throw Error("the vocabulary has no <|image_pad|> token");
+  const auto at = std::find(tokens.begin(), tokens.end(), pad);
+  if (at == tokens.end() || std::find(at + 1, tokens.end(), pad) != tokens.end())
+    throw Error("the prompt must hold exactly one <|image_pad|> where the image goes");
+
+  const RgbImage rgb = image_decode_file(image);
+  const VisionImage img = image_preprocess(rgb, m->hp);
+  ThreadPool pool(threads);
+  const auto t0 = std::chrono::steady_clock::now();
+  SeqImage one;
+  one.rows = vision_encode(*m, img, pool);
+  ImagePrompt out;
+  out.encode_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t side = m->hp.patch * m->hp.merge;
+  one.ny = img.height / side;
+  one.nx = img.width / side;
+  one.start = at - tokens.begin();
+  one.pixels_sha256 = sha256_hex(std::string_view(reinterpret_cast<const char*>(img.chw.data()),
+                                                  img.chw.size() * sizeof(float)));
+  INVAR_CHECK(int64_t(one.rows.size()) == one.n_tokens() * E);
+  out.tokens.assign(tokens.begin(), at);
+  out.tokens.insert(out.tokens.end(), size_t(one.n_tokens()), pad);
+  out.tokens.insert(out.tokens.end(), at + 1, tokens.end());
+  auto images = std::make_shared<SeqImages>();
+  images->pad_id = pad;
+  images->images.push_back(std::move(one));
+  out.images = std::move(images);
+  return out;
 }
 
 }  // namespace invar::app
