@@ -63,16 +63,18 @@ std::string text_digest_of(const std::string& out) {
 // An image with a prompt: the chat template's image part becomes <|vision_start|>, one
 // <|image_pad|> per merged row (300 for this JPEG), <|vision_end|>; the model reads the tower's
 // rows there and answers. The answer's digest is the same for any --threads, --chunk (7 and 100
-// split the image run) and --simd, and another image or none changes it.
+// split the image run), --simd and --spec mtp, and another image or none changes it.
 TEST(RunImageCli, ImageAndPromptThroughTheLanguageModel) {
   if (!std::ifstream(kJpeg)) GTEST_SKIP() << "no test image at " << kJpeg;
   const std::string d = test::test_process_dir("vision_cli_lm");
-  auto r = test::command_run(kInvar + " make-model --arch qwen35 --embd 96 --layers 4 --out " + d +
-                             "/lm.gguf --mmproj " + d + "/mm.gguf 2>&1");
+  auto r = test::command_run(kInvar +
+                             " make-model --arch qwen35 --embd 96 --layers 4 --mtp-bigram --out " +
+                             d + "/lm.gguf --mmproj " + d + "/mm.gguf 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
-  const std::string base =
-      kInvar + " run " + d + "/lm.gguf --chat " + "--chat-template " + INVAR_SOURCE_DIR +
-      "/tests/data/chat-templates/Qwen3.5-4B.jinja --prompt 'What is this?' " + "-n 6 --ignore-eos";
+  const std::string base = kInvar + " run " + d + "/lm.gguf --chat " + "--chat-template " +
+                           INVAR_SOURCE_DIR +
+                           "/tests/data/chat-templates/Qwen3.5-4B.jinja --prompt 'What is this?' " +
+                           "-n 24 --ignore-eos";
   const std::string image = " --mmproj " + d + "/mm.gguf --image " + kJpeg;
   r = test::command_run(base + image + " --json 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
@@ -88,10 +90,16 @@ TEST(RunImageCli, ImageAndPromptThroughTheLanguageModel) {
   const std::string want = text_digest_of(r.out);
   ASSERT_FALSE(want.empty()) << r.out;
   for (const std::string flags :
-       {" --threads 2 --chunk 7", " --chunk 100 --simd off", " --threads 3 --simd avx2"}) {
+       {" --threads 2 --chunk 7", " --chunk 100 --simd off", " --threads 3 --simd avx2",
+        " --spec mtp", " --spec mtp --chunk 7 --threads 2"}) {
     r = test::command_run(base + image + flags + " 2>&1");
     ASSERT_EQ(r.status, 0) << flags << "\n" << r.out;
     EXPECT_EQ(text_digest_of(r.out), want) << flags;
+    // Speculation really ran: drafts were proposed and some kept.
+    if (flags.find("mtp") != std::string::npos) {
+      EXPECT_TRUE(std::regex_search(r.out, std::regex("spec mtp: [1-9][0-9]* drafted, [1-9]")))
+          << r.out;
+    }
   }
   r = test::command_run(base + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
