@@ -14,7 +14,8 @@ Usage:
       JOBS.json is a list of {"model": path, "tokens": [ids], "out": path}; for each job writes
       the logits after every position, [len(tokens)][n_vocab] little-endian float64, to "out".
       Optional "images": [{"start": slot, "ny": rows, "nx": columns, "rows": path}], the
-      image's input rows [ny·nx][n_embd] little-endian float32 (Model.logits).
+      image's input rows [ny·nx][n_embd] little-endian float32, or float64 with
+      "dtype": "f64" (as tests/vision/vision_reference.py writes them) (Model.logits).
 """
 import json
 import sys
@@ -261,7 +262,8 @@ def run_jobs(jobs_path):
         images = []
         for im in job.get("images", []):
             E = models[path].embd.shape[1]
-            rows = np.fromfile(im["rows"], dtype="<f4").astype(np.float64).reshape(-1, E)
+            dtype = "<f8" if im.get("dtype") == "f64" else "<f4"
+            rows = np.fromfile(im["rows"], dtype=dtype).astype(np.float64).reshape(-1, E)
             images.append((im["start"], im["ny"], im["nx"], rows))
         np.asarray(models[path].logits(job["tokens"], images), dtype="<f8").tofile(job["out"])
     return 0

@@ -1,8 +1,10 @@
 // An image+text prompt on qwen35-tiny (issue 28): a random tower of the model's width encodes a
 // 128 × 64 image (a 2 × 4 merged grid: 8 image tokens whose h and w positions differ) that sits
 // between text tokens; the first 20 greedy steps' top-20 logprobs within 1e-4 of the float64
-// oracle (float64_oracle.py, the same image rows as input), and the prompt's logits with the
-// same bits in one call, in chunks that split the image run, on 2 threads and every SIMD level.
+// oracle (float64_oracle.py), fed invar's tower rows and, chained, the float64 tower's
+// (tests/vision/vision_reference.py: pixels to logits in float64); and the prompt's logits with
+// the same bits in one call, in chunks that split the image run, on 2 threads and every SIMD
+// level.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,6 +41,8 @@ const Model& model() {
 struct Request {
   std::vector<int32_t> prompt;
   SeqImages images;
+  std::string tower;  // the mmproj file
+  VisionImage pixels;
 };
 
 const Request& request() {
@@ -53,10 +57,12 @@ const Request& request() {
     const std::string path = dir() + "/tower.gguf";
     w.write(path);
     const auto tower = vision_model_load(path);
+    q.tower = path;
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     VisionImage img{128, 64, std::vector<float>(3 * 128 * 64)};
     for (float& v : img.chw) v = u(rng);
+    q.pixels = img;
     ThreadPool pool(2);
     SeqImage im;
     im.rows = vision_encode(*tower, img, pool);
@@ -82,18 +88,49 @@ std::vector<int64_t> top_ids(const std::vector<double>& lp) {
   return top_ids_f64(lp, kTop);
 }
 
-// The oracle's logits after every slot of tokens, [T][V].
-std::vector<double> oracle(const std::vector<int32_t>& tokens) {
+// The float64 tower's rows of the request's image (tests/vision/vision_reference.py), written to
+// a file the oracle reads; returns its path.
+std::string reference_rows() {
+  const Request& r = request();
+  const std::string image = dir() + "/image.f32", out = dir() + "/rows.f64";
+  std::ofstream(image, std::ios::binary)
+      .write(reinterpret_cast<const char*>(r.pixels.chw.data()),
+             std::streamsize(r.pixels.chw.size() * sizeof(float)));
+  const nlohmann::json job = {{"mmproj", r.tower},
+                              {"image", image},
+                              {"width", r.pixels.width},
+                              {"height", r.pixels.height},
+                              {"out", out}};
+  const std::string jobs = dir() + "/tower_jobs.json";
+  std::ofstream(jobs) << nlohmann::json::array({job}).dump();
+  const std::string cmd = std::string(INVAR_PYTHON3) + " " + INVAR_SOURCE_DIR +
+                          "/tests/vision/vision_reference.py " + jobs;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return out;
+}
+
+// The oracle's logits after every slot of tokens, [T][V]: the image's rows from invar's tower
+// (the language model alone), or with chained = true from the float64 tower (pixels to logits).
+std::vector<double> oracle(const std::vector<int32_t>& tokens, bool chained) {
   const SeqImage& im = request().images.images.front();
-  const std::string rows = dir() + "/rows.f32", out = dir() + "/out.f64";
-  std::ofstream(rows, std::ios::binary)
-      .write(reinterpret_cast<const char*>(im.rows.data()),
-             std::streamsize(im.rows.size() * sizeof(float)));
-  nlohmann::json job = {
-      {"model", test_model_path("qwen35-tiny")},
-      {"tokens", tokens},
-      {"out", out},
-      {"images", {{{"start", im.start}, {"ny", im.ny}, {"nx", im.nx}, {"rows", rows}}}}};
+  std::string rows = dir() + "/rows.f32";
+  if (chained) {
+    rows = reference_rows();
+  } else {
+    std::ofstream(rows, std::ios::binary)
+        .write(reinterpret_cast<const char*>(im.rows.data()),
+               std::streamsize(im.rows.size() * sizeof(float)));
+  }
+  const std::string out = dir() + "/out.f64";
+  nlohmann::json job = {{"model", test_model_path("qwen35-tiny")},
+                        {"tokens", tokens},
+                        {"out", out},
+                        {"images",
+                         {{{"start", im.start},
+                           {"ny", im.ny},
+                           {"nx", im.nx},
+                           {"rows", rows},
+                           {"dtype", chained ? "f64" : "f32"}}}}};
   const std::string jobs = dir() + "/jobs.json";
   std::ofstream(jobs) << nlohmann::json::array({job}).dump();
   const std::string cmd = std::string(INVAR_PYTHON3) + " " + INVAR_SOURCE_DIR +
@@ -137,24 +174,31 @@ TEST(ImageOracle, GreedyStepsWithinTolerance) {
     m.forward({&c, 1}, *m.scratch_make(1, 1), pool);
     steps.insert(steps.end(), out.begin(), out.end());
   }
-  const std::vector<double> want = oracle(toks);
-  double worst = 0;
-  for (int s = 0; s < kSteps; ++s) {
-    const size_t at = size_t(n - 1 + s) * size_t(V);
-    const std::vector<double> lo = log_softmax_f64(want.data() + at, V);
-    const std::vector<double> inv(steps.begin() + s * V, steps.begin() + (s + 1) * V);
-    const std::vector<double> li = log_softmax_f64(inv.data(), V);
-    std::vector<int64_t> ids = top_ids(lo);
-    const std::vector<int64_t> ti = top_ids(li);
-    ids.insert(ids.end(), ti.begin(), ti.end());
-    for (int64_t id : ids) worst = std::max(worst, std::fabs(li[size_t(id)] - lo[size_t(id)]));
-    const int64_t oi = top_ids(lo)[0];
-    if (oi != ti[0]) {
-      EXPECT_LE(lo[size_t(oi)] - lo[size_t(ti[0])], kTol)
-          << "step " << s << ": invar chose " << ti[0] << ", the oracle " << oi;
+  // Against the oracle fed invar's tower rows (the language model alone), then against the
+  // float64 tower chained into the oracle (pixels to logits).
+  for (const bool chained : {false, true}) {
+    const std::vector<double> want = oracle(toks, chained);
+    double worst = 0;
+    for (int s = 0; s < kSteps; ++s) {
+      const size_t at = size_t(n - 1 + s) * size_t(V);
+      const std::vector<double> lo = log_softmax_f64(want.data() + at, V);
+      const std::vector<double> inv(steps.begin() + s * V, steps.begin() + (s + 1) * V);
+      const std::vector<double> li = log_softmax_f64(inv.data(), V);
+      std::vector<int64_t> ids = top_ids(lo);
+      const std::vector<int64_t> ti = top_ids(li);
+      ids.insert(ids.end(), ti.begin(), ti.end());
+      for (int64_t id : ids) worst = std::max(worst, std::fabs(li[size_t(id)] - lo[size_t(id)]));
+      const int64_t oi = top_ids(lo)[0];
+      if (oi != ti[0]) {
+        EXPECT_LE(lo[size_t(oi)] - lo[size_t(ti[0])], kTol)
+            << "step " << s << ": invar chose " << ti[0] << ", the oracle " << oi;
+      }
     }
+    EXPECT_LE(worst, kTol) << (chained ? "float64 tower + oracle" : "oracle on invar's rows");
+    std::printf(
+        "image+text, %d greedy steps, %s: max |invar - float64| over top-20 logprobs %.3g\n",
+        kSteps, chained ? "float64 tower chained" : "invar's tower rows", worst);
   }
-  EXPECT_LE(worst, kTol);
   // The image matters: the same prompt with token_embd rows at the pads gives other logits.
   const std::vector<double> text = [&] {
     SeqState st2(m, n);
@@ -165,8 +209,6 @@ TEST(ImageOracle, GreedyStepsWithinTolerance) {
   for (int64_t v = 0; v < V; ++v)
     moved = std::max(moved, std::fabs(text[size_t(v)] - steps[size_t(v)]));
   EXPECT_GT(moved, 1e-2) << "the image did not change the logits";
-  std::printf("image+text, %d greedy steps: max |invar - float64| over top-20 logprobs %.3g\n",
-              kSteps, worst);
 }
 
 TEST(ImageOracle, SameBitsAcrossChunksThreadsSimd) {
