@@ -379,13 +379,16 @@ std::vector<RequestId> Engine::submit_group(std::vector<GenerationRequest> reqs,
     GenerationRequest& req = reqs[i];
     auto s = std::make_unique<Sequence>();
     s->cache_salt = req.cache_salt;
-    if (req.images && !req.images->images.empty()) s->cache_salt += '\0' + req.images->cache_key();
     s->cache_lookup = req.prompt_logprobs < 0;
     s->client = client;
     s->priority = reqs.front().priority;
     s->tokens = req.prompt;
     s->tokens.reserve(req.prompt.size() + static_cast<size_t>(req.max_tokens) + 1);
     s->n_prompt = static_cast<int64_t>(req.prompt.size());
+    if (req.images && !req.images->images.empty()) {
+      s->key_tokens = req.images->cache_key_tokens(req.prompt);
+      s->key_tokens.reserve(s->tokens.capacity());
+    }
     if (req.grammar)
       s->constraint = std::make_unique<SeqConstraint>(req.grammar, impl_->grammar_vocabulary_get(),
                                                       req.grammar_after);

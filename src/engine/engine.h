@@ -93,8 +93,9 @@ struct GenerationRequest {
                                           // text ends just before it)
   std::string cache_salt;                 // isolates the prefix cache (first block's key)
   // Images in the prompt (null: text only): their pad slots take the tower's rows, every slot
-  // its IMROPE position. The prefix cache keys the whole chain by the images' pixel hashes too,
-  // so requests share blocks only with requests that have the same images at the same slots.
+  // its IMROPE position. The prefix cache keys image slots by their pixels' hash: blocks before
+  // the first image are shared with any request, blocks from it on only with requests holding
+  // the same images at the same slots.
   std::shared_ptr<const SeqImages> images;
   int64_t top_logprobs = 0;          // 0..20 candidates per generated token
   int64_t prompt_logprobs = -1;      // ≥ 0: logprob of each prompt token ≥ 1 (+ K candidates);

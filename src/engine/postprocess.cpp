@@ -96,6 +96,7 @@ FinishReason Postprocessor::token_emit(Sequence& s, const float* row, TextAssemb
   ev.logits = std::move(s.logits_pending);
   s.logits_pending.clear();
   s.tokens.push_back(ev.token);
+  if (!s.key_tokens.empty()) s.key_tokens.push_back(ev.token);
   ++s.n_generated;
   ++generated_total_;
   const auto& stops = s.req.stop_tokens;

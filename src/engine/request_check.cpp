@@ -25,9 +25,6 @@ void request_check(const GenerationRequest& r, const RequestLimits& lim) {
                            std::to_string(r.prompt[i]) + ", outside the vocabulary [0, " +
                            std::to_string(lim.n_vocab) + ")");
   if (r.max_tokens < 0) refuse("max_tokens", "max_tokens must be ≥ 0");
-  // A NUL separates the salt from the images' key (engine.cpp): no salt may forge one.
-  if (r.cache_salt.find('\0') != std::string::npos)
-    refuse("cache_salt", "cache_salt must not contain a NUL character");
   if (r.images) {
     if (!lim.imrope) refuse("images", "this model reads no images (no IMROPE positions)");
     try {

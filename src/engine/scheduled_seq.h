@@ -13,6 +13,12 @@ enum class SeqPhase { waiting, running, finished };
 
 struct ScheduledSeq {
   std::vector<int32_t> tokens;  // prompt, then every generated token
+  // What the prefix cache keys it by when that differs from tokens (a prompt with images:
+  // SeqImages::cache_key_tokens), as long as tokens; empty: tokens.
+  std::vector<int32_t> key_tokens;
+  const std::vector<int32_t>& cache_tokens() const {
+    return key_tokens.empty() ? tokens : key_tokens;
+  }
   int64_t n_prompt = 0;
   std::string cache_salt;    // isolates its prefix-cache chain
   bool cache_lookup = true;  // false: every position is computed (prompt logprobs want them all)

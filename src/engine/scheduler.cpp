@@ -29,7 +29,7 @@ void Scheduler::enqueue_group(std::span<ScheduledSeq* const> seqs) {
   // they must look up exactly what it computes.
   bool shared = cfg_.prefix_cache && seqs.size() > 1;
   for (ScheduledSeq* s : seqs.subspan(1))
-    shared = shared && s->cache_lookup && s->tokens == first->tokens &&
+    shared = shared && s->cache_lookup && s->cache_tokens() == first->cache_tokens() &&
              s->cache_salt == first->cache_salt;
   if (shared) u.leader = first;
   for (ScheduledSeq* s : seqs) {
@@ -74,8 +74,8 @@ void Scheduler::admit(ScheduledSeq* s) {
   PrefixHit hit;
   if (lookup) {
     const int64_t n = static_cast<int64_t>(s->tokens.size());
-    if (tiers_) tiers_->restore(s->tokens, s->cache_salt, n - 1);
-    hit = cache_.lookup(s->tokens, s->cache_salt, n - 1);
+    if (tiers_) tiers_->restore(s->cache_tokens(), s->cache_salt, n - 1);
+    hit = cache_.lookup(s->cache_tokens(), s->cache_salt, n - 1);
   }
   s->state_slot = states_.acquire();
   INVAR_CHECK(s->state_slot >= 0, "more running sequences than state slots");
@@ -438,7 +438,7 @@ void Scheduler::commit(const StepPlan& plan) {
       if (ci < c.checkpoint_pos.size() && c.checkpoint_pos[ci] == boundary)
         checkpoint = c.checkpoint_ids[ci++];
       if (cfg_.prefix_cache)
-        cache_.block_commit(s->blocks, i, s->tokens, s->cache_salt, checkpoint);
+        cache_.block_commit(s->blocks, i, s->cache_tokens(), s->cache_salt, checkpoint);
     }
     for (; ci < c.checkpoint_pos.size(); ++ci) {
       INVAR_CHECK(c.checkpoint_pos[ci] > s->n_done,

@@ -37,12 +37,23 @@ void SeqImages::chunk_inputs(int64_t pos0, int64_t n, int64_t n_embd,
   }
 }
 
-std::string SeqImages::cache_key() const {
-  std::string k;
-  for (const SeqImage& im : images)
-    k += "image@" + std::to_string(im.start) + ":" + std::to_string(im.ny) + "x" +
-         std::to_string(im.nx) + ":" + im.pixels_sha256 + ";";
-  return k;
+std::vector<int32_t> SeqImages::cache_key_tokens(std::span<const int32_t> tokens) const {
+  std::vector<int32_t> keys(tokens.begin(), tokens.end());
+  for (const SeqImage& im : images) {
+    // FNV-1a over (pixel hash, grid); then per slot over its index: ids in [−2³¹, −1], which no
+    // token has.
+    uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&h](const std::string& s) {
+      for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+    };
+    mix(im.pixels_sha256 + ":" + std::to_string(im.ny) + "x" + std::to_string(im.nx));
+    for (int64_t k = 0; k < im.n_tokens() && im.start + k < int64_t(keys.size()); ++k) {
+      uint64_t hk = h;
+      for (int b = 0; b < 8; ++b) hk = (hk ^ ((uint64_t(k) >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+      keys[size_t(im.start + k)] = -1 - int32_t(hk & 0x7fffffffull);
+    }
+  }
+  return keys;
 }
 
 void SeqImages::check(std::span<const int32_t> tokens, int64_t n_embd) const {

@@ -38,8 +38,11 @@ struct SeqImages {
   // SeqChunk::embd_rows and rope_pos for slots [pos0, pos0 + n) into rows[n] and pos[n].
   void chunk_inputs(int64_t pos0, int64_t n, int64_t n_embd, std::vector<const float*>& rows,
                     std::vector<RopePos>& pos) const;
-  // What the prefix cache keys the images by: every image's start, grid and pixel hash.
-  std::string cache_key() const;
+  // The ids the prefix cache keys the sequence by (vLLM's multimodal hash in the block key):
+  // tokens with every image slot's id replaced by a negative id drawn from its image's pixel
+  // hash, grid and the slot's place in the image. Blocks before an image keep their text keys
+  // (shared with requests without it); blocks holding an image match only the same image there.
+  std::vector<int32_t> cache_key_tokens(std::span<const int32_t> tokens) const;
   // Throws Error unless the images are ascending, disjoint, within n_tokens slots, every row
   // set has ny·nx·n_embd floats and every image slot of `tokens` holds pad_id.
   void check(std::span<const int32_t> tokens, int64_t n_embd) const;
