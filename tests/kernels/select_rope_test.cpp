@@ -164,6 +164,40 @@ TEST(Rope, ImropeSections) {
   }
 }
 
+// IMROPE positions (t, h, w) of image tokens: with sections {2, 1, 1, 0} (qwen35-tiny) the pairs
+// take t, h, w, t by sector mod 3 (ggml's imrope); (p, p, p) is the text rotation bit for bit, and
+// changing h or w moves only the pairs of that axis.
+TEST(Rope, ImropeAxes) {
+  RopeConfig cfg{16, 8, 1e7, true, {}};
+  cfg.sections = {2, 1, 1, 0};
+  const RopeFreqs f = rope_freqs_build(cfg);
+  const std::vector<uint8_t> want_axis = {0, 1, 2, 0};
+  EXPECT_EQ(f.axis, want_axis);
+  const auto q0 = test::randn(2 * 16, 5), k0 = test::randn(16, 6);
+  auto qa = q0, ka = k0, qb = q0, kb = k0;
+  rope_apply_qk(f, qa.data(), 2, ka.data(), 1, int64_t(41));
+  rope_apply_qk(f, qb.data(), 2, kb.data(), 1, RopePos{41, 41, 41});
+  EXPECT_EQ(bit_diff(qa, qb), "");
+  EXPECT_EQ(bit_diff(ka, kb), "");
+  for (int axis = 1; axis <= 2; ++axis) {
+    RopePos p{41, 41, 41};
+    p[size_t(axis)] = 45;
+    auto qc = q0, kc = k0;
+    rope_apply_qk(f, qc.data(), 2, kc.data(), 1, p);
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t j = 0; j < 4; ++j) {
+        const bool moved = want_axis[size_t(j)] == axis;
+        for (int64_t d : {j, j + 4}) {
+          const size_t i = size_t(h * 16 + d);
+          if (moved)
+            EXPECT_NE(qc[i], qa[i]) << "axis " << axis << " pair " << j;
+          else
+            EXPECT_EQ(qc[i], qa[i]) << "axis " << axis << " pair " << j;
+        }
+      }
+  }
+}
+
 // A head's rotation depends on (pos, values) only: every SIMD level, and rotating heads one at a
 // time or together, give the same bits.
 TEST(Rope, PositionOnly) {
