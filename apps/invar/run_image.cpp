@@ -72,8 +72,11 @@ ImagePrompt image_prompt(const std::string& mmproj, const std::string& image, co
   const int32_t pad = tok.token_id("<|image_pad|>");
   if (pad < 0) throw Error("the vocabulary has no <|image_pad|> token");
   const auto at = std::find(tokens.begin(), tokens.end(), pad);
-  if (at == tokens.end() || std::find(at + 1, tokens.end(), pad) != tokens.end())
-    throw Error("the prompt must hold exactly one <|image_pad|> where the image goes");
+  const auto n_pads = std::count(tokens.begin(), tokens.end(), pad);
+  if (n_pads != 1)
+    throw Error("the prompt holds " + std::to_string(n_pads) +
+                " <|image_pad|> tokens, not one where the image goes (with --chat the template "
+                "must render an image part, as Qwen3.5's does)");
 
   const RgbImage rgb = image_decode_file(image);
   const VisionImage img = image_preprocess(rgb, m->hp);
