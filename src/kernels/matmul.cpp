@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/dequant.h"
@@ -228,8 +229,11 @@ void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<fl
 }
 
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool) {
-  std::vector<float> scratch(size_t(matmul_scratch_floats(pool.size())));
-  matmul(w, x, m, y, pool, scratch);
+  // Uninitialised: the kernels write scratch before they read it. Zero-filling ~1 MiB per thread
+  // on every call was most of the bit-exactness tests' time under ASan.
+  const size_t n = size_t(matmul_scratch_floats(pool.size()));
+  const auto scratch = std::make_unique_for_overwrite<float[]>(n);
+  matmul(w, x, m, y, pool, std::span<float>(scratch.get(), n));
 }
 
 }  // namespace invar
