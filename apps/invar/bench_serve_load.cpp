@@ -239,6 +239,17 @@ void SseRead::feed(const char* data, size_t len) {
           text = true;
           generated_text += t->get<std::string>();
         }
+        // A reasoning parser (llama-server's default, invar's for thinking templates) streams
+        // the text before </think> as reasoning_content: generated all the same. A random-weight
+        // model never closes its <think>, so counting content only called those streams empty.
+        if (c.contains("delta") && c["delta"].is_object() &&
+            c["delta"].contains("reasoning_content")) {
+          const json& rc = c["delta"]["reasoning_content"];
+          if (rc.is_string() && !rc.get<std::string>().empty()) {
+            text = true;
+            generated_text += rc.get<std::string>();
+          }
+        }
         if (c.contains("logprobs")) logprobs_append(c["logprobs"], logprob_lines);
       }
     if (text) {
