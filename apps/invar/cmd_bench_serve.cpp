@@ -21,6 +21,7 @@
 #include "bench_serve_load.h"
 #include "bench_svg.h"
 #include "core/error.h"
+#include "core/simd.h"
 #include "fleet_processes.h"
 #include "int_list.h"
 
@@ -48,6 +49,7 @@ struct ServeBenchOptions {
   std::string plot;
   std::string work_dir;
   double startup_s = 600;
+  std::string simd;  // invar serve --simd (empty: the best the CPU has)
 };
 
 struct MachineFigures {
@@ -94,6 +96,33 @@ void table_print(const std::vector<Load>& loads, const std::vector<Side>& sides,
                   m.cached_tps, m.ttft_p50_s, m.ttft_p99_s, 1e3 * m.itl_p50_s, 1e3 * m.itl_p99_s,
                   static_cast<long long>(m.errors));
     }
+  if (sides.size() != 2) return;
+  // Ratios round by round (each pair ran back to back, so a neighbour's load moves both), then
+  // their median and range: steadier than the ratio of the two medians.
+  std::printf(
+      "\n| load | %s ÷ %s gen tok/s, median (min-max) | TTFT p99 %s ÷ %s, median (min-max) |\n"
+      "|---|---|---|\n",
+      sides[0].name.c_str(), sides[1].name.c_str(), sides[0].name.c_str(), sides[1].name.c_str());
+  for (size_t l = 0; l < loads.size(); ++l) {
+    std::vector<double> tps, ttft;
+    const size_t n = std::min(sides[0].rounds[l].size(), sides[1].rounds[l].size());
+    for (size_t r = 0; r < n; ++r) {
+      const RoundSummary &a = sides[0].rounds[l][r], &b = sides[1].rounds[l][r];
+      if (b.generated_tps > 0) tps.push_back(a.generated_tps / b.generated_tps);
+      if (b.ttft_p99_s > 0) ttft.push_back(a.ttft_p99_s / b.ttft_p99_s);
+    }
+    const auto cell = [](std::vector<double> v) {
+      if (v.empty()) return std::string("-");
+      std::sort(v.begin(), v.end());
+      const double med =
+          v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.2f (%.2f-%.2f)", med, v.front(), v.back());
+      return std::string(buf);
+    };
+    std::printf("| %s | %s | %s |\n", loads[l].label.c_str(), cell(tps).c_str(),
+                cell(ttft).c_str());
+  }
 }
 
 void plot_write(const std::string& path, const std::string& title, const std::vector<Load>& loads,
@@ -163,6 +192,8 @@ int serve_bench_run(ServeBenchOptions o) {
   if (o.endpoint != "completions" && o.endpoint != "chat")
     throw Error("--endpoint: '" + o.endpoint + "' is not completions or chat");
   if (o.rate < 0) throw Error("--rate: must be >= 0 (0: no open-loop row)");
+  if (!o.simd.empty() && !simd_parse(o.simd))
+    throw Error("--simd must be off, avx2 or avx512, not '" + o.simd + "'");
   if (o.threads < 0 || o.parallel < 0 || o.ctx < 0)
     throw Error("--threads, --parallel and --ctx must be >= 0");
   if (!o.plot.empty() && !fs::is_directory(fs::absolute(o.plot).parent_path()))
@@ -199,12 +230,15 @@ int serve_bench_run(ServeBenchOptions o) {
   const MachineFigures before = machine_measure(threads);
 
   std::vector<Side> sides(peer ? 2 : 1);
-  sides[0].name = "invar";
-  sides[0].port = replica_start(sides[0].process,
-                                {"--model", o.model, "--threads", std::to_string(threads), "--ctx",
-                                 std::to_string(ctx), "--max-num-seqs", std::to_string(parallel),
-                                 "--queue-limit", std::to_string(o.documents * o.questions + 16)},
-                                root / "invar.log", o.startup_s);
+  sides[0].name = o.simd.empty() ? "invar" : "invar --simd " + o.simd;
+  std::vector<std::string> invar_args = {
+      "--model",        o.model,
+      "--threads",      std::to_string(threads),
+      "--ctx",          std::to_string(ctx),
+      "--max-num-seqs", std::to_string(parallel),
+      "--queue-limit",  std::to_string(o.documents * o.questions + 16)};
+  if (!o.simd.empty()) invar_args.insert(invar_args.end(), {"--simd", o.simd});
+  sides[0].port = replica_start(sides[0].process, invar_args, root / "invar.log", o.startup_s);
   if (peer) {
     // llama-server's -c is the context of all slots together; continuous batching and the
     // prompt cache are its defaults (cache_prompt is also sent with each request).
@@ -340,6 +374,9 @@ BenchKind serve_bench("serve", [](CLI::App& bench) -> Command::Run {
       ->capture_default_str();
   s->add_option("--rounds", o->rounds, "rounds per load and server; rows are their medians")
       ->capture_default_str();
+  s->add_option("--simd", o->simd,
+                "off | avx2 | avx512: invar serve's SIMD level (an AVX2 stand-in on an AVX-512 "
+                "machine; llama-server keeps its build's); default the best the CPU has");
   s->add_flag("--quick", o->quick,
               "small run: 2 documents of 256-512 tokens x 3 questions, 8 tokens, 2 rounds "
               "(flags given explicitly still win)");
