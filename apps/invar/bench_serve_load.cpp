@@ -325,6 +325,14 @@ RoundSummary round_summarize(const RoundResult& r) {
     if (!q.ok) {
       s.errors++;
       if (s.first_error.empty()) s.first_error = q.error;
+      // Tokens a failed stream delivered before it broke were computed and sent all the same
+      // (llama-server cuts some random-weight streams at their last chunk: its output parser
+      // throws on text that ends inside a UTF-8 character); they count, the error is reported.
+      if (q.ttft_s >= 0) {
+        ttft.push_back(q.ttft_s);
+        gaps.insert(gaps.end(), q.gaps_s.begin(), q.gaps_s.end());
+        s.generated += q.generated;
+      }
       continue;
     }
     ttft.push_back(q.ttft_s);

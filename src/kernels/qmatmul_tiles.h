@@ -148,11 +148,30 @@ void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int6
   for (; n < n1; ++n) rows_direct<V, D, R, 1>(w, n, x, y);
 }
 
+// Batched decode (M = kDirectRows + 1 .. V::kBatchedRows): the few-rows kernels in passes of
+// kDirectRows activation rows over groups of 16 outputs. A group's weight rows come from memory
+// in the first pass and from L1/L2 in the others, so each weight is read from memory once per
+// step; each pass decodes the group again, which costs less than the many-rows tiles' packing
+// and dequantised buffer at these M. Every output keeps its lane order (no bit moves).
+template <class V, class D>
+void direct_passes(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0,
+                   int64_t n1) {
+  constexpr int64_t kGroup = 16;
+  for (int64_t n = n0; n < n1; n += kGroup) {
+    const int64_t e = std::min(n + kGroup, n1);
+    for (int64_t r0 = 0; r0 < rows; r0 += V::kDirectRows)
+      direct_run<V, D, V::kDirectRows>(
+          w, x + r0 * w.k, std::min<int64_t>(V::kDirectRows, rows - r0), y + r0 * w.n, n, e);
+  }
+}
+
 template <class V, class D>
 void run_typed(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0, int64_t n1,
                float* scratch) {
   if (rows <= V::kDirectRows) {
     direct_run<V, D, V::kDirectRows>(w, x, rows, y, n0, n1);
+  } else if (rows <= V::kBatchedRows) {
+    direct_passes<V, D>(w, x, rows, y, n0, n1);
   } else {
     qprefill::tiles_run<V, D>(w, x, rows, y, n0, n1, scratch);
   }

@@ -32,6 +32,11 @@ struct V512 {
 
   static constexpr int kLanes = 16;
   static constexpr int kDirectRows = 4;
+  // Batched decode up to this many rows: kDirectRows-row passes over groups of 16 outputs
+  // (qmatmul_tiles.h direct_passes). Measured on Zen 5, 2 threads, 4096 x 2048 (bench matmul
+  // --clock cpu): q4_K / q6_K / q8_0 at M = 5 210 / 193 / 184 GFLOP/s against the tiles' 116 / 96
+  // / 105, at M = 8 257 / 240 / 252 against 192 / 183 / 168; even at M = 12, behind at 16.
+  static constexpr int kBatchedRows = 12;
   template <int R>
   static constexpr int direct_panels() {
     return 4;

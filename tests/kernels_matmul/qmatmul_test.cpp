@@ -45,7 +45,7 @@ TEST(QuantMatmul, EveryPathEqualsReferenceBitExact) {
   for (DType t : kQuantTypes) {
     for (int64_t k : quant_ks(t)) {
       OwnedMatrix w = random_matrix(t, k, n, uint32_t(k + 31 * int(t)));
-      for (int64_t m : {1, 2, 3, 4, 7, 16, 33, 64, 97, 512}) {
+      for (int64_t m : {1, 2, 3, 4, 7, 12, 16, 33, 64, 97, 512}) {
         // Long rows: the chunked path with accumulators parked, over two row blocks, is
         // covered by m = 97 (PrefillCasesEqualReference covers the rest of the prefill plans).
         if (k > 256 && m > 97) continue;
