@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,8 @@
 #include "server/prompt_limits.h"
 
 namespace invar::server {
+
+struct PromptImages;  // backend.h
 
 enum class Endpoint { completions, chat };
 
@@ -75,6 +78,9 @@ struct ApiRequest {
   // Set by the server: who asks, for the engine's fairness (API key, else peer address, else
   // user; http_server.cpp).
   std::string client_key;
+  // Set by the server: the chat's images (ChatInput::images), read and encoded by the backend
+  // off the IO threads; null: none.
+  std::shared_ptr<const PromptImages> images;
 };
 
 // Throws ApiError (400) naming the first bad field. With `limits`, the body's prompt shape is

@@ -105,6 +105,18 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req) {
   } catch (const Error& e) {
     throw bad_request(prompt_field, e.what());
   }
+  if (req.images) {
+    try {
+      out.images = std::make_shared<const SeqImages>(
+          seq_images_place(prompt, req.images->pad_id, req.images->images));
+    } catch (const Error& e) {
+      throw bad_request(prompt_field, e.what());
+    }
+    if (req.truncate_prompt_tokens > 0 && int64_t(prompt.size()) > req.truncate_prompt_tokens)
+      throw bad_request("truncate_prompt_tokens",
+                        "'truncate_prompt_tokens' would cut a prompt with images (" +
+                            std::to_string(prompt.size()) + " tokens, the images' included)");
+  }
   if (req.truncate_prompt_tokens > 0 && int64_t(prompt.size()) > req.truncate_prompt_tokens)
     prompt.erase(prompt.begin(), prompt.end() - req.truncate_prompt_tokens);
   if (prompt.empty())
@@ -155,6 +167,7 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
       prompt_(std::move(prompt.tokens)),
       grammar_(std::move(prompt.grammar)),
       grammar_after_(prompt.grammar_after),
+      images_(std::move(prompt.images)),
       first_(first) {
   bool chat = req_.endpoint == Endpoint::chat;
   const char* prompt_field = chat ? "messages" : "prompt";
@@ -225,6 +238,7 @@ std::pair<GenerationRequest, EventSink> CompletionJob::engine_request(
   g.priority = req_.priority;
   g.grammar = grammar_;
   g.grammar_after = grammar_after_;
+  g.images = images_;
 
   queue_ = std::make_shared<EventQueue>();
   queue_->metrics = &metrics_;
