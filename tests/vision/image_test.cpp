@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "vision/encode_cache.h"
 #include "vision/image_decode.h"
 #include "vision/image_preprocess.h"
 #include "vision/make_mmproj.h"
@@ -248,6 +249,33 @@ TEST(ImagePreprocess, DecodedImageEncodes) {
   EXPECT_EQ(int64_t(a.size()), 12 * 96);
   EXPECT_EQ(a, b);
   std::remove(path.c_str());
+}
+
+// The encoder cache keeps the most recently used outputs within its byte budget: a hit makes
+// an entry recent, the least recent goes first, one entry over the budget is not kept, 0 keeps
+// nothing.
+TEST(EncodeCache, LeastRecentGoesFirstWithinTheBudget) {
+  auto rows = [](size_t n, float v) { return std::make_shared<const std::vector<float>>(n, v); };
+  EncodeCache c(40 * sizeof(float));
+  c.put("a", rows(10, 1));
+  c.put("b", rows(10, 2));
+  c.put("c", rows(10, 3));
+  ASSERT_TRUE(c.find("a"));  // a is now the most recent: b goes first
+  c.put("d", rows(20, 4));
+  EXPECT_EQ(c.bytes(), int64_t(40 * sizeof(float)));
+  EXPECT_FALSE(c.find("b"));
+  EXPECT_TRUE(c.find("c"));
+  EXPECT_EQ((*c.find("a"))[0], 1.0f);
+  EXPECT_EQ((*c.find("d"))[0], 4.0f);
+  c.put("big", rows(41, 5));
+  EXPECT_FALSE(c.find("big"));
+  EXPECT_TRUE(c.find("a"));
+  c.put("a", rows(5, 6));  // replaced, not added
+  EXPECT_EQ(c.bytes(), int64_t(35 * sizeof(float)));
+  EncodeCache off(0);
+  off.put("a", rows(1, 1));
+  EXPECT_FALSE(off.find("a"));
+  EXPECT_EQ(off.bytes(), 0);
 }
 
 }  // namespace
