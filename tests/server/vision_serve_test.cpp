@@ -15,6 +15,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "serve_process.h"
 
@@ -375,6 +376,44 @@ TEST(VisionServe, HostileImagesAre400s) {
   r = post(s, chat({png_part(good), text}));
   EXPECT_EQ(r.status, 200) << r.text;
   EXPECT_LT(resident_kib(s.pid()), 1 << 20) << "a hostile image took memory";
+}
+
+// `invar probe --image`: every arm's requests show the image before the document, so the
+// arms measure a multimodal shared prefix; against invar serve --mmproj every completion of
+// task B has the same digest in every arm, and the prefix cache and the encoder cache were hit.
+TEST(VisionServe, ProbeWithAnImageIsStable) {
+  ServeProcess s(serve_args(), "vision_serve_probe");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const std::string dir = files().dir + "/probe";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/a.png", std::ios::binary) << image_a();
+  const std::string out = Files::curl_free_run(
+      kInvarBin + " probe --url " + s.url() + " --api chat --preset seed --doc-chars 400 " +
+      "--runs 2 --max-tokens 4 --threshold-span 4 --threshold-step 4 --image " + dir +
+      "/a.png --json --out " + dir + "/out 2>&1");
+  const json report = json::parse(out.substr(out.find('{')), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << out;
+  EXPECT_EQ(report["verdict"], "stable") << out;
+  std::set<std::string> digests;
+  int64_t cached_max = 0;
+  std::ifstream records(dir + "/out/records.jsonl");
+  int n = 0;
+  for (std::string line; std::getline(records, line); ++n) {
+    const json r = json::parse(line);
+    if (r["task"] == "B") digests.insert(r["digests"]["order"].get<std::string>());
+    const json& c = r["completion"]["usage"]["cached_tokens"];
+    if (c.is_number()) cached_max = std::max(cached_max, c.get<int64_t>());
+  }
+  EXPECT_GE(n, 10) << out;
+  EXPECT_EQ(digests.size(), 1u) << out;
+  EXPECT_GT(cached_max, 32) << "no request hit the prefix cache past the image";
+  EXPECT_EQ(metric_of(s, "invar_image_encodes_total"), 1);
+  EXPECT_EQ(metric_of(s, "invar_image_encode_cache_hits_total"), n - 1);
+  // A completions probe cannot carry the image: refused before any request.
+  const std::string bad =
+      Files::curl_free_run(kInvarBin + " probe --url " + s.url() +
+                           " --api completions --preset seed --image " + dir + "/a.png 2>&1");
+  EXPECT_NE(bad.find("--image needs --api chat"), std::string::npos) << bad;
 }
 
 // Without --mmproj an image part is a 400 that says so; a tower of another width, a file that
