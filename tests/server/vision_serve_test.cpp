@@ -312,6 +312,14 @@ TEST(VisionServe, TwoImagesEachAtItsPlace) {
   EXPECT_EQ(metric_of(s, "invar_image_encode_cache_hits_total"), 4);
   EXPECT_EQ(warm.body["choices"][0]["logprobs"], cold.body["choices"][0]["logprobs"]);
   EXPECT_NE(swapped.body["choices"][0]["logprobs"], cold.body["choices"][0]["logprobs"]);
+  // curl, as a user sends it: the body from a file (the same request as `ab`), the same bits.
+  const std::string body_file = files().dir + "/ab.json";
+  std::ofstream(body_file) << ab.dump();
+  const CurlResult by_curl = curl("-H 'Content-Type: application/json' --data-binary @" +
+                                  body_file + " " + s.url() + "/v1/chat/completions");
+  ASSERT_EQ(by_curl.status, 200) << by_curl.body;
+  EXPECT_EQ(json::parse(by_curl.body)["choices"][0]["logprobs"],
+            cold.body["choices"][0]["logprobs"]);
   // A JPEG, and a file under --allowed-local-media-path, are read as well.
   const std::string jpg = jpeg_of(96, 64, 3);
   Reply r = post(s, chat({image_part("data:image/jpeg;base64," + base64_of(jpg)), text}));
@@ -320,7 +328,7 @@ TEST(VisionServe, TwoImagesEachAtItsPlace) {
   r = post(s, chat({image_part("file://" + files().media + "/a.png"),
                     {{"type", "text"}, {"text", "Who issued it, and when?"}}}));
   EXPECT_EQ(r.status, 200) << r.text;
-  EXPECT_EQ(metric_of(s, "invar_image_encode_cache_hits_total"), 5) << "a file is the same pixels";
+  EXPECT_EQ(metric_of(s, "invar_image_encode_cache_hits_total"), 7) << "a file is the same pixels";
   httplib::Client c("127.0.0.1", s.port());
   auto models = c.Get("/v1/models");
   ASSERT_TRUE(models);
