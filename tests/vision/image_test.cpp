@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "model/seq_images.h"
 #include "vision/encode_cache.h"
 #include "vision/image_decode.h"
 #include "vision/image_preprocess.h"
@@ -276,6 +277,41 @@ TEST(EncodeCache, LeastRecentGoesFirstWithinTheBudget) {
   off.put("a", rows(1, 1));
   EXPECT_FALSE(off.find("a"));
   EXPECT_EQ(off.bytes(), 0);
+}
+
+// The template's one pad per image widens to the image's rows, in order, each image starting at
+// its first pad; the text between keeps its place. A prompt with another number of pads than
+// images is an error that counts both.
+TEST(SeqImagesPlace, EachPadWidensToItsImage) {
+  constexpr int32_t P = 9;
+  auto image = [](int64_t ny, int64_t nx) {
+    SeqImage im;
+    im.ny = ny;
+    im.nx = nx;
+    im.rows.assign(size_t(ny * nx), 0.0f);
+    return im;
+  };
+  std::vector<int32_t> tokens = {1, P, 2, P, 3};
+  const SeqImages s = seq_images_place(tokens, P, {image(1, 2), image(2, 2)});
+  EXPECT_EQ(tokens, (std::vector<int32_t>{1, P, P, 2, P, P, P, P, 3}));
+  ASSERT_EQ(s.images.size(), 2u);
+  EXPECT_EQ(s.images[0].start, 1);
+  EXPECT_EQ(s.images[1].start, 4);
+  EXPECT_EQ(s.pad_id, P);
+  s.check(tokens, 1);
+  // Positions: text after the 1 × 2 image continues at 1 + 2; after the 2 × 2 at 4 + 2.
+  EXPECT_EQ(s.rope_pos(3), (RopePos{3, 3, 3}));
+  EXPECT_EQ(s.rope_pos(7), (RopePos{4, 5, 5}));
+  EXPECT_EQ(s.rope_pos(8), (RopePos{6, 6, 6}));
+  std::vector<int32_t> one_pad = {1, P, 2};
+  try {
+    seq_images_place(one_pad, P, {image(1, 1), image(1, 1)});
+    ADD_FAILURE() << "two images placed on one pad";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1 <|image_pad|> tokens for 2 images"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(one_pad, (std::vector<int32_t>{1, P, 2})) << "a refused prompt was changed";
 }
 
 }  // namespace
