@@ -7,8 +7,6 @@
 // URLs are 400s that leave the server serving.
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <jpeglib.h>
-#include <png.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -17,6 +15,8 @@
 #include <random>
 #include <set>
 
+#include "command_run.h"
+#include "image_write.h"
 #include "serve_process.h"
 
 namespace vision_serve_test {
@@ -28,52 +28,22 @@ namespace {
 
 const std::string kTemplate = std::string(INVAR_TEST_DATA_DIR) + "/chat-templates/Qwen3.5-4B.jinja";
 
-std::vector<uint8_t> random_rgb(int w, int h, uint32_t seed) {
+invar::RgbImage random_rgb(int w, int h, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::vector<uint8_t> px(size_t(w) * h * 3);
-  for (auto& v : px) v = uint8_t(rng());
-  return px;
+  invar::RgbImage img{w, h, std::vector<uint8_t>(size_t(w) * h * 3)};
+  for (auto& v : img.rgb) v = uint8_t(rng());
+  return img;
 }
 
 std::string png_of(int w, int h, uint32_t seed) {
-  const std::vector<uint8_t> px = random_rgb(w, h, seed);
-  png_image img{};
-  img.version = PNG_IMAGE_VERSION;
-  img.width = png_uint_32(w);
-  img.height = png_uint_32(h);
-  img.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  EXPECT_TRUE(png_image_write_to_memory(&img, nullptr, &size, 0, px.data(), 0, nullptr));
-  std::string out(size, '\0');
-  EXPECT_TRUE(png_image_write_to_memory(&img, out.data(), &size, 0, px.data(), 0, nullptr));
-  out.resize(size);
-  return out;
+  const std::vector<uint8_t> f =
+      invar::test::png_encode(random_rgb(w, h, seed).rgb, w, h, PNG_FORMAT_RGB);
+  return {f.begin(), f.end()};
 }
 
 std::string jpeg_of(int w, int h, uint32_t seed) {
-  std::vector<uint8_t> px = random_rgb(w, h, seed);
-  jpeg_compress_struct c{};
-  jpeg_error_mgr err{};
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  unsigned char* buf = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&c, &buf, &size);
-  c.image_width = JDIMENSION(w);
-  c.image_height = JDIMENSION(h);
-  c.input_components = 3;
-  c.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&c);
-  jpeg_start_compress(&c, TRUE);
-  while (c.next_scanline < c.image_height) {
-    JSAMPROW row = px.data() + size_t(c.next_scanline) * w * 3;
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  jpeg_destroy_compress(&c);
-  std::string out(reinterpret_cast<char*>(buf), size);
-  std::free(buf);
-  return out;
+  const std::vector<uint8_t> f = invar::test::jpeg_encode(random_rgb(w, h, seed), 90);
+  return {f.begin(), f.end()};
 }
 
 uint32_t crc32_of(const std::string& s) {
@@ -192,21 +162,12 @@ struct Files {
     lm = dir + "/lm.gguf";
     mm = dir + "/mm.gguf";
     media = dir + "/media";
-    const auto r =
-        curl_free_run(kInvarBin + " make-model --arch qwen35 --embd 96 --layers 2 --out " + lm +
-                      " --mmproj " + mm + " 2>&1");
-    EXPECT_NE(r.find("lm.gguf: qwen35"), std::string::npos) << r;
+    const auto r = invar::test::command_run(
+        kInvarBin + " make-model --arch qwen35 --embd 96 --layers 2 --out " + lm + " --mmproj " +
+        mm + " 2>&1");
+    EXPECT_NE(r.out.find("lm.gguf: qwen35"), std::string::npos) << r.out;
   }
   ~Files() { std::filesystem::remove_all(dir); }
-  static std::string curl_free_run(const std::string& cmd) {
-    FILE* p = popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    pclose(p);
-    return out;
-  }
 };
 
 const Files& files() {
@@ -395,10 +356,12 @@ TEST(VisionServe, ProbeWithAnImageIsStable) {
   const std::string dir = files().dir + "/probe";
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/a.png", std::ios::binary) << image_a();
-  const std::string out = Files::curl_free_run(
-      kInvarBin + " probe --url " + s.url() + " --api chat --preset seed --doc-chars 400 " +
-      "--runs 2 --max-tokens 4 --threshold-span 4 --threshold-step 4 --image " + dir +
-      "/a.png --json --out " + dir + "/out 2>&1");
+  const std::string out =
+      invar::test::command_run(
+          kInvarBin + " probe --url " + s.url() + " --api chat --preset seed --doc-chars 400 " +
+          "--runs 2 --max-tokens 4 --threshold-span 4 --threshold-step 4 --image " + dir +
+          "/a.png --json --out " + dir + "/out 2>&1")
+          .out;
   const json report = json::parse(out.substr(out.find('{')), nullptr, false);
   ASSERT_TRUE(report.is_object()) << out;
   EXPECT_EQ(report["verdict"], "stable") << out;
@@ -419,8 +382,9 @@ TEST(VisionServe, ProbeWithAnImageIsStable) {
   EXPECT_EQ(metric_of(s, "invar_image_encode_cache_hits_total"), n - 1);
   // A completions probe cannot carry the image: refused before any request.
   const std::string bad =
-      Files::curl_free_run(kInvarBin + " probe --url " + s.url() +
-                           " --api completions --preset seed --image " + dir + "/a.png 2>&1");
+      invar::test::command_run(kInvarBin + " probe --url " + s.url() +
+                               " --api completions --preset seed --image " + dir + "/a.png 2>&1")
+          .out;
   EXPECT_NE(bad.find("--image needs --api chat"), std::string::npos) << bad;
 }
 
@@ -442,7 +406,7 @@ TEST(VisionServe, ServersThatCannotTakeImages) {
       << models->body;
 
   const std::string wide = files().dir + "/wide.gguf";
-  Files::curl_free_run(kInvarBin + " make-model --mmproj " + wide + " --embd 64 2>&1");
+  invar::test::command_run(kInvarBin + " make-model --mmproj " + wide + " --embd 64 2>&1");
   const std::string tiny_next = std::string(INVAR_TEST_DATA_DIR) + "/models/qwen3next-tiny.gguf";
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
       {{files().lm, "--mmproj", wide}, "projection width 64"},
