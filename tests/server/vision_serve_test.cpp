@@ -342,6 +342,15 @@ TEST(VisionServe, HostileImagesAre400s) {
   r = post(s, sys);
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(r.text.find("System message cannot contain images"), std::string::npos) << r.text;
+  // /tokenize cannot count an image's tokens without decoding it: refused, not miscounted.
+  httplib::Client c("127.0.0.1", s.port());
+  json tok = chat({png_part(good), text});
+  for (const char* k : {"max_tokens", "temperature", "logprobs", "top_logprobs", "stream"})
+    tok.erase(k);
+  auto t = c.Post("/tokenize", tok.dump(), "application/json");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->status, 400);
+  EXPECT_NE(t->body.find("does not read images"), std::string::npos) << t->body;
   r = post(s, chat({png_part(good), text}));
   EXPECT_EQ(r.status, 200) << r.text;
   EXPECT_LT(resident_kib(s.pid()), 1 << 20) << "a hostile image took memory";
