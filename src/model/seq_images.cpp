@@ -71,14 +71,18 @@ void SeqImages::check(std::span<const int32_t> tokens, int64_t n_embd) const {
   }
 }
 
-SeqImages seq_images_place(std::vector<int32_t>& tokens, int32_t pad,
-                           std::vector<SeqImage> images) {
+void seq_images_pads_check(std::span<const int32_t> tokens, int32_t pad, size_t n_images) {
   const auto n_pads = std::count(tokens.begin(), tokens.end(), pad);
-  if (n_pads != int64_t(images.size()))
+  if (n_pads != int64_t(n_images))
     throw Error("the prompt holds " + std::to_string(n_pads) + " <|image_pad|> tokens for " +
-                std::to_string(images.size()) +
+                std::to_string(n_images) +
                 " images: the chat template must render each image part as one (Qwen3.5's "
                 "does)");
+}
+
+SeqImages seq_images_place(std::vector<int32_t>& tokens, int32_t pad,
+                           std::vector<SeqImage> images) {
+  seq_images_pads_check(tokens, pad, images.size());
   std::vector<int32_t> out;
   size_t n_rows = 0;
   for (const SeqImage& im : images) n_rows += size_t(im.n_tokens());

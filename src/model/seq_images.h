@@ -54,5 +54,7 @@ struct SeqImages {
 // ny, nx, rows and pixels_sha256 set. Throws Error when the prompt holds another number of
 // pads than images (a template that renders no image part, or pads typed by a trusted client).
 SeqImages seq_images_place(std::vector<int32_t>& tokens, int32_t pad, std::vector<SeqImage> images);
+// seq_images_place's first check alone, before any image is encoded. Throws Error.
+void seq_images_pads_check(std::span<const int32_t> tokens, int32_t pad, size_t n_images);
 
 }  // namespace invar

@@ -70,6 +70,7 @@ class Backend {
   // with the first bad one (its index in `what`); it runs on a preparation thread, never an IO
   // thread, and may take seconds.
   virtual bool vision() const { return false; }
+  virtual int32_t image_pad_id() const { return -1; }  // the pad PromptImages::pad_id will be
   virtual PromptImages images_encode(const std::vector<std::string>& files) const;
   virtual ImageStats image_stats() const { return {}; }
   virtual void cancel(RequestId id) = 0;

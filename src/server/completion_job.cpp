@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/utf8.h"
+#include "server/prepare_pool.h"
 
 namespace invar::server {
 namespace {
@@ -105,10 +106,16 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req) {
   } catch (const Error& e) {
     throw bad_request(prompt_field, e.what());
   }
-  if (req.images) {
+  if (req.image_files) {
+    // The pads are counted before the tower runs: a prompt that cannot take the images costs
+    // no encode.
     try {
+      seq_images_pads_check(prompt, backend.image_pad_id(), req.image_files->size());
+      const double cpu0 = thread_cpu_seconds();
+      PromptImages im = backend.images_encode(*req.image_files);
+      out.image_cpu_s = thread_cpu_seconds() - cpu0;
       out.images = std::make_shared<const SeqImages>(
-          seq_images_place(prompt, req.images->pad_id, req.images->images));
+          seq_images_place(prompt, im.pad_id, std::move(im.images)));
     } catch (const Error& e) {
       throw bad_request(prompt_field, e.what());
     }

@@ -52,9 +52,11 @@ struct JobPrompt {
   // after grammar_after (</think> when the prompt ends inside a reasoning block), else at once.
   std::shared_ptr<const grammar::Grammar> grammar;
   int32_t grammar_after = -1;
-  // The images placed in `tokens` (ApiRequest::images, one pad widened per merged row); null:
-  // none.
+  // The images placed in `tokens` (ApiRequest::image_files encoded, one pad widened per
+  // merged row); null: none. image_cpu_s: this thread's CPU time in their encoding (the tower's
+  // time is bounded by the pixel budget, not by --prepare-cpu-seconds).
   std::shared_ptr<const SeqImages> images;
+  double image_cpu_s = 0;
 };
 
 // Renders (chat) and tokenises the prompt, truncates it (truncate_prompt_tokens), checks its

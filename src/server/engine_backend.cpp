@@ -92,6 +92,7 @@ class EngineBackend : public VocabBackend {
   void drain(double timeout_s) override { engine_->drain(timeout_s); }
 
   bool vision() const override { return encoder_ != nullptr; }
+  int32_t image_pad_id() const override { return image_pad_; }
   PromptImages images_encode(const std::vector<std::string>& files) const override {
     if (!encoder_) return Backend::images_encode(files);
     PromptImages out;

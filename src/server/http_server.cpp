@@ -194,7 +194,7 @@ struct HttpServer::Impl {
   Routed route_logged(const HttpRequest& req, const Waker& wake);
   Routed handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake);
   Routed handle_tokenize(const HttpRequest& req);
-  // The chat's images read (data: or file:// URLs) and encoded into r.images. Throws ApiError.
+  // The chat's images read (data: or file:// URLs) into r.image_files. Throws ApiError.
   void images_read(ApiRequest& r) const;
   // `handle` inline for a small body, else on the prepare pool (429 when its queue is full).
   Routed prepared(const HttpRequest& req, const Waker& wake,
@@ -486,14 +486,11 @@ void HttpServer::Impl::images_read(ApiRequest& r) const {
                           " images; this server takes at most " +
                           std::to_string(cfg.max_images_per_request) +
                           " per request (--max-images-per-request)");
-  std::vector<std::string> files;
+  auto files = std::make_shared<std::vector<std::string>>();
   for (const ChatImage& im : parts)
-    files.push_back(image_source_read(im.url, im.field, cfg.image_source));
-  try {
-    r.images = std::make_shared<const PromptImages>(backend->images_encode(files));
-  } catch (const Error& e) {
-    throw bad_request("messages", e.what());
-  }
+    files->push_back(image_source_read(im.url, im.field, cfg.image_source));
+  r.image_files = std::move(files);
+  r.chat.images.clear();  // the URLs, read
 }
 
 Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake) {
@@ -510,11 +507,9 @@ Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, 
     if (!cfg.served_model_names.empty()) r.served_name = cfg.served_model_names.front();
     r.client_key = client_key(req, r);
     if (!r.chat.images.empty()) images_read(r);
-    // The tower's time is bounded by the pixel budget, not by this CPU budget (and runs on the
-    // encoder's threads): the budget counts from here.
-    const double cpu1 = r.images ? thread_cpu_seconds() : cpu0;
     auto job = std::make_unique<CompletionChoices>(*backend, std::move(r), metrics, budget());
-    cpu_check(cpu1, "rendering and tokenising the prompt");
+    // The tower's time is bounded by the pixel budget, not by this CPU budget: it is left out.
+    cpu_check(cpu0 + job->image_cpu_seconds(), "rendering and tokenising the prompt");
     job->start(cfg.queue_limit, wake);
     RequestRecord rec;
     rec.method = req.head.method;

@@ -335,13 +335,20 @@ TEST(VisionServe, HostileImagesAre400s) {
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(r.text.find("--max-images-per-request"), std::string::npos) << r.text;
   EXPECT_EQ(metric_of(s, "invar_image_encodes_total"), 0) << "a refused image reached the tower";
-  // An image in the system turn: Qwen3.5's template refuses it (after the image is encoded:
-  // images are encoded before the prompt is rendered).
+  // An image in the system turn: Qwen3.5's template refuses it, before the tower runs.
   json sys = chat(json::array({text}));
   sys["messages"][0]["content"] = json::array({png_part(good)});
   r = post(s, sys);
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(r.text.find("System message cannot contain images"), std::string::npos) << r.text;
+  EXPECT_EQ(metric_of(s, "invar_image_encodes_total"), 0) << "a refused prompt was encoded";
+  // A prompt too long for the context with an image: its length is known once the image's
+  // size is, after the encode (docs/vision.md, what is left).
+  json long_text = chat({png_part(good), {{"type", "text"}, {"text", std::string(3000, 'x')}}});
+  long_text["max_tokens"] = 4090;
+  r = post(s, long_text);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.text.find("maximum context length"), std::string::npos) << r.text;
   // /tokenize cannot count an image's tokens without decoding it: refused, not miscounted.
   httplib::Client c("127.0.0.1", s.port());
   json tok = chat({png_part(good), text});
