@@ -17,7 +17,7 @@ std::vector<RequestId> Backend::submit_group(std::vector<GenerationRequest> reqs
   return ids;
 }
 
-PromptImages Backend::images_encode(const std::vector<std::string>&) const {
+PromptImages Backend::images_encode(std::span<const std::string>) const {
   throw Error("this server has no vision tower: start it with --mmproj FILE to take images");
 }
 

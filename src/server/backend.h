@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,11 +68,11 @@ class Backend {
   virtual int64_t max_running() const = 0;
   // Images: a backend with a vision tower (invar serve --mmproj) encodes them. images_encode
   // takes the encoded files (PNG or JPEG bytes) and throws invar::Error naming what is wrong
-  // with the first bad one (its index in `what`); it runs on a preparation thread, never an IO
-  // thread, and may take seconds.
+  // with the first bad one; it runs on a preparation thread, never an IO thread, and may take
+  // seconds.
   virtual bool vision() const { return false; }
   virtual int32_t image_pad_id() const { return -1; }  // the pad PromptImages::pad_id will be
-  virtual PromptImages images_encode(const std::vector<std::string>& files) const;
+  virtual PromptImages images_encode(std::span<const std::string> files) const;
   virtual ImageStats image_stats() const { return {}; }
   virtual void cancel(RequestId id) = 0;
   virtual EngineMetrics metrics() const = 0;

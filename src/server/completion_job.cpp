@@ -111,14 +111,25 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req) {
     // no encode.
     try {
       seq_images_pads_check(prompt, backend.image_pad_id(), req.image_files->size());
-      const double cpu0 = thread_cpu_seconds();
-      PromptImages im = backend.images_encode(*req.image_files);
-      out.image_cpu_s = thread_cpu_seconds() - cpu0;
-      out.images = std::make_shared<const SeqImages>(
-          seq_images_place(prompt, im.pad_id, std::move(im.images)));
     } catch (const Error& e) {
       throw bad_request(prompt_field, e.what());
     }
+    const std::vector<std::string>& files = *req.image_files;
+    std::vector<SeqImage> images;
+    const double cpu0 = thread_cpu_seconds();
+    for (size_t i = 0; i < files.size(); ++i) {
+      try {
+        PromptImages one = backend.images_encode({&files[i], 1});
+        images.push_back(std::move(one.images.at(0)));
+      } catch (const Error& e) {
+        const std::string field =
+            i < req.chat.images.size() ? req.chat.images[i].field : prompt_field;
+        throw bad_request(field, "'" + field + "': " + e.what());
+      }
+    }
+    out.image_cpu_s = thread_cpu_seconds() - cpu0;
+    out.images = std::make_shared<const SeqImages>(
+        seq_images_place(prompt, backend.image_pad_id(), std::move(images)));
     if (req.truncate_prompt_tokens > 0 && int64_t(prompt.size()) > req.truncate_prompt_tokens)
       throw bad_request("truncate_prompt_tokens",
                         "'truncate_prompt_tokens' would cut a prompt with images (" +

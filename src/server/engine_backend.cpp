@@ -93,19 +93,12 @@ class EngineBackend : public VocabBackend {
 
   bool vision() const override { return encoder_ != nullptr; }
   int32_t image_pad_id() const override { return image_pad_; }
-  PromptImages images_encode(const std::vector<std::string>& files) const override {
+  PromptImages images_encode(std::span<const std::string> files) const override {
     if (!encoder_) return Backend::images_encode(files);
     PromptImages out;
     out.pad_id = image_pad_;
-    for (size_t i = 0; i < files.size(); ++i) {
-      const auto* p = reinterpret_cast<const uint8_t*>(files[i].data());
-      EncodedImage e;
-      try {
-        e = encoder_->encode({p, files[i].size()});
-      } catch (const Error& err) {
-        throw Error("image " + std::to_string(i + 1) + " of " + std::to_string(files.size()) +
-                    ": " + err.what());
-      }
+    for (const std::string& f : files) {
+      EncodedImage e = encoder_->encode({reinterpret_cast<const uint8_t*>(f.data()), f.size()});
       SeqImage im;
       im.ny = e.ny;
       im.nx = e.nx;

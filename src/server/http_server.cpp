@@ -487,10 +487,11 @@ void HttpServer::Impl::images_read(ApiRequest& r) const {
                           std::to_string(cfg.max_images_per_request) +
                           " per request (--max-images-per-request)");
   auto files = std::make_shared<std::vector<std::string>>();
-  for (const ChatImage& im : parts)
+  for (ChatImage& im : r.chat.images) {
     files->push_back(image_source_read(im.url, im.field, cfg.image_source));
+    im.url = std::string();  // read (megabytes); the field stays, for the encoder's errors
+  }
   r.image_files = std::move(files);
-  r.chat.images.clear();  // the URLs, read
 }
 
 Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake) {

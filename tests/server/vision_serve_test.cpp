@@ -328,6 +328,7 @@ TEST(VisionServe, HostileImagesAre400s) {
     const Reply r = post(s, chat({part, text}));
     EXPECT_EQ(r.status, 400) << part.dump().substr(0, 200) << "\n" << r.text;
     EXPECT_NE(r.text.find(want), std::string::npos) << want << "\n" << r.text;
+    EXPECT_EQ(r.body["error"]["param"], "messages[1].content[0].image_url") << r.text;
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   }
   const json many = chat({png_part(good), png_part(good), png_part(good), png_part(good), text});
