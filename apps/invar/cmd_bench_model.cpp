@@ -35,6 +35,7 @@
 #include "bench_machine.h"
 #include "bench_peer.h"
 #include "bench_registry.h"
+#include "bench_vision.h"
 #include "core/error.h"
 #include "core/quantize.h"
 #include "core/simd.h"
@@ -60,6 +61,9 @@ struct ModelBenchOptions {
   bool huge_pages = false;  // weights copied into 2 MiB pages (Model::load)
   std::string peer;         // "llama-bench=PATH": run llama.cpp's llama-bench between invar's runs
   int64_t repeat = 1;       // rounds of the runs; each rate is the best round's
+  // --image IMG --mmproj F: the image-encode table of `bench vision` after the model's, with
+  // llama-mtmd-cli (beside --peer's llama-bench, or --peer-mtmd) on --model as its text model.
+  std::string image, mmproj, peer_mtmd;
 };
 
 // Progress of the slow steps, on stderr (flushed: it may be a pipe).
@@ -266,7 +270,32 @@ void print_peer_table(const std::string& file, const std::vector<PeerRow>& rows)
       "invar's run of the same measure; best of the rounds for both.\n");
 }
 
+// The image-encode table for --image, on the same thread counts as the model's.
+int image_bench_run(const ModelBenchOptions& o) {
+  VisionBenchArgs v;
+  v.mmproj = o.mmproj;
+  v.image = o.image;
+  v.threads = o.threads;
+  v.peer = o.peer_mtmd;
+  if (v.peer.empty() && !o.peer.empty() && !o.model.empty()) {
+    // llama.cpp builds llama-mtmd-cli beside llama-bench.
+    const std::optional<BenchPeer> bench = bench_peer_parse(o.peer);
+    const auto sibling = std::filesystem::path(bench->path).parent_path() / "llama-mtmd-cli";
+    if (std::filesystem::exists(sibling)) v.peer = "llama-mtmd-cli=" + sibling.string();
+  }
+  if (!v.peer.empty()) {
+    if (o.model.empty())
+      throw Error(
+          "--image with a llama.cpp peer needs --model TEXT.gguf: llama-mtmd-cli loads "
+          "the text model the mmproj belongs to");
+    v.peer_model = o.model;
+  }
+  std::printf("\nimage encode (invar bench vision):\n");
+  return vision_bench_run(v);
+}
+
 int run_bench(const ModelBenchOptions& o) {
+  if (o.image.empty() != o.mmproj.empty()) throw Error("--image and --mmproj go together");
   const std::optional<BenchPeer> peer = bench_peer_parse(o.peer);
   if (peer && o.model.empty())
     throw Error("--peer needs --model FILE: a generated model has no vocabulary for llama.cpp");
@@ -494,6 +523,7 @@ int run_bench(const ModelBenchOptions& o) {
       "excluded), against limits measured by the same clock.\n",
       (long long)o.decode, (long long)p0);
   if (peer) print_peer_table(std::filesystem::path(path).filename().string(), peer_rows);
+  if (!o.image.empty()) return image_bench_run(o);
   return 0;
 }
 
@@ -524,6 +554,13 @@ BenchKind model_bench("model", [](CLI::App& bench) -> Command::Run {
                 "threads, each measure right after invar's, and print the ratio table");
   c->add_option("--repeat", o->repeat,
                 "rounds of every measure; the best round counts (default 1)");
+  c->add_option("--image", o->image,
+                "PNG or JPEG: also time encoding it with --mmproj's vision tower per thread "
+                "count (as `invar bench vision`), beside llama.cpp's llama-mtmd-cli when a peer "
+                "is given");
+  c->add_option("--mmproj", o->mmproj, "--image: the vision tower (mmproj GGUF)");
+  c->add_option("--peer-mtmd", o->peer_mtmd,
+                "--image: llama-mtmd-cli=PATH (default: beside --peer's llama-bench)");
   return [o]() { return run_bench(*o); };
 });
 

@@ -16,6 +16,7 @@
 #include "bench_clock.h"
 #include "bench_peer.h"
 #include "bench_registry.h"
+#include "bench_vision.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "int_list.h"
@@ -25,12 +26,6 @@
 
 namespace invar::app {
 namespace {
-
-struct VisionBenchArgs {
-  std::string mmproj, image, peer, peer_model;
-  std::string threads = "1,2";
-  int runs = 3;
-};
 
 // llama-mtmd-cli's encode time of one run, in seconds.
 double peer_encode_seconds(const BenchPeer& peer, const VisionBenchArgs& a, int threads) {
@@ -48,7 +43,9 @@ double peer_encode_seconds(const BenchPeer& peer, const VisionBenchArgs& a, int 
   return std::stod(m[1].str()) / 1000.0;
 }
 
-int run_bench(const VisionBenchArgs& a) {
+}  // namespace
+
+int vision_bench_run(const VisionBenchArgs& a) {
   const std::optional<BenchPeer> peer = bench_peer_parse(a.peer, "llama-mtmd-cli");
   if (peer && a.peer_model.empty())
     throw Error("--peer needs --peer-model TEXT.gguf: llama-mtmd-cli loads a text model too");
@@ -87,6 +84,8 @@ int run_bench(const VisionBenchArgs& a) {
   return 0;
 }
 
+namespace {
+
 BenchKind vision_bench("vision", [](CLI::App& bench) -> Command::Run {
   auto a = std::make_shared<VisionBenchArgs>();
   auto* sub = bench.add_subcommand(
@@ -102,7 +101,7 @@ BenchKind vision_bench("vision", [](CLI::App& bench) -> Command::Run {
   sub->add_option("--peer", a->peer, "llama-mtmd-cli=PATH: llama.cpp's encode time alongside");
   sub->add_option("--peer-model", a->peer_model,
                   "--peer: the text model llama-mtmd-cli loads (its width = the projection's)");
-  return [a]() -> int { return run_bench(*a); };
+  return [a]() -> int { return vision_bench_run(*a); };
 });
 
 }  // namespace

@@ -18,7 +18,7 @@ namespace {
 struct ProbeArgs {
   probe::ProbeOptions o;
   std::string api = "chat";
-  std::string plan_path, preset, doc, html;
+  std::string plan_path, preset, doc, html, image;
   std::vector<std::string> arms;
   size_t doc_chars = 0;
   int runs = 0, max_tokens = 0, top_k = -1, threshold_span = -1, threshold_step = 0;
@@ -50,6 +50,7 @@ probe::Plan plan_build(const ProbeArgs& a) {
     if (a.threshold_step > 0) arm.step = a.threshold_step;
   }
   if (a.no_salt) plan.cache_salt = false;
+  if (!a.image.empty()) plan.image = probe::image_data_url(a.image);
   if (!a.arms.empty()) {
     std::vector<probe::Arm> kept;
     for (const auto& name : a.arms) {
@@ -79,6 +80,8 @@ int probe_main(const ProbeArgs& a) {
     throw Error("--server-cmd-nocache needs --server-cmd");
   o.progress = probe::progress_wanted();
   const probe::Plan plan = plan_build(a);
+  if (!plan.image.empty() && o.api != probe::Api::chat)
+    throw Error("--image needs --api chat: only chat messages carry image parts");
   const probe::Report report = probe::probe_run(plan, o);
   const probe::json j = probe::report_json(report);
   if (!o.out_dir.empty()) {
@@ -124,6 +127,10 @@ Command probe_command("probe", [](CLI::App& root) -> Command::Run {
   c->add_option(
       "--doc-chars", a.doc_chars,
       "cut the preset's document to its first lines within N bytes (small-context models)");
+  c->add_option("--image", a.image,
+                "PNG or JPEG FILE shown before every task's text (a data: URL image part; chat "
+                "only): the arms then measure a multimodal shared prefix (a vision server: "
+                "invar serve --mmproj, vLLM, llama-server --mmproj)");
   c->add_option("--runs", a.runs, "measured runs per arm (preset: 10)");
   c->add_option("--max-tokens", a.max_tokens, "tokens generated per completion (preset: 32)");
   c->add_option("--top-k", a.top_k, "candidates per token, 0..20 (preset: 20)");

@@ -118,6 +118,16 @@ int run_serve(ServeOptions& o) {
   if (o.server.max_request_tokens < 0 || o.server.max_request_logprobs < 0)
     throw Error("--max-request-tokens and --max-request-logprobs must be ≥ 0 (0: derived)");
   if (o.engine.max_running < 1) throw Error("--max-num-seqs must be at least 1");
+  if (o.server.max_images_per_request < 0 || o.server.image_source.max_bytes < 1 ||
+      o.backend.image_cache_bytes < 0)
+    throw Error(
+        "--max-images-per-request and --image-cache-bytes must be ≥ 0, --max-image-bytes ≥ 1");
+  if (!o.backend.mmproj.empty() && !std::filesystem::exists(o.backend.mmproj))
+    throw Error("--mmproj: no file at " + o.backend.mmproj);
+  if (!o.server.image_source.allowed_local_media_path.empty() &&
+      !std::filesystem::is_directory(o.server.image_source.allowed_local_media_path))
+    throw Error("--allowed-local-media-path: " + o.server.image_source.allowed_local_media_path +
+                " is not a directory");
   bool default_model = o.model.empty();
   std::string path = default_model ? demo_model_path() : o.model;
   if (!default_model && !std::filesystem::exists(path)) throw Error("no model file at " + path);
@@ -303,6 +313,26 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
               "weights in a private copy of 2 MiB pages instead of the file's mapping: fewer TLB "
               "misses, faster prefill, same results; costs the copy at start and the sharing of "
               "the page cache with other processes (docs/memory.md)");
+  s->add_option("--mmproj", o->backend.mmproj,
+                "FILE: the vision tower (llama.cpp's mmproj GGUF, projector qwen3vl_merger, as "
+                "Qwen3.5 repositories ship beside the model): chat requests may then hold "
+                "image_url parts (data: URLs; file:// under --allowed-local-media-path). The "
+                "model must be qwen35/qwen35moe with the tower's projection width");
+  s->add_option("--allowed-local-media-path", o->server.image_source.allowed_local_media_path,
+                "DIR: image_url parts may name file:// paths that resolve (after symbolic links "
+                "and ..) inside DIR; without it file:// URLs get 400. Remote http(s) URLs are "
+                "never fetched");
+  s->add_option("--max-images-per-request", o->server.max_images_per_request,
+                "images one chat request may hold; more get 400")
+      ->capture_default_str();
+  s->add_option("--max-image-bytes", o->server.image_source.max_bytes,
+                "encoded bytes of one image (after base64 decoding); larger get 400")
+      ->capture_default_str();
+  s->add_option("--image-cache-bytes", o->backend.image_cache_bytes,
+                "budget of vision-tower outputs kept across requests, keyed by the decoded "
+                "pixels' SHA-256 and size: a question about an image already seen skips the "
+                "encode (0: off)")
+      ->capture_default_str();
   s->add_option("--replay-outputs", o->replay_outputs,
                 "tests only: answer from a JSON FILE {\"text in the prompt\": \"output\"} with the "
                 "model's vocabulary and template, without its weights")

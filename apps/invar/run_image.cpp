@@ -11,6 +11,7 @@
 #include "core/sha256.h"
 #include "core/thread_pool.h"
 #include "vision/image_decode.h"
+#include "vision/image_encoder.h"
 #include "vision/image_preprocess.h"
 #include "vision/vision_forward.h"
 
@@ -58,49 +59,26 @@ int run_image(const std::string& mmproj, const std::string& image, int threads, 
 ImagePrompt image_prompt(const std::string& mmproj, const std::string& image, const Model& model,
                          const Tokenizer& tok, std::vector<int32_t> tokens, int threads) {
   if (mmproj.empty()) throw Error("--image needs --mmproj FILE (the vision tower)");
-  const auto m = vision_model_load(mmproj);
-  const int64_t E = model.hparams().n_embd;
-  if (m->hp.n_deepstack > 0)
-    throw Error(mmproj + ": " + std::to_string(m->hp.n_deepstack) +
-                " deepstack mergers (Qwen3-VL); the language model reads mmprojs without them "
-                "(Qwen3.5)");
-  if (m->hp.n_out != E)
-    throw Error(mmproj + ": projection width " + std::to_string(m->hp.n_out) +
-                ", the model's embedding width is " + std::to_string(E));
-  if (!model.hparams().rope_imrope)
-    throw Error("the model has no IMROPE positions (qwen3next): it reads no images");
+  ImageEncoder enc(mmproj, model.hparams().n_embd, model.hparams().rope_imrope, threads,
+                   /*cache_bytes=*/0);
   const int32_t pad = tok.token_id("<|image_pad|>");
   if (pad < 0) throw Error("the vocabulary has no <|image_pad|> token");
-  const auto at = std::find(tokens.begin(), tokens.end(), pad);
-  const auto n_pads = std::count(tokens.begin(), tokens.end(), pad);
-  if (n_pads != 1)
-    throw Error("the prompt holds " + std::to_string(n_pads) +
+  if (const auto n = std::count(tokens.begin(), tokens.end(), pad); n != 1)
+    throw Error("the prompt holds " + std::to_string(n) +
                 " <|image_pad|> tokens, not one where the image goes (with --chat the template "
                 "must render an image part, as Qwen3.5's does)");
-
-  const RgbImage rgb = image_decode_file(image);
-  const VisionImage img = image_preprocess(rgb, m->hp);
-  ThreadPool pool(threads);
-  const auto t0 = std::chrono::steady_clock::now();
+  const EncodedImage e = enc.encode(image_decode_file(image));
   SeqImage one;
-  one.rows = vision_encode(*m, img, pool);
+  one.ny = e.ny;
+  one.nx = e.nx;
+  one.rows = *e.rows;
+  one.pixels_sha256 = e.pixels_sha256;
   ImagePrompt out;
-  out.encode_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const int64_t side = m->hp.patch * m->hp.merge;
-  one.ny = img.height / side;
-  one.nx = img.width / side;
-  one.start = at - tokens.begin();
-  one.pixels_sha256 = sha256_hex(std::string_view(reinterpret_cast<const char*>(img.chw.data()),
-                                                  img.chw.size() * sizeof(float)));
-  INVAR_CHECK(int64_t(one.rows.size()) == one.n_tokens() * E);
-  out.tokens.assign(tokens.begin(), at);
-  out.tokens.insert(out.tokens.end(), size_t(one.n_tokens()), pad);
-  out.tokens.insert(out.tokens.end(), at + 1, tokens.end());
-  auto images = std::make_shared<SeqImages>();
-  images->pad_id = pad;
-  images->images.push_back(std::move(one));
-  out.images = std::move(images);
+  out.encode_ms = e.encode_ms;
+  std::vector<SeqImage> images;
+  images.push_back(std::move(one));
+  out.images = std::make_shared<SeqImages>(seq_images_place(tokens, pad, std::move(images)));
+  out.tokens = std::move(tokens);
   return out;
 }
 

@@ -71,4 +71,37 @@ void SeqImages::check(std::span<const int32_t> tokens, int64_t n_embd) const {
   }
 }
 
+void seq_images_pads_check(std::span<const int32_t> tokens, int32_t pad, size_t n_images) {
+  const auto n_pads = std::count(tokens.begin(), tokens.end(), pad);
+  if (n_pads != int64_t(n_images))
+    throw Error("the prompt holds " + std::to_string(n_pads) + " <|image_pad|> tokens for " +
+                std::to_string(n_images) +
+                " images: the chat template must render each image part as one (Qwen3.5's "
+                "does)");
+}
+
+SeqImages seq_images_place(std::vector<int32_t>& tokens, int32_t pad,
+                           std::vector<SeqImage> images) {
+  seq_images_pads_check(tokens, pad, images.size());
+  std::vector<int32_t> out;
+  size_t n_rows = 0;
+  for (const SeqImage& im : images) n_rows += size_t(im.n_tokens());
+  out.reserve(tokens.size() + n_rows);
+  size_t k = 0;
+  for (int32_t t : tokens) {
+    if (t != pad) {
+      out.push_back(t);
+      continue;
+    }
+    images[k].start = int64_t(out.size());
+    out.insert(out.end(), size_t(images[k].n_tokens()), pad);
+    ++k;
+  }
+  tokens = std::move(out);
+  SeqImages s;
+  s.pad_id = pad;
+  s.images = std::move(images);
+  return s;
+}
+
 }  // namespace invar

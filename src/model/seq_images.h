@@ -48,4 +48,13 @@ struct SeqImages {
   void check(std::span<const int32_t> tokens, int64_t n_embd) const;
 };
 
+// Places images into a rendered prompt: the chat template writes one `pad` where each image
+// goes, and each is widened to one pad per merged row (Qwen3.5's processor and llama.cpp's mtmd
+// do the same), in order; each image's start is set to its first slot. `images` come with
+// ny, nx, rows and pixels_sha256 set. Throws Error when the prompt holds another number of
+// pads than images (a template that renders no image part, or pads typed by a trusted client).
+SeqImages seq_images_place(std::vector<int32_t>& tokens, int32_t pad, std::vector<SeqImage> images);
+// seq_images_place's first check alone, before any image is encoded. Throws Error.
+void seq_images_pads_check(std::span<const int32_t> tokens, int32_t pad, size_t n_images);
+
 }  // namespace invar

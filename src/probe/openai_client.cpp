@@ -29,11 +29,19 @@ json request_body(Api api, const std::string& model, const CompletionRequest& r)
   if (api == Api::chat) {
     json msgs = json::array();
     if (!r.system.empty()) msgs.push_back({{"role", "system"}, {"content", r.system}});
-    msgs.push_back({{"role", "user"}, {"content", r.user}});
+    if (r.image_url.empty()) {
+      msgs.push_back({{"role", "user"}, {"content", r.user}});
+    } else {
+      const json parts =
+          json::array({{{"type", "image_url"}, {"image_url", {{"url", r.image_url}}}},
+                       {{"type", "text"}, {"text", r.user}}});
+      msgs.push_back({{"role", "user"}, {"content", parts}});
+    }
     b["messages"] = std::move(msgs);
     b["logprobs"] = true;
     b["top_logprobs"] = r.top_k;
   } else {
+    if (!r.image_url.empty()) throw Error("an image goes only in a chat request (--api chat)");
     b["prompt"] = r.system.empty() ? r.user : r.system + "\n\n" + r.user;
     b["logprobs"] = r.top_k;
   }

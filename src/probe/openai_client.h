@@ -22,6 +22,7 @@ struct CompletionRequest {
   int max_tokens = 32;
   int top_k = 20;
   std::string cache_salt;  // "" sends none
+  std::string image_url;   // chat: an image part before the user text ("": none)
   json extra = json::object();
 };
 

@@ -1,5 +1,7 @@
 #include "probe/plan.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -92,6 +94,10 @@ Plan plan_from_json(const json& j, const std::string& base_dir) {
   p.top_k = int_field(j, "top_k", "plan", p.top_k, 0, 20);
   p.system = str_field(j, "system", "plan", false);
   p.filler = str_field(j, "filler", "plan", false, p.filler);
+  if (std::filesystem::path f = str_field(j, "image", "plan", false); !f.empty()) {
+    if (f.is_relative()) f = std::filesystem::path(base_dir) / f;
+    p.image = image_data_url(f.string());
+  }
   if (j.contains("cache_salt")) {
     if (!j["cache_salt"].is_boolean()) throw Error("plan.cache_salt: expected true or false");
     p.cache_salt = j["cache_salt"].get<bool>();
@@ -220,6 +226,25 @@ std::vector<int> threshold_fillers(const Arm& a) {
   std::vector<int> v;
   for (int n = 0; n <= 2 * a.span; n += a.step) v.push_back(n);
   return v;
+}
+
+std::string image_data_url(const std::string& path) {
+  const std::string bytes = read_text_file(path);
+  const char* mime = bytes.rfind("\x89PNG\r\n\x1a\n", 0) == 0 ? "image/png"
+                     : bytes.rfind("\xff\xd8\xff", 0) == 0    ? "image/jpeg"
+                                                              : nullptr;
+  if (!mime) throw Error(path + ": not a PNG or JPEG file");
+  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out = std::string("data:") + mime + ";base64,";
+  out.reserve(out.size() + (bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t v = 0;
+    for (size_t k = 0; k < 3; ++k)
+      v = v << 8 | (k < n ? uint32_t(static_cast<unsigned char>(bytes[i + k])) : 0u);
+    for (size_t k = 0; k < 4; ++k) out += k <= n ? a[(v >> (18 - 6 * k)) & 63] : '=';
+  }
+  return out;
 }
 
 }  // namespace invar::probe

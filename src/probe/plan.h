@@ -13,6 +13,8 @@
 //   "system": "",          // optional system message (chat) / preamble (completions)
 //   "filler": " ok",       // one token's worth of text; threshold cells append it to A's tail
 //   "cache_salt": true,    // send a fresh cache_salt per cell (false for servers that reject it)
+//   "image": "page.png",   // optional PNG or JPEG sent before every task's text (chat only):
+//                          // the probe then measures a multimodal shared prefix
 //   "request": {}          // extra fields merged into every request body
 // }
 #pragma once
@@ -64,6 +66,8 @@ struct Plan {
   std::string filler = " ok";
   bool cache_salt = true;
   json request = json::object();
+  // data:image/...;base64 URL of the image every request shows before its text ("": none).
+  std::string image;
 };
 
 std::string arm_kind_name(ArmKind k);
@@ -92,5 +96,7 @@ std::string task_prompt(const Plan& p, const Task& t, int tail_fillers);
 std::vector<int> threshold_fillers(const Arm& a);
 
 std::string read_text_file(const std::string& path);
+// A PNG or JPEG file (told by its signature) as a data URL. Throws invar::Error.
+std::string image_data_url(const std::string& path);
 
 }  // namespace invar::probe

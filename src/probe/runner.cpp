@@ -120,6 +120,7 @@ Report probe_run(const Plan& plan, const ProbeOptions& o, std::vector<RunRecord>
       req.max_tokens = plan.max_tokens;
       req.top_k = plan.top_k;
       req.cache_salt = plan.cache_salt ? salt : "";
+      req.image_url = plan.image;
       req.extra = plan.request;
       RunRecord r;
       r.arm = arm.name;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,6 +76,10 @@ struct ApiRequest {
   // Set by the server: who asks, for the engine's fairness (API key, else peer address, else
   // user; http_server.cpp).
   std::string client_key;
+  // Set by the server: the chat's images (ChatInput::images) as read, PNG or JPEG bytes; the
+  // prompt's maker encodes them (off the IO threads) once the template has rendered their
+  // pads. Null: none.
+  std::shared_ptr<const std::vector<std::string>> image_files;
 };
 
 // Throws ApiError (400) naming the first bad field. With `limits`, the body's prompt shape is

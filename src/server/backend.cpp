@@ -1,5 +1,7 @@
 #include "server/backend.h"
 
+#include "core/error.h"
+
 namespace invar::server {
 
 std::vector<RequestId> Backend::submit_group(std::vector<GenerationRequest> reqs,
@@ -13,6 +15,10 @@ std::vector<RequestId> Backend::submit_group(std::vector<GenerationRequest> reqs
     throw;
   }
   return ids;
+}
+
+PromptImages Backend::images_encode(std::span<const std::string>) const {
+  throw Error("this server has no vision tower: start it with --mmproj FILE to take images");
 }
 
 }  // namespace invar::server

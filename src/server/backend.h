@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,19 @@
 #include "tokenizer/tokenizer.h"
 
 namespace invar::server {
+
+// The images of a chat request, decoded and encoded by the vision tower (--mmproj), in the
+// order sent: each SeqImage has ny, nx, rows and pixels_sha256; job_prompt_make places them.
+struct PromptImages {
+  int32_t pad_id = -1;  // <|image_pad|>: the token the chat template renders per image
+  std::vector<SeqImage> images;
+};
+
+struct ImageStats {
+  int64_t encodes = 0, cache_hits = 0;  // images run through the tower / taken from its cache
+  double encode_seconds = 0;
+  int64_t cache_bytes = 0, cache_max_bytes = 0;
+};
 
 class Backend {
  public:
@@ -52,6 +66,14 @@ class Backend {
   // Requests the engine computes at once (EngineConfig::max_running): with n_ctx, it sizes the
   // default per-request budget (invar serve --max-request-tokens).
   virtual int64_t max_running() const = 0;
+  // Images: a backend with a vision tower (invar serve --mmproj) encodes them. images_encode
+  // takes the encoded files (PNG or JPEG bytes) and throws invar::Error naming what is wrong
+  // with the first bad one; it runs on a preparation thread, never an IO thread, and may take
+  // seconds.
+  virtual bool vision() const { return false; }
+  virtual int32_t image_pad_id() const { return -1; }  // the pad PromptImages::pad_id will be
+  virtual PromptImages images_encode(std::span<const std::string> files) const;
+  virtual ImageStats image_stats() const { return {}; }
   virtual void cancel(RequestId id) = 0;
   virtual EngineMetrics metrics() const = 0;
   virtual void drain(double timeout_s) = 0;
@@ -69,6 +91,10 @@ struct BackendOptions {
   std::string sha256_cache_dir;
   // --huge-pages: the weights are a private copy in 2 MiB pages, made at start (Model::load).
   bool huge_pages = false;
+  // --mmproj: the vision tower ("": none; image parts get 400) and --image-cache-bytes, the
+  // budget of its outputs kept across requests (0: every image is encoded).
+  std::string mmproj;
+  int64_t image_cache_bytes = int64_t(256) << 20;
 };
 
 // Tests: the model's vocabulary and chat template without weights, answering each request with

@@ -28,6 +28,12 @@ namespace invar::server {
 
 enum class ToolChoice { auto_, none, required, named };
 
+// An image content part: where the image is, and the field that named it (for errors).
+struct ChatImage {
+  std::string url;    // data:, file:// or http(s):// as sent (image_source.h reads it)
+  std::string field;  // "messages[1].content[0].image_url.url"
+};
+
 // A chat request's input to the template, validated by api_request_parse.
 struct ChatInput {
   // {"messages", "tools"?, "add_generation_prompt"?, "chat_template_kwargs"?} as the client
@@ -38,6 +44,10 @@ struct ChatInput {
   std::string tool_choice_name;     // ToolChoice::named
   bool parallel_tool_calls = true;  // false: the first tool call only is returned
   std::string reasoning_effort;     // as sent ("" absent); already in chat_template_kwargs
+  // Image parts in the order they appear; in `request` each is replaced by {"type": "image"},
+  // the part Qwen3.5's template (and HF processors') render as the vision tokens, so that the
+  // template never walks a multi-megabyte data URL.
+  std::vector<ChatImage> images;
 };
 
 struct ChatTemplateConfig {

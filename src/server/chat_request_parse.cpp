@@ -56,6 +56,25 @@ const std::string& string_member(const ojson& o, const char* name, const std::st
   return v->get_ref<const std::string&>();
 }
 
+// OpenAI's image part {"type": "image_url", "image_url": {"url": URL, "detail"?}}, with the
+// spellings other servers take: image_url as a bare string (vLLM), and the Responses API's
+// {"type": "input_image", "image_url": URL}.
+bool image_part(const ojson& part) {
+  const ojson* type = member(part, "type");
+  return type && (*type == "image_url" || *type == "input_image");
+}
+
+const std::string& image_url_of(const ojson& part, const std::string& pname) {
+  const ojson* v = member(part, "image_url");
+  const std::string field = pname + ".image_url";
+  if (!v) throw bad_request(field, "'" + field + "' is required for an image part");
+  if (v->is_string()) return v->get_ref<const std::string&>();
+  if (!v->is_object()) wrong_type(field, "an object {\"url\": ...} or a string", *v);
+  if (const ojson* d = member(*v, "detail"); d && !d->is_string())
+    wrong_type(field + ".detail", "a string", *d);
+  return string_member(*v, "url", field, true);
+}
+
 void check_content(const ojson& m, const std::string& where, const std::string& role) {
   auto it = m.find("content");
   const std::string field = where + ".content";
@@ -64,7 +83,7 @@ void check_content(const ojson& m, const std::string& where, const std::string& 
     throw bad_request(field, "'" + field + "' is required for role '" + role + "'");
   }
   if (it->is_string()) return;
-  if (!it->is_array()) wrong_type(field, "a string or an array of text parts", *it);
+  if (!it->is_array()) wrong_type(field, "a string or an array of content parts", *it);
   for (size_t i = 0; i < it->size(); ++i) {
     const ojson& part = (*it)[i];
     const std::string pname = field + "[" + std::to_string(i) + "]";
@@ -72,10 +91,33 @@ void check_content(const ojson& m, const std::string& where, const std::string& 
     const ojson* type = member(part, "type");
     if (!type || !type->is_string())
       throw bad_request(pname + ".type", "'" + pname + ".type' must be a string");
+    if (image_part(part)) {
+      image_url_of(part, pname);
+      continue;
+    }
     if (*type != "text")
       throw bad_request(pname + ".type", "content parts of type '" + type->get<std::string>() +
-                                             "' are not supported (text only)");
+                                             "' are not supported (text, image_url)");
     string_member(part, "text", pname, false);
+  }
+}
+
+// Images into ChatInput::images, each part replaced by {"type": "image"} in the messages the
+// template renders.
+void images_take(ChatInput& in) {
+  auto ms = in.request.find("messages");
+  if (ms == in.request.end()) return;
+  for (size_t i = 0; i < ms->size(); ++i) {
+    auto c = (*ms)[i].find("content");
+    if (c == (*ms)[i].end() || !c->is_array()) continue;
+    for (size_t j = 0; j < c->size(); ++j) {
+      ojson& part = (*c)[j];
+      if (!image_part(part)) continue;
+      const std::string pname =
+          "messages[" + std::to_string(i) + "].content[" + std::to_string(j) + "]";
+      in.images.push_back({image_url_of(part, pname), pname + ".image_url"});
+      part = ojson{{"type", "image"}};
+    }
   }
 }
 
@@ -261,6 +303,7 @@ ChatInput chat_request_parse(const ojson& body) {
   for (const char* k : {"messages", "tools", "chat_template_kwargs"})
     if (const ojson* v = member(body, k)) in.request[k] = *v;
   in.request["add_generation_prompt"] = add_generation_prompt && !in.continue_final_message;
+  images_take(in);
   reasoning_effort_apply(body, in);
   return in;
 }

@@ -41,6 +41,11 @@ ApiRequest without_prompt(ApiRequest&& r, ApiRequest* with_prompt) {
   std::optional<std::string> text = std::move(r.prompt_text);
   std::vector<int32_t> ids = std::move(r.prompt_ids);
   nlohmann::ordered_json chat = std::move(r.chat.request);
+  // The images (their URLs and bytes: megabytes) are the prompt's too.
+  std::vector<ChatImage> images = std::move(r.chat.images);
+  auto files = std::move(r.image_files);
+  r.chat.images.clear();
+  r.image_files.reset();
   r.prompt_text.reset();
   r.prompt_ids.clear();
   r.chat.request = nlohmann::ordered_json::object();
@@ -49,6 +54,8 @@ ApiRequest without_prompt(ApiRequest&& r, ApiRequest* with_prompt) {
   r.prompt_text = std::move(text);
   r.prompt_ids = std::move(ids);
   r.chat.request = std::move(chat);
+  r.chat.images = std::move(images);
+  r.image_files = std::move(files);
   *with_prompt = std::move(r);
   return out;
 }
@@ -71,6 +78,9 @@ CompletionChoices::CompletionChoices(Backend& backend, ApiRequest req, ServerMet
     return one;
   };
   JobPrompt prompt = job_prompt_make(backend, full);
+  image_cpu_s_ = prompt.image_cpu_s;
+  full.chat.images.clear();  // encoded into prompt.images: the bytes go
+  full.image_files.reset();
   const JobPrompt again = prompt;  // the later choices' (tokens and grammar are shared, const)
   jobs_.push_back(std::make_unique<CompletionJob>(backend, choice(std::move(full), 0), metrics,
                                                   std::move(prompt)));

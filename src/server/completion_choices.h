@@ -53,6 +53,8 @@ class CompletionChoices {
   uint64_t seed() const { return req_.seed; }
   std::string id() const;  // the response id
   JobStats stats() const;  // the request's totals, counted as its usage is
+  // CPU time the preparing thread spent encoding the request's images (JobPrompt::image_cpu_s).
+  double image_cpu_seconds() const { return image_cpu_s_; }
 
  private:
   std::string rewrite_chunk(size_t choice, const std::string& data);
@@ -62,6 +64,7 @@ class CompletionChoices {
   Backend& backend_;
   ServerMetrics& metrics_;
   bool admitted_ = false;
+  double image_cpu_s_ = 0;
   ApiRequest req_;  // without the prompt (choice 0 holds it)
   std::vector<std::unique_ptr<CompletionJob>> jobs_;
   std::vector<std::optional<std::pair<int, std::string>>> whole_;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/utf8.h"
+#include "server/prepare_pool.h"
 
 namespace invar::server {
 namespace {
@@ -105,6 +106,35 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req) {
   } catch (const Error& e) {
     throw bad_request(prompt_field, e.what());
   }
+  if (req.image_files) {
+    // The pads are counted before the tower runs: a prompt that cannot take the images costs
+    // no encode.
+    try {
+      seq_images_pads_check(prompt, backend.image_pad_id(), req.image_files->size());
+    } catch (const Error& e) {
+      throw bad_request(prompt_field, e.what());
+    }
+    const std::vector<std::string>& files = *req.image_files;
+    std::vector<SeqImage> images;
+    const double cpu0 = thread_cpu_seconds();
+    for (size_t i = 0; i < files.size(); ++i) {
+      try {
+        PromptImages one = backend.images_encode({&files[i], 1});
+        images.push_back(std::move(one.images.at(0)));
+      } catch (const Error& e) {
+        const std::string field =
+            i < req.chat.images.size() ? req.chat.images[i].field : prompt_field;
+        throw bad_request(field, "'" + field + "': " + e.what());
+      }
+    }
+    out.image_cpu_s = thread_cpu_seconds() - cpu0;
+    out.images = std::make_shared<const SeqImages>(
+        seq_images_place(prompt, backend.image_pad_id(), std::move(images)));
+    if (req.truncate_prompt_tokens > 0 && int64_t(prompt.size()) > req.truncate_prompt_tokens)
+      throw bad_request("truncate_prompt_tokens",
+                        "'truncate_prompt_tokens' would cut a prompt with images (" +
+                            std::to_string(prompt.size()) + " tokens, the images' included)");
+  }
   if (req.truncate_prompt_tokens > 0 && int64_t(prompt.size()) > req.truncate_prompt_tokens)
     prompt.erase(prompt.begin(), prompt.end() - req.truncate_prompt_tokens);
   if (prompt.empty())
@@ -155,6 +185,7 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
       prompt_(std::move(prompt.tokens)),
       grammar_(std::move(prompt.grammar)),
       grammar_after_(prompt.grammar_after),
+      images_(std::move(prompt.images)),
       first_(first) {
   bool chat = req_.endpoint == Endpoint::chat;
   const char* prompt_field = chat ? "messages" : "prompt";
@@ -225,6 +256,7 @@ std::pair<GenerationRequest, EventSink> CompletionJob::engine_request(
   g.priority = req_.priority;
   g.grammar = grammar_;
   g.grammar_after = grammar_after_;
+  g.images = images_;
 
   queue_ = std::make_shared<EventQueue>();
   queue_->metrics = &metrics_;

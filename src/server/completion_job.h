@@ -52,6 +52,11 @@ struct JobPrompt {
   // after grammar_after (</think> when the prompt ends inside a reasoning block), else at once.
   std::shared_ptr<const grammar::Grammar> grammar;
   int32_t grammar_after = -1;
+  // The images placed in `tokens` (ApiRequest::image_files encoded, one pad widened per
+  // merged row); null: none. image_cpu_s: this thread's CPU time in their encoding (the tower's
+  // time is bounded by the pixel budget, not by --prepare-cpu-seconds).
+  std::shared_ptr<const SeqImages> images;
+  double image_cpu_s = 0;
 };
 
 // Renders (chat) and tokenises the prompt, truncates it (truncate_prompt_tokens), checks its
@@ -119,6 +124,7 @@ class CompletionJob {
   std::vector<int32_t> eos_ids_;
   std::shared_ptr<const grammar::Grammar> grammar_;  // structured output (null: none)
   int32_t grammar_after_ = -1;
+  std::shared_ptr<const SeqImages> images_;  // null: text only
   int64_t max_tokens_ = 0;
   int64_t prompt_lp_k_ = -1;  // prompt logprobs asked of the engine (-1: none)
   const CompletionJob* first_ = nullptr;

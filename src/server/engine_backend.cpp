@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "cache/slot_arena.h"
 #include "core/error.h"
@@ -10,6 +11,7 @@
 #include "engine/postprocess.h"
 #include "server/fingerprint.h"
 #include "server/vocab_backend.h"
+#include "vision/image_encoder.h"
 
 namespace invar::server {
 namespace {
@@ -45,6 +47,7 @@ class EngineBackend : public VocabBackend {
     id_ = model_id_of(path);
     fingerprint_ = system_fingerprint_of(model_->sha256(), kNumericsVersion);
     cfg.fingerprint = fingerprint_;  // lower-tier records are filed under it
+    if (!opts_.mmproj.empty()) vision_load(cfg.threads);
     const auto t_engine = std::chrono::steady_clock::now();
     engine_ = std::make_unique<Engine>(*model_, tok_.get(), cfg);
     const double engine_s = seconds_since(t_engine);
@@ -88,9 +91,59 @@ class EngineBackend : public VocabBackend {
   EngineMetrics metrics() const override { return engine_->metrics(); }
   void drain(double timeout_s) override { engine_->drain(timeout_s); }
 
+  bool vision() const override { return encoder_ != nullptr; }
+  int32_t image_pad_id() const override { return image_pad_; }
+  PromptImages images_encode(std::span<const std::string> files) const override {
+    if (!encoder_) return Backend::images_encode(files);
+    PromptImages out;
+    out.pad_id = image_pad_;
+    for (const std::string& f : files) {
+      EncodedImage e = encoder_->encode({reinterpret_cast<const uint8_t*>(f.data()), f.size()});
+      SeqImage im;
+      im.ny = e.ny;
+      im.nx = e.nx;
+      im.rows = *e.rows;
+      im.pixels_sha256 = std::move(e.pixels_sha256);
+      out.images.push_back(std::move(im));
+    }
+    return out;
+  }
+  ImageStats image_stats() const override {
+    if (!encoder_) return {};
+    const ImageEncoderStats s = encoder_->stats();
+    return {s.encodes, s.cache_hits, s.encode_seconds, s.cache_bytes, opts_.image_cache_bytes};
+  }
+
  private:
+  // The tower of --mmproj, checked against the model and its vocabulary. Throws Error.
+  void vision_load(int threads) {
+    const Hparams& hp = model_->hparams();
+    if (!hp.rope_imrope)
+      throw Error("--mmproj " + opts_.mmproj + ": the model is " + std::string(arch_name(hp.arch)) +
+                  ", which reads no images (no IMROPE positions); a qwen35 or qwen35moe model "
+                  "does");
+    image_pad_ = tok_->token_id("<|image_pad|>");
+    if (image_pad_ < 0)
+      throw Error("--mmproj " + opts_.mmproj + ": the model's vocabulary has no <|image_pad|>");
+    const auto t0 = std::chrono::steady_clock::now();
+    encoder_ = std::make_unique<ImageEncoder>(
+        opts_.mmproj, hp.n_embd, hp.rope_imrope,
+        threads > 0 ? threads : int(std::max(1u, std::thread::hardware_concurrency())),
+        opts_.image_cache_bytes);
+    const VisionHparams& v = encoder_->hparams();
+    std::fprintf(stderr,
+                 "invar serve: vision tower %s: %lld blocks, width %lld, patch %lld, projection "
+                 "%lld, loaded in %.2f s; encoder cache %lld bytes\n",
+                 opts_.mmproj.c_str(), static_cast<long long>(v.n_layer),
+                 static_cast<long long>(v.n_embd), static_cast<long long>(v.patch),
+                 static_cast<long long>(v.n_out), seconds_since(t0),
+                 static_cast<long long>(opts_.image_cache_bytes));
+  }
+
   std::unique_ptr<Model> model_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ImageEncoder> encoder_;  // --mmproj; null: no vision
+  int32_t image_pad_ = -1;
   BackendOptions opts_;
   std::string id_, fingerprint_;
 };

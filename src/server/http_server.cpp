@@ -194,6 +194,8 @@ struct HttpServer::Impl {
   Routed route_logged(const HttpRequest& req, const Waker& wake);
   Routed handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake);
   Routed handle_tokenize(const HttpRequest& req);
+  // The chat's images read (data: or file:// URLs) into r.image_files. Throws ApiError.
+  void images_read(ApiRequest& r) const;
   // `handle` inline for a small body, else on the prepare pool (429 when its queue is full).
   Routed prepared(const HttpRequest& req, const Waker& wake,
                   std::function<Routed(const HttpRequest&)> handle);
@@ -274,6 +276,9 @@ struct HttpServer::Impl {
                         {"owned_by", "invar"},
                         {"max_model_len", backend->n_ctx()},
                         {"system_fingerprint", backend->system_fingerprint()}};
+    // What the model reads (as OpenRouter's and LM Studio's model lists say it).
+    m["input_modalities"] =
+        backend->vision() ? nlohmann::json{"text", "image"} : nlohmann::json{"text"};
     if (cfg.random_weights) {
       m["random_weights"] = true;
       m["warning"] = kRandomWeightsWarning;
@@ -317,6 +322,7 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     if (have) em = backend->metrics();
     std::string text = metrics.exposition(have ? &em : nullptr, state_name(s));
     if (have) text += vllm_metrics_exposition(em, metrics, served_names().front());
+    if (have && backend->vision()) text += image_metrics_exposition(backend->image_stats());
     text +=
         "# HELP invar_http_connections_open client connections open\n"
         "# TYPE invar_http_connections_open gauge\n"
@@ -395,7 +401,13 @@ Routed HttpServer::Impl::route_logged(const HttpRequest& req, const Waker& wake)
 
 Routed HttpServer::Impl::prepared(const HttpRequest& req, const Waker& wake,
                                   std::function<Routed(const HttpRequest&)> handle) {
-  if (req.body.size() <= cfg.prepare_inline_bytes) return handle(req);
+  // A chat with an image is decoded and encoded on the pool whatever its size: a tiny PNG can
+  // decode into many pixels, and the tower takes seconds. Text that merely mentions an image
+  // part's type goes there too, which costs it only a thread hop.
+  const bool image = req.path.find("chat") != std::string::npos &&
+                     (req.body.find("image_url") != std::string::npos ||
+                      req.body.find("input_image") != std::string::npos);
+  if (req.body.size() <= cfg.prepare_inline_bytes && !image) return handle(req);
   const auto t0 = Clock::now();
   auto work = [handle = std::move(handle), req]() -> Routed {
     try {
@@ -462,6 +474,26 @@ Routed HttpServer::Impl::handle_tokenize(const HttpRequest& req) {
   }
 }
 
+void HttpServer::Impl::images_read(ApiRequest& r) const {
+  const std::vector<ChatImage>& parts = r.chat.images;
+  if (!backend->vision())
+    throw bad_request(parts[0].field,
+                      "this server has no vision tower: image parts need a model served with "
+                      "--mmproj FILE");
+  if (int64_t(parts.size()) > cfg.max_images_per_request)
+    throw bad_request(parts[size_t(cfg.max_images_per_request)].field,
+                      "the request holds " + std::to_string(parts.size()) +
+                          " images; this server takes at most " +
+                          std::to_string(cfg.max_images_per_request) +
+                          " per request (--max-images-per-request)");
+  auto files = std::make_shared<std::vector<std::string>>();
+  for (ChatImage& im : r.chat.images) {
+    files->push_back(image_source_read(im.url, im.field, cfg.image_source));
+    im.url = std::string();  // read (megabytes); the field stays, for the encoder's errors
+  }
+  r.image_files = std::move(files);
+}
+
 Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake) {
   if (auto e = not_ready()) return {error_reply(*e), nullptr};
   try {
@@ -475,8 +507,10 @@ Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, 
               nullptr};
     if (!cfg.served_model_names.empty()) r.served_name = cfg.served_model_names.front();
     r.client_key = client_key(req, r);
+    if (!r.chat.images.empty()) images_read(r);
     auto job = std::make_unique<CompletionChoices>(*backend, std::move(r), metrics, budget());
-    cpu_check(cpu0, "rendering and tokenising the prompt");
+    // The tower's time is bounded by the pixel budget, not by this CPU budget: it is left out.
+    cpu_check(cpu0 + job->image_cpu_seconds(), "rendering and tokenising the prompt");
     job->start(cfg.queue_limit, wake);
     RequestRecord rec;
     rec.method = req.head.method;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/backend.h"
+#include "server/image_source.h"
 #include "server/request_log.h"
 
 namespace invar::server {
@@ -47,6 +48,11 @@ struct ServerConfig {
   std::vector<std::string> served_model_names;
   std::vector<std::string> allowed_origins;  // --allowed-origins: CORS ("*": any); none: off
   LogFormat log_format = LogFormat::text;    // one line per request on stderr
+  // Images in chat requests (a backend with a vision tower): where they may come from
+  // (--allowed-local-media-path, image_source.h) and how many one request may hold
+  // (--max-images-per-request; more get 400).
+  ImageSourceConfig image_source;
+  int64_t max_images_per_request = 8;
   // What /props, /version and /v1/models say about what is served (set by `invar serve`).
   std::string model_path;       // /props model_path
   int64_t total_slots = 0;      // /props total_slots: requests computing at once (--max-num-seqs)

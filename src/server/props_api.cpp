@@ -22,7 +22,7 @@ nlohmann::json props_json(const Backend& b, const ServerConfig& cfg, const Engin
                       {"total_slots", cfg.total_slots},
                       {"model_path", cfg.model_path},
                       {"chat_template", tmpl ? tmpl->source() : ""},
-                      {"modalities", {{"vision", false}, {"audio", false}}},
+                      {"modalities", {{"vision", b.vision()}, {"audio", false}}},
                       {"build_info", cfg.build_info},
                       {"is_sleeping", false}};
   if (cfg.random_weights) p["random_weights"] = true;

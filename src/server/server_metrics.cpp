@@ -221,4 +221,20 @@ std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string&
   return out;
 }
 
+std::string image_metrics_exposition(const ImageStats& s) {
+  std::string out;
+  metric(out, "invar_image_encodes_total", "counter",
+         "images run through the vision tower (--mmproj)", double(s.encodes));
+  metric(out, "invar_image_encode_cache_hits_total", "counter",
+         "images whose tower output came from the encoder cache (--image-cache-bytes)",
+         double(s.cache_hits));
+  metric(out, "invar_image_encode_seconds_total", "counter",
+         "seconds the vision tower spent encoding", s.encode_seconds);
+  metric(out, "invar_image_encode_cache_bytes", "gauge", "bytes of tower output cached",
+         double(s.cache_bytes));
+  metric(out, "invar_image_encode_cache_max_bytes", "gauge",
+         "the encoder cache's budget (--image-cache-bytes)", double(s.cache_max_bytes));
+  return out;
+}
+
 }  // namespace invar::server

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "server/backend.h"
 #include "server/vllm_metrics.h"
 
 namespace invar::server {
@@ -56,5 +57,9 @@ struct ServerMetrics {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> responses_;  // (endpoint, status) → count
 };
+
+// The vision tower's counters (invar serve --mmproj): images encoded, taken from the encoder
+// cache, encode seconds, cache bytes.
+std::string image_metrics_exposition(const ImageStats& s);
 
 }  // namespace invar::server

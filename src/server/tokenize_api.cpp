@@ -111,6 +111,12 @@ std::string tokenize_api(const Backend& b, std::string_view text, const ModelChe
       tokens = b.encode(body["prompt"].get_ref<const std::string&>());
     } else {
       const ChatInput in = chat_request_parse(body);
+      // An image's token count is its decoded size's: a count made without decoding it would
+      // be another prompt than the one a completion reads.
+      if (!in.images.empty())
+        throw bad_request(in.images[0].field,
+                          "/tokenize does not read images; a completion's usage.prompt_tokens "
+                          "counts an image's tokens");
       if (!b.chat_template())
         throw bad_request("messages",
                           "this model carries no chat template (tokenizer.chat_template): start "

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "core/error.h"
+#include "probe/openai_client.h"
 #include "probe/runner.h"
 
 namespace invar::probe {
@@ -100,6 +103,31 @@ TEST(ProbePlan, ErrorsNameTheField) {
             std::string::npos);
   EXPECT_NE(err(R"({"documents": [{"name": "d"}], "tasks": [], "arms": []})").find("documents[0]"),
             std::string::npos);
+}
+
+// --image: the file becomes a data URL (MIME from its signature, base64 with padding) in an
+// image part before the task's text; a completions request cannot carry it.
+TEST(ProbePlan, ImageGoesBeforeTheTextOfChatRequests) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/p.png", std::ios::binary) << std::string("\x89PNG\r\n\x1a\nab", 10);
+  std::ofstream(dir + "/j.jpg", std::ios::binary) << std::string("\xff\xd8\xff", 3);
+  std::ofstream(dir + "/t.txt") << "hello";
+  EXPECT_EQ(image_data_url(dir + "/p.png"), "data:image/png;base64,iVBORw0KGgphYg==");
+  EXPECT_EQ(image_data_url(dir + "/j.jpg"), "data:image/jpeg;base64,/9j/");
+  EXPECT_THROW(image_data_url(dir + "/t.txt"), Error);
+  CompletionRequest r;
+  r.user = "Q";
+  r.image_url = "data:image/jpeg;base64,/9j/";
+  const json b = request_body(Api::chat, "m", r);
+  EXPECT_EQ(b["messages"][0]["content"].dump(),
+            R"([{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/"}},)"
+            R"({"type":"text","text":"Q"}])");
+  EXPECT_THROW(request_body(Api::completions, "m", r), Error);
+  const Plan p = plan_from_json(json::parse(R"({"image": "j.jpg", "documents": [{"name": "d",
+      "text": "x"}], "tasks": [{"name": "B", "document": "d", "question": "q"}],
+      "arms": [{"name": "clean", "kind": "clean", "task": "B"}]})"),
+                                dir);
+  EXPECT_EQ(p.image, "data:image/jpeg;base64,/9j/");
 }
 
 }  // namespace plan_test

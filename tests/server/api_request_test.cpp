@@ -76,7 +76,7 @@ TEST(ApiRequest, ChatFields) {
   EXPECT_EQ(
       reject(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", Endpoint::chat)
           .param,
-      "messages[0].content[0].type");
+      "messages[0].content[0].image_url");
   EXPECT_EQ(
       reject(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", Endpoint::chat)
           .param,

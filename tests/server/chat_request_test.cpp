@@ -12,6 +12,7 @@
 #include "server/api_error.h"
 #include "server/api_request.h"
 #include "server/chat_output.h"
+#include "server/image_source.h"
 #include "tokenizer/control_text_guard.h"
 #include "tokenizer/tokenizer.h"
 
@@ -75,11 +76,67 @@ TEST(ChatRequest, AcceptsTheChatShapes) {
   EXPECT_EQ(cont.chat.request["add_generation_prompt"], false);
 }
 
+// Image parts (OpenAI's, vLLM's bare-string image_url, the Responses API's input_image) are
+// taken out in order, each left in the messages as {"type": "image"} for the template; the URL
+// is read later by the server (image_source.h).
+TEST(ChatRequest, ImagePartsTakenInOrder) {
+  const ApiRequest r = api_request_parse(
+      R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:a",
+          "detail":"high"}},{"type":"text","text":"and"},{"type":"image_url","image_url":"http://b"}]},
+          {"role":"assistant","content":"ok"},
+          {"role":"user","content":[{"type":"input_image","image_url":"file:///c"}]}]})",
+      Endpoint::chat);
+  ASSERT_EQ(r.chat.images.size(), 3u);
+  EXPECT_EQ(r.chat.images[0].url, "data:a");
+  EXPECT_EQ(r.chat.images[0].field, "messages[0].content[0].image_url");
+  EXPECT_EQ(r.chat.images[1].url, "http://b");
+  EXPECT_EQ(r.chat.images[2].url, "file:///c");
+  EXPECT_EQ(r.chat.images[2].field, "messages[2].content[0].image_url");
+  EXPECT_EQ(r.chat.request["messages"][0]["content"].dump(),
+            R"([{"type":"image"},{"type":"text","text":"and"},{"type":"image"}])");
+  EXPECT_EQ(r.chat.request["messages"][2]["content"].dump(), R"([{"type":"image"}])");
+}
+
+// Image URLs read into bytes: base64 in both alphabets, padded or not; every other form a 400
+// naming the field and saying why.
+TEST(ImageSource, DataUrlsAndRefusals) {
+  const ImageSourceConfig cfg{"", 8};
+  EXPECT_EQ(image_source_read("data:image/png;base64,aGVsbG8=", "f", cfg), "hello");
+  EXPECT_EQ(image_source_read("DATA:image/jpeg;base64,aGVsbG8", "f", cfg), "hello");
+  EXPECT_EQ(image_source_read("data:;base64,-_8=", "f", cfg), "\xfb\xff");
+  auto refusal = [&cfg](const std::string& url) {
+    try {
+      image_source_read(url, "messages[0].content[1].image_url", cfg);
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+      EXPECT_EQ(e.param, "messages[0].content[1].image_url");
+      return e.message;
+    }
+    ADD_FAILURE() << url << " was read";
+    return std::string();
+  };
+  EXPECT_NE(refusal("data:image/png;base64,aGVs bG8=").find("not valid base64"), std::string::npos);
+  EXPECT_NE(refusal("data:image/png;base64,a").find("not valid base64"), std::string::npos);
+  EXPECT_NE(refusal("data:image/png;base64,aGVsbG8gd29ybGQ=").find("over"), std::string::npos);
+  EXPECT_NE(refusal("data:image/png,hello").find("only base64"), std::string::npos);
+  EXPECT_NE(refusal("data:image/png;base64").find("data:MIME;base64,DATA"), std::string::npos);
+  EXPECT_NE(refusal("data:image/png;base64,").find("no bytes"), std::string::npos);
+  EXPECT_NE(refusal("HTTPS://x/y.png").find("not fetched"), std::string::npos);
+  EXPECT_NE(refusal("file:///etc/passwd").find("--allowed-local-media-path"), std::string::npos);
+  EXPECT_NE(refusal("ftp://x").find("must be a data: URL"), std::string::npos);
+}
+
 TEST(ChatRequest, RejectsNamingTheField) {
   const std::string u = R"([{"role":"user","content":"x"}])";
-  EXPECT_EQ(rejected_param(R"({"messages":[{"role":"user","content":[{"type":"image_url",
-            "image_url":{"url":"http://x"}}]}]})"),
+  EXPECT_EQ(rejected_param(R"({"messages":[{"role":"user","content":[{"type":"input_audio",
+            "input_audio":{"data":"x"}}]}]})"),
             "messages[0].content[0].type");
+  EXPECT_EQ(rejected_param(R"({"messages":[{"role":"user","content":[{"type":"image_url",
+            "image_url":{"detail":"low"}}]}]})"),
+            "messages[0].content[0].image_url.url");
+  EXPECT_EQ(rejected_param(R"({"messages":[{"role":"user","content":[{"type":"image_url",
+            "image_url":7}]}]})"),
+            "messages[0].content[0].image_url");
   EXPECT_EQ(rejected_param(R"({"messages":[{"role":"user","content":"x","tool_calls":[]}]})"),
             "messages[0].tool_calls");
   EXPECT_EQ(rejected_param(R"({"messages":[{"role":"assistant","tool_calls":[{"type":"function",

@@ -12,6 +12,9 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "image_write.h"
+#include "model/seq_images.h"
+#include "vision/encode_cache.h"
 #include "vision/image_decode.h"
 #include "vision/image_preprocess.h"
 #include "vision/make_mmproj.h"
@@ -20,52 +23,14 @@
 namespace invar {
 namespace {
 
+using test::jpeg_encode;
+using test::png_encode;
+
 RgbImage random_rgb(int64_t w, int64_t h, uint32_t seed) {
   std::mt19937 rng(seed);
   RgbImage img{w, h, std::vector<uint8_t>(size_t(w * h * 3))};
   for (auto& v : img.rgb) v = uint8_t(rng() & 0xff);
   return img;
-}
-
-std::vector<uint8_t> png_encode(const std::vector<uint8_t>& px, int64_t w, int64_t h,
-                                uint32_t format) {
-  png_image img{};
-  img.version = PNG_IMAGE_VERSION;
-  img.width = png_uint_32(w);
-  img.height = png_uint_32(h);
-  img.format = format;
-  png_alloc_size_t size = 0;
-  EXPECT_TRUE(png_image_write_to_memory(&img, nullptr, &size, 0, px.data(), 0, nullptr));
-  std::vector<uint8_t> out(size);
-  EXPECT_TRUE(png_image_write_to_memory(&img, out.data(), &size, 0, px.data(), 0, nullptr));
-  out.resize(size);
-  return out;
-}
-
-std::vector<uint8_t> jpeg_encode(const RgbImage& img, int quality) {
-  jpeg_compress_struct c{};
-  jpeg_error_mgr err{};
-  c.err = jpeg_std_error(&err);
-  jpeg_create_compress(&c);
-  unsigned char* buf = nullptr;
-  unsigned long size = 0;
-  jpeg_mem_dest(&c, &buf, &size);
-  c.image_width = JDIMENSION(img.width);
-  c.image_height = JDIMENSION(img.height);
-  c.input_components = 3;
-  c.in_color_space = JCS_RGB;
-  jpeg_set_defaults(&c);
-  jpeg_set_quality(&c, quality, TRUE);
-  jpeg_start_compress(&c, TRUE);
-  while (c.next_scanline < c.image_height) {
-    JSAMPROW row = const_cast<uint8_t*>(img.rgb.data()) + size_t(c.next_scanline) * img.width * 3;
-    jpeg_write_scanlines(&c, &row, 1);
-  }
-  jpeg_finish_compress(&c);
-  std::vector<uint8_t> out(buf, buf + size);
-  jpeg_destroy_compress(&c);
-  std::free(buf);
-  return out;
 }
 
 // A smooth picture (JPEG keeps it close).
@@ -248,6 +213,68 @@ TEST(ImagePreprocess, DecodedImageEncodes) {
   EXPECT_EQ(int64_t(a.size()), 12 * 96);
   EXPECT_EQ(a, b);
   std::remove(path.c_str());
+}
+
+// The encoder cache keeps the most recently used outputs within its byte budget: a hit makes
+// an entry recent, the least recent goes first, one entry over the budget is not kept, 0 keeps
+// nothing.
+TEST(EncodeCache, LeastRecentGoesFirstWithinTheBudget) {
+  auto rows = [](size_t n, float v) { return std::make_shared<const std::vector<float>>(n, v); };
+  EncodeCache c(40 * sizeof(float));
+  c.put("a", rows(10, 1));
+  c.put("b", rows(10, 2));
+  c.put("c", rows(10, 3));
+  ASSERT_TRUE(c.find("a"));  // a is now the most recent: b goes first
+  c.put("d", rows(20, 4));
+  EXPECT_EQ(c.bytes(), int64_t(40 * sizeof(float)));
+  EXPECT_FALSE(c.find("b"));
+  EXPECT_TRUE(c.find("c"));
+  EXPECT_EQ((*c.find("a"))[0], 1.0f);
+  EXPECT_EQ((*c.find("d"))[0], 4.0f);
+  c.put("big", rows(41, 5));
+  EXPECT_FALSE(c.find("big"));
+  EXPECT_TRUE(c.find("a"));
+  c.put("a", rows(5, 6));  // replaced, not added
+  EXPECT_EQ(c.bytes(), int64_t(35 * sizeof(float)));
+  EncodeCache off(0);
+  off.put("a", rows(1, 1));
+  EXPECT_FALSE(off.find("a"));
+  EXPECT_EQ(off.bytes(), 0);
+}
+
+// The template's one pad per image widens to the image's rows, in order, each image starting at
+// its first pad; the text between keeps its place. A prompt with another number of pads than
+// images is an error that counts both.
+TEST(SeqImagesPlace, EachPadWidensToItsImage) {
+  constexpr int32_t P = 9;
+  auto image = [](int64_t ny, int64_t nx) {
+    SeqImage im;
+    im.ny = ny;
+    im.nx = nx;
+    im.rows.assign(size_t(ny * nx), 0.0f);
+    return im;
+  };
+  std::vector<int32_t> tokens = {1, P, 2, P, 3};
+  const SeqImages s = seq_images_place(tokens, P, {image(1, 2), image(2, 2)});
+  EXPECT_EQ(tokens, (std::vector<int32_t>{1, P, P, 2, P, P, P, P, 3}));
+  ASSERT_EQ(s.images.size(), 2u);
+  EXPECT_EQ(s.images[0].start, 1);
+  EXPECT_EQ(s.images[1].start, 4);
+  EXPECT_EQ(s.pad_id, P);
+  s.check(tokens, 1);
+  // Positions: text after the 1 × 2 image continues at 1 + 2; after the 2 × 2 at 4 + 2.
+  EXPECT_EQ(s.rope_pos(3), (RopePos{3, 3, 3}));
+  EXPECT_EQ(s.rope_pos(7), (RopePos{4, 5, 5}));
+  EXPECT_EQ(s.rope_pos(8), (RopePos{6, 6, 6}));
+  std::vector<int32_t> one_pad = {1, P, 2};
+  try {
+    seq_images_place(one_pad, P, {image(1, 1), image(1, 1)});
+    ADD_FAILURE() << "two images placed on one pad";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("1 <|image_pad|> tokens for 2 images"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(one_pad, (std::vector<int32_t>{1, P, 2})) << "a refused prompt was changed";
 }
 
 }  // namespace

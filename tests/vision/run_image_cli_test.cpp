@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -112,6 +113,36 @@ TEST(RunImageCli, ImageAndPromptThroughTheLanguageModel) {
                         kJpeg + " --prompt hi 2>&1");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("deepstack"), std::string::npos) << r.out;
+
+  // `bench model --image`: the image-encode table of `bench vision` after the model's, beside a
+  // stand-in llama-mtmd-cli (a script answering with llama.cpp's log line and logging its
+  // arguments) given the same model, mmproj, image and threads.
+  const std::string peer = d + "/llama-mtmd-cli";
+  {
+    std::ofstream f(peer);
+    f << "#!/bin/sh\necho \"$@\" >> " << d << "/peer.args\n"
+      << "echo 'image slice encoded in 40 ms' >&2\necho 'mtmd batch encoding done in 250.0 ms' "
+         ">&2\n";
+  }
+  std::filesystem::permissions(peer, std::filesystem::perms::owner_all);
+  r = test::command_run(kInvar + " bench model --model " + d +
+                        "/lm.gguf --prompts 8 --decode 1 --threads 1 --image " + kJpeg +
+                        " --mmproj " + d + "/mm.gguf --peer-mtmd llama-mtmd-cli=" + peer + " 2>&1");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("image encode"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1200 patches, 300 tokens"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\\| 1 \\| [0-9.]+ \\| 250.0 \\| "))) << r.out;
+  std::ifstream args(d + "/peer.args");
+  std::string line;
+  std::getline(args, line);
+  EXPECT_NE(line.find("-m " + d + "/lm.gguf --mmproj " + d + "/mm.gguf --image " + kJpeg),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("-t 1"), std::string::npos) << line;
+  r = test::command_run(kInvar + " bench model --model " + d + "/lm.gguf --image " + kJpeg +
+                        " 2>&1");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.out.find("--image and --mmproj go together"), std::string::npos) << r.out;
 }
 
 }  // namespace
