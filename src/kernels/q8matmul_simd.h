@@ -330,6 +330,258 @@ Q8_INLINE void q8_0_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* 
   }
 }
 
+// ---- prefill: K-quants ----
+//
+// For many activation rows each superblock of P weight rows is decoded once per row block into
+// codes (kQ4..6: 8 vectors of 32 unsigned codes) and int16 scale vectors, then runs over every
+// group of up to 4 activation rows (R × P integer accumulators); each superblock's float step is
+// done for the R × P outputs at once in 8 lanes, lane 2r + p (P = 2), the same IEEE operations
+// as the reference's on each lane, into per-output float accumulators that live in a small
+// buffer across superblocks.
+
+// Superblock b of one weight row, decoded: codes, scale vectors, d, dmin, mins.
+struct KPanel {
+  alignas(64) uint8_t codes[8][32];   // vector v: weights 32v .. 32v + 31, unsigned
+  alignas(64) int16_t scales[8][16];  // the int16 scale of each weight's sub-block, per vector
+  __m128i mins;                       // Q4_K/Q5_K: the 8 mins, int16
+  __m256i sc16;                       // Q6_K: the 16 scales, int16
+  float d, dmin;
+};
+
+template <int kKind>  // 0 Q4_K, 1 Q5_K, 2 Q6_K
+Q8_INLINE void kpanel_fill(const uint8_t* blk, KPanel& o) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f);
+  if constexpr (kKind == 2) {
+    const auto* q6 = reinterpret_cast<const BlockQ6_K*>(blk);
+    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q6->scales));
+    o.sc16 = _mm256_cvtepi8_epi16(sc8);
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i a = load(q6->ql + 64 * h), bq = load(q6->ql + 64 * h + 32);
+      const __m256i hb = load(q6->qh + 32 * h);
+      const __m256i u[4] = {
+          _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(bq, m4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 4), m4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m3), 4))};
+      for (int g = 0; g < 4; ++g) {
+        const int s = 8 * h + 2 * g;
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o.codes[4 * h + g]), u[g]);
+        const __m128i pick =
+            _mm_setr_epi8(char(s), char(s), char(s), char(s), char(s), char(s), char(s), char(s),
+                          char(s + 1), char(s + 1), char(s + 1), char(s + 1), char(s + 1),
+                          char(s + 1), char(s + 1), char(s + 1));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(o.scales[4 * h + g]),
+                           _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pick)));
+      }
+    }
+    uint16_t dh;
+    std::memcpy(&dh, &q6->d, 2);
+    o.d = _cvtsh_ss(dh);
+    o.dmin = 0.0f;
+    return;
+  } else {
+    constexpr uint32_t kMask1 = 0x3f3f3f3f, kMask2 = 0x0f0f0f0f, kMask3 = 0x03030303;
+    uint32_t u[4];
+    std::memcpy(u, blk + 4, 12);
+    u[3] = ((u[2] >> 4) & kMask2) | (((u[1] >> 6) & kMask3) << 4);
+    const uint32_t mins03 = u[1] & kMask1;
+    u[1] = (u[2] & kMask2) | (((u[0] >> 6) & kMask3) << 4);
+    u[2] = mins03;
+    u[0] &= kMask1;
+    const __m256i sm16 =
+        _mm256_cvtepu8_epi16(_mm_setr_epi32(int(u[0]), int(u[1]), int(u[2]), int(u[3])));
+    o.mins = _mm256_extracti128_si256(sm16, 1);
+    const __m256i sc2 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
+    const uint8_t* qs = blk + (kKind == 1 ? 48 : 16);
+    __m256i hbits = _mm256_setzero_si256();
+    if constexpr (kKind == 1) hbits = load(blk + 16);
+    const __m256i one8 = _mm256_set1_epi8(1);
+    for (int j = 0; j < 4; ++j) {
+      const __m256i qv = load(qs + 32 * j);
+      __m256i lo = _mm256_and_si256(qv, m4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
+      if constexpr (kKind == 1) {
+        lo = _mm256_or_si256(
+            lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), one8), 4));
+        hi = _mm256_or_si256(
+            hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), one8), 4));
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(o.codes[2 * j]), lo);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(o.codes[2 * j + 1]), hi);
+      _mm256_store_si256(
+          reinterpret_cast<__m256i*>(o.scales[2 * j]),
+          _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(int16_t((4 * j + 1) << 8 | 4 * j))));
+      _mm256_store_si256(
+          reinterpret_cast<__m256i*>(o.scales[2 * j + 1]),
+          _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(int16_t((4 * j + 3) << 8 | (4 * j + 2)))));
+    }
+    o.d = f16_at(blk);
+    o.dmin = f16_at(blk + 2);
+  }
+}
+
+// Totals of up to 4 int32 xmm vectors (missing ones zero), in order.
+Q8_INLINE __m128i totals4(__m128i a, __m128i b, __m128i c, __m128i d) {
+  return _mm_hadd_epi32(_mm_hadd_epi32(a, b), _mm_hadd_epi32(c, d));
+}
+
+// Superblock b of P panels × activation rows r0 .. r0 + R − 1: facc[(r − rb)·P + p] += t.
+template <bool kVnni, int kKind, int R, int P>
+Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, float* facc) {
+  static_assert(R * P <= 8);
+  __m256i a[R][P];
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+  // AVX-512: two vectors of codes (64 weights) per instruction; the halves' sums are added at
+  // the end (integers: exact).
+  __m512i z[R][P];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+    for (int p = 0; p < P; ++p) z[r][p] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int v = 0; v < 8; v += 2) {
+    __m512i w[P], s[P];
+#pragma GCC unroll 2
+    for (int p = 0; p < P; ++p) {
+      w[p] = _mm512_load_si512(pan[p].codes[v]);
+      s[p] = _mm512_load_si512(pan[p].scales[v]);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512i xv = _mm512_loadu_si512(x.row_q(r0 + r) + b * 256 + 32 * v);
+#pragma GCC unroll 2
+      for (int p = 0; p < P; ++p)
+        z[r][p] = _mm512_dpwssd_epi32(z[r][p], _mm512_maddubs_epi16(w[p], xv), s[p]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int p = 0; p < P; ++p) {
+      a[r][p] =
+          _mm256_add_epi32(_mm512_castsi512_si256(z[r][p]), _mm512_extracti64x4_epi64(z[r][p], 1));
+      if constexpr (kKind == 2) {
+        const __m256i c = _mm256_madd_epi16(pan[p].sc16, load(x.row_sums(r0 + r) + 16 * b));
+        a[r][p] = _mm256_sub_epi32(a[r][p], _mm256_slli_epi32(c, 5));
+      }
+    }
+  }
+#else
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int p = 0; p < P; ++p) {
+      if constexpr (kKind == 2) {
+        // − 32 · Σ_s sc_s · (x-sum of group s): the codes' offset.
+        const __m256i c = _mm256_madd_epi16(pan[p].sc16, load(x.row_sums(r0 + r) + 16 * b));
+        a[r][p] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(c, 5));
+      } else {
+        a[r][p] = _mm256_setzero_si256();
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < 8; ++v) {
+    __m256i w[P], s[P];
+#pragma GCC unroll 2
+    for (int p = 0; p < P; ++p) {
+      w[p] = load(pan[p].codes[v]);
+      s[p] = load(pan[p].scales[v]);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m256i xv = load(x.row_q(r0 + r) + b * 256 + 32 * v);
+#pragma GCC unroll 2
+      for (int p = 0; p < P; ++p)
+        a[r][p] = madd_acc<kVnni>(a[r][p], _mm256_maddubs_epi16(w[p], xv), s[p]);
+    }
+  }
+#endif
+  // The float step for lane r·P + p.
+  __m256i all[8];
+  alignas(32) float dv[8] = {}, dmv[8] = {}, dxv[8] = {};
+  __m128i im4[8];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    const float dx = x.row_d(r0 + r)[b];
+    __m128i sub = _mm_setzero_si128();
+    if constexpr (kKind != 2) {
+      const int16_t* sm = x.row_sums(r0 + r) + 16 * b;
+      sub = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sm)),
+                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(sm + 8)));
+    }
+#pragma GCC unroll 2
+    for (int p = 0; p < P; ++p) {
+      all[r * P + p] = a[r][p];
+      dv[r * P + p] = pan[p].d;
+      dmv[r * P + p] = pan[p].dmin;
+      dxv[r * P + p] = dx;
+      if constexpr (kKind != 2) im4[r * P + p] = _mm_madd_epi16(pan[p].mins, sub);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = R * P; i < 8; ++i) {
+    all[i] = _mm256_setzero_si256();
+    im4[i] = _mm_setzero_si128();
+  }
+  const __m256 is = _mm256_cvtepi32_ps(totals8(all));
+  const __m256 dd = _mm256_mul_ps(_mm256_load_ps(dv), _mm256_load_ps(dxv));
+  __m256 t = _mm256_mul_ps(dd, is);
+  if constexpr (kKind != 2) {
+    const __m256i im = _mm256_set_m128i(totals4(im4[4], im4[5], im4[6], im4[7]),
+                                        totals4(im4[0], im4[1], im4[2], im4[3]));
+    const __m256 dm = _mm256_mul_ps(_mm256_load_ps(dmv), _mm256_load_ps(dxv));
+    t = _mm256_fnmadd_ps(dm, _mm256_cvtepi32_ps(im), t);
+  }
+  _mm256_storeu_ps(facc, _mm256_add_ps(_mm256_loadu_ps(facc), t));
+}
+
+// Outputs [n0, n1) × activation rows [rb, re) of a K-quant matrix, P = 2 weight rows at a time.
+template <bool kVnni, int kKind>
+void krows_prefill(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1,
+                   int64_t rb, int64_t re) {
+  constexpr int64_t kBytes = kKind == 0   ? sizeof(BlockQ4_K)
+                             : kKind == 1 ? sizeof(BlockQ5_K)
+                                          : sizeof(BlockQ6_K);
+  constexpr int64_t kMaxRows = 256;
+  alignas(32) float facc[kMaxRows * 2 + 8];
+  KPanel pan[2];
+  for (int64_t n = n0; n < n1; n += 2) {
+    const int np = n + 1 < n1 ? 2 : 1;
+    std::fill(facc, facc + (re - rb) * np + 8, 0.0f);
+    for (int64_t b = 0; b < x.k / 256; ++b) {
+      for (int p = 0; p < np; ++p)
+        kpanel_fill<kKind>(w.data + (n + p) * w.row_bytes + b * kBytes, pan[p]);
+      int64_t r = rb;
+      if (np == 2) {
+        for (; r + 4 <= re; r += 4) ktile<kVnni, kKind, 4, 2>(pan, x, b, r, facc + (r - rb) * 2);
+        switch (re - r) {
+          case 3:
+            ktile<kVnni, kKind, 3, 2>(pan, x, b, r, facc + (r - rb) * 2);
+            break;
+          case 2:
+            ktile<kVnni, kKind, 2, 2>(pan, x, b, r, facc + (r - rb) * 2);
+            break;
+          case 1:
+            ktile<kVnni, kKind, 1, 2>(pan, x, b, r, facc + (r - rb) * 2);
+            break;
+          default:
+            break;
+        }
+      } else {
+        for (; r + 4 <= re; r += 4) ktile<kVnni, kKind, 4, 1>(pan, x, b, r, facc + (r - rb));
+        for (; r < re; ++r) ktile<kVnni, kKind, 1, 1>(pan, x, b, r, facc + (r - rb));
+      }
+    }
+    for (int64_t r = rb; r < re; ++r)
+      for (int p = 0; p < np; ++p) y[r * w.n + n + p] = facc[(r - rb) * np + p];
+  }
+}
+
 // ---- driver ----
 
 template <bool kVnni, int R>
@@ -349,9 +601,16 @@ Q8_INLINE void one_row(DType t, const uint8_t* row, const Q8Rows& x, int64_t r0,
 
 template <bool kVnni>
 void rows(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1) {
-  const int64_t block = std::max<int64_t>(4, (256 * 1024 / w.k) / 4 * 4);
+  // Row blocks whose codes fit about 256 KiB (at most 256 rows: the prefill path's buffer).
+  const int64_t block = std::clamp<int64_t>((256 * 1024 / w.k) / 4 * 4, 4, 256);
   for (int64_t rb = 0; rb < x.m; rb += block) {
     const int64_t re = std::min(x.m, rb + block);
+    if (re - rb > 4 && w.type != DType::Q8_0) {
+      if (w.type == DType::Q4_K) krows_prefill<kVnni, 0>(w, x, y, n0, n1, rb, re);
+      if (w.type == DType::Q5_K) krows_prefill<kVnni, 1>(w, x, y, n0, n1, rb, re);
+      if (w.type == DType::Q6_K) krows_prefill<kVnni, 2>(w, x, y, n0, n1, rb, re);
+      continue;
+    }
     for (int64_t n = n0; n < n1; ++n) {
       const uint8_t* row = w.data + n * w.row_bytes;
       int64_t r = rb;
