@@ -146,7 +146,7 @@ Q8Format q8_format_of(DType t) {
 int64_t q8_rows_bytes(Q8Format f, int64_t m, int64_t k) {
   auto up64 = [](int64_t b) { return (b + 63) / 64 * 64; };
   const int64_t sums = f == Q8Format::k256 ? m * (k / 16) * 2 : 0;
-  return up64(m * k) + up64(m * (k / q8_block(f)) * 4) + up64(sums);
+  return up64(m * k) + up64(m * (k / q8_block(f)) * 4) + up64(sums) + up64(sums / 2);
 }
 
 Q8Rows q8_rows_at(void* buffer, Q8Format f, int64_t m, int64_t k) {
@@ -160,9 +160,11 @@ Q8Rows q8_rows_at(void* buffer, Q8Format f, int64_t m, int64_t k) {
   r.k = k;
   r.q = reinterpret_cast<int8_t*>(base);
   r.d = reinterpret_cast<float*>(base + up64(m * k));
-  r.sums = f == Q8Format::k256
-               ? reinterpret_cast<int16_t*>(base + up64(m * k) + up64(m * (k / 256) * 4))
-               : nullptr;
+  if (f == Q8Format::k256) {
+    uint8_t* at = base + up64(m * k) + up64(m * (k / 256) * 4);
+    r.sums = reinterpret_cast<int16_t*>(at);
+    r.sums32 = reinterpret_cast<int16_t*>(at + up64(m * (k / 16) * 2));
+  }
   return r;
 }
 
@@ -180,6 +182,8 @@ void q8_quantize_ref(const float* x, const Q8Rows& out, int64_t r0, int64_t r1) 
       for (int j = 0; j < 16; ++j) v += q[16 * g + j];
       s[g] = int16_t(v);
     }
+    int16_t* s32 = out.sums32 + r * (out.k / 32);
+    for (int64_t g = 0; g < out.k / 32; ++g) s32[g] = int16_t(s[2 * g] + s[2 * g + 1]);
   }
 }
 

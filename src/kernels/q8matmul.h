@@ -46,12 +46,14 @@ inline int64_t q8_block(Q8Format f) {
 struct Q8Rows {
   Q8Format format = Q8Format::none;
   int64_t m = 0, k = 0;
-  int8_t* q = nullptr;      // [m][K] codes
-  float* d = nullptr;       // [m][K / block] scales
-  int16_t* sums = nullptr;  // [m][K / 16] sums of 16 codes (k256 only)
+  int8_t* q = nullptr;        // [m][K] codes
+  float* d = nullptr;         // [m][K / block] scales
+  int16_t* sums = nullptr;    // [m][K / 16] sums of 16 codes (k256 only)
+  int16_t* sums32 = nullptr;  // [m][K / 32] sums of 32 codes, the K-quants' sub-blocks (k256)
   const int8_t* row_q(int64_t r) const { return q + r * k; }
   const float* row_d(int64_t r) const { return d + r * (k / q8_block(format)); }
   const int16_t* row_sums(int64_t r) const { return sums + r * (k / 16); }
+  const int16_t* row_sums32(int64_t r) const { return sums32 + r * (k / 32); }
 };
 int64_t q8_rows_bytes(Q8Format f, int64_t m, int64_t k);
 // Lays out m × k rows in `buffer` (q8_rows_bytes bytes, 64-byte aligned).

@@ -122,9 +122,15 @@ void quantize(const float* x, const Q8Rows& out, int64_t r0, int64_t r1) {
     float* d = out.d + r * (out.k / bs);
     for (int64_t b = 0; b < out.k / bs; ++b)
       d[b] = quantize_block(x + r * out.k + b * bs, bs, q + b * bs);
-    if (out.format == Q8Format::k256)
-      for (int64_t b = 0; b < out.k / 256; ++b)
-        sums256(q + 256 * b, out.sums + r * (out.k / 16) + 16 * b);
+    if (out.format != Q8Format::k256) continue;
+    for (int64_t b = 0; b < out.k / 256; ++b) {
+      int16_t* s16 = out.sums + r * (out.k / 16) + 16 * b;
+      sums256(q + 256 * b, s16);
+      const __m128i s32 =
+          _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16)),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(s16 + 8)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out.sums32 + r * (out.k / 32) + 8 * b), s32);
+    }
   }
 }
 
@@ -186,9 +192,8 @@ Q8_INLINE void q45k_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* 
     const float d = f16_at(blk), dmin = f16_at(blk + 2);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const int16_t* s = x.row_sums(r0 + r) + 16 * b;
-      const __m128i sub = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s)),
-                                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 8)));
+      const __m128i sub =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.row_sums32(r0 + r) + 8 * b));
       const int32_t im = hsum4(_mm_madd_epi16(mins16, sub));
       const float dx = x.row_d(r0 + r)[b];
       const float dd = d * dx, dm = dmin * dx;
@@ -502,6 +507,41 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
   }
 #endif
   // The float step for lane r·P + p.
+  if constexpr (R == 4 && P == 2) {
+    // The full tile: lanes (r, p) = 2r + p, built with vector operations.
+    __m256i all[8];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      all[2 * r] = a[r][0];
+      all[2 * r + 1] = a[r][1];
+    }
+    const __m256 is = _mm256_cvtepi32_ps(totals8(all));
+    const __m128 dx4 =
+        _mm_setr_ps(x.row_d(r0)[b], x.row_d(r0 + 1)[b], x.row_d(r0 + 2)[b], x.row_d(r0 + 3)[b]);
+    const __m256 dxv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dx4),
+                                                _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
+    const __m256 dv = _mm256_setr_ps(pan[0].d, pan[1].d, pan[0].d, pan[1].d, pan[0].d, pan[1].d,
+                                     pan[0].d, pan[1].d);
+    __m256 t = _mm256_mul_ps(_mm256_mul_ps(dv, dxv), is);
+    if constexpr (kKind != 2) {
+      // im of (r, p): [mins_p0 | mins_p1] · [sub_r | sub_r], reduced to lanes 2r + p.
+      const __m256i mm = _mm256_set_m128i(pan[1].mins, pan[0].mins);
+      __m256i v[4];
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r)
+        v[r] = _mm256_madd_epi16(
+            mm, _mm256_broadcastsi128_si256(_mm_loadu_si128(
+                    reinterpret_cast<const __m128i*>(x.row_sums32(r0 + r) + 8 * b))));
+      const __m256i h =
+          _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+      const __m256i im = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      const __m256 dmv = _mm256_setr_ps(pan[0].dmin, pan[1].dmin, pan[0].dmin, pan[1].dmin,
+                                        pan[0].dmin, pan[1].dmin, pan[0].dmin, pan[1].dmin);
+      t = _mm256_fnmadd_ps(_mm256_mul_ps(dmv, dxv), _mm256_cvtepi32_ps(im), t);
+    }
+    _mm256_storeu_ps(facc, _mm256_add_ps(_mm256_loadu_ps(facc), t));
+    return;
+  }
   __m256i all[8];
   alignas(32) float dv[8] = {}, dmv[8] = {}, dxv[8] = {};
   __m128i im4[8];
@@ -509,11 +549,8 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
   for (int r = 0; r < R; ++r) {
     const float dx = x.row_d(r0 + r)[b];
     __m128i sub = _mm_setzero_si128();
-    if constexpr (kKind != 2) {
-      const int16_t* sm = x.row_sums(r0 + r) + 16 * b;
-      sub = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sm)),
-                           _mm_loadu_si128(reinterpret_cast<const __m128i*>(sm + 8)));
-    }
+    if constexpr (kKind != 2)
+      sub = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.row_sums32(r0 + r) + 8 * b));
 #pragma GCC unroll 2
     for (int p = 0; p < P; ++p) {
       all[r * P + p] = a[r][p];

@@ -131,6 +131,8 @@ TEST(Q8Matmul, QuantiserEqualsReference) {
           << simd_name(level);
       if (f == Q8Format::k256) {
         EXPECT_EQ(std::memcmp(ref.sums, got.sums, size_t(m * (k / 16) * 2)), 0) << simd_name(level);
+        EXPECT_EQ(std::memcmp(ref.sums32, got.sums32, size_t(m * (k / 32) * 2)), 0)
+            << simd_name(level);
       }
     }
     const int64_t bs = q8_block(f);
