@@ -194,10 +194,16 @@ Q8_INLINE void q45k_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* 
     for (int r = 0; r < R; ++r) {
       const __m128i sub =
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.row_sums32(r0 + r) + 8 * b));
-      const int32_t im = hsum4(_mm_madd_epi16(mins16, sub));
+      // is and im reduced together: lanes [is, im, is, im], converted at once.
+      const __m128i i4 =
+          _mm_add_epi32(_mm256_castsi256_si128(is[r]), _mm256_extracti128_si256(is[r], 1));
+      __m128i h = _mm_hadd_epi32(i4, _mm_madd_epi16(mins16, sub));
+      h = _mm_hadd_epi32(h, h);
+      const __m128 f = _mm_cvtepi32_ps(h);
       const float dx = x.row_d(r0 + r)[b];
       const float dd = d * dx, dm = dmin * dx;
-      acc[r] = acc[r] + std::fma(-dm, float(im), dd * float(hsum8(is[r])));
+      acc[r] =
+          acc[r] + std::fma(-dm, _mm_cvtss_f32(_mm_shuffle_ps(f, f, 1)), dd * _mm_cvtss_f32(f));
     }
   }
 #pragma GCC unroll 4
@@ -208,7 +214,7 @@ Q8_INLINE void q45k_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* 
 
 template <bool kVnni, int R>
 Q8_INLINE void q6k_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* y, int64_t ldy) {
-  const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+  const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   float acc[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
@@ -228,23 +234,24 @@ Q8_INLINE void q6k_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* y
       const __m256i a = load(blk->ql + 64 * h), bq = load(blk->ql + 64 * h + 32);
       const __m256i hb = load(blk->qh + 32 * h);
       __m256i u[4];
+      // Two high bits of each code moved to bits 4-5 (16-bit shifts: what crosses a byte is
+      // masked off).
       u[0] =
-          _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4));
+          _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
       u[1] = _mm256_or_si256(_mm256_and_si256(bq, m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4));
-      u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m3), 4));
+                             _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+      u[2] =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_and_si256(hb, m30));
       u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 4), m4),
-                             _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m3), 4));
+                             _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+      // The half's 8 int16 scales in both lanes; group s = 8h + 2g is element 2g.
+      const __m256i sch = _mm256_permute2x128_si256(sc16, sc16, h ? 0x11 : 0x00);
 #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
-        // Scales of groups s, s + 1 (s = 8h + 2g) in lanes 0 and 1, as int16.
-        const int s = 8 * h + 2 * g;
-        const __m128i pick =
-            _mm_setr_epi8(char(s), char(s), char(s), char(s), char(s), char(s), char(s), char(s),
-                          char(s + 1), char(s + 1), char(s + 1), char(s + 1), char(s + 1),
-                          char(s + 1), char(s + 1), char(s + 1));
-        const __m256i scv = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pick));
+        // Scales of groups s, s + 1 in lanes 0 and 1.
+        const __m256i scv = _mm256_shuffle_epi8(
+            sch, _mm256_setr_m128i(_mm_set1_epi16(int16_t((4 * g + 1) << 8 | 4 * g)),
+                                   _mm_set1_epi16(int16_t((4 * g + 3) << 8 | (4 * g + 2)))));
 #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
           const int8_t* xq = x.row_q(r0 + r) + b * 256 + 128 * h + 32 * g;
