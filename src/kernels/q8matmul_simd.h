@@ -496,7 +496,7 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
       }
     }
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 1
   for (int v = 0; v < 8; ++v) {
     __m256i w[P], s[P];
 #pragma GCC unroll 2
