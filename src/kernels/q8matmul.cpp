@@ -2,6 +2,7 @@
 // products of Q4_K, Q5_K, Q6_K and Q8_0 weights in the canonical order.
 #include "kernels/q8matmul.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -27,6 +28,7 @@ constexpr uint32_t kInfBits = 0x7f800000;
 
 // One block of n activations (q8matmul.h): codes q, returns the scale d.
 float quantize_block(const float* x, int n, int8_t* q) {
+  if (n <= 0) return 0.0f;  // (never: n is 32 or 256)
   uint32_t a = 0;
   for (int j = 0; j < n; ++j) a = std::max(a, bits_of(x[j]) & 0x7fffffff);
   if (a < kTinyBits || a >= kInfBits) {
@@ -169,22 +171,14 @@ Q8Rows q8_rows_at(void* buffer, Q8Format f, int64_t m, int64_t k) {
 }
 
 void q8_quantize_ref(const float* x, const Q8Rows& out, int64_t r0, int64_t r1) {
-  const int bs = int(q8_block(out.format));
-  for (int64_t r = r0; r < r1; ++r) {
-    int8_t* q = out.q + r * out.k;
-    float* d = out.d + r * (out.k / bs);
-    for (int64_t b = 0; b < out.k / bs; ++b)
-      d[b] = quantize_block(x + r * out.k + b * bs, bs, q + b * bs);
-    if (out.format != Q8Format::k256) continue;
-    int16_t* s = out.sums + r * (out.k / 16);
-    for (int64_t g = 0; g < out.k / 16; ++g) {
+  q8_quantize_rows(x, out, r0, r1, quantize_block, [](const int8_t* q, int16_t* s16, int16_t* s32) {
+    for (int g = 0; g < 16; ++g) {
       int v = 0;
       for (int j = 0; j < 16; ++j) v += q[16 * g + j];
-      s[g] = int16_t(v);
+      s16[g] = int16_t(v);
     }
-    int16_t* s32 = out.sums32 + r * (out.k / 32);
-    for (int64_t g = 0; g < out.k / 32; ++g) s32[g] = int16_t(s[2 * g] + s[2 * g + 1]);
-  }
+    for (int g = 0; g < 8; ++g) s32[g] = int16_t(s16[2 * g] + s16[2 * g + 1]);
+  });
 }
 
 void q8matmul_ref_range(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1) {

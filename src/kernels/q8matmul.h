@@ -59,6 +59,25 @@ int64_t q8_rows_bytes(Q8Format f, int64_t m, int64_t k);
 // Lays out m × k rows in `buffer` (q8_rows_bytes bytes, 64-byte aligned).
 Q8Rows q8_rows_at(void* buffer, Q8Format f, int64_t m, int64_t k);
 
+// Rows [r0, r1) of x[m][K] into `out`, one quantiser for all: each block through
+// `block(x, n, q)` (returns its scale), then for k256 each superblock's code sums through
+// `sums(q, s16, s32)`.
+template <class BlockFn, class SumsFn>
+void q8_quantize_rows(const float* x, const Q8Rows& out, int64_t r0, int64_t r1, BlockFn&& block,
+                      SumsFn&& sums) {
+  const int64_t bs = q8_block(out.format);
+  for (int64_t r = r0; r < r1; ++r) {
+    int8_t* q = out.q + r * out.k;
+    float* d = out.d + r * (out.k / bs);
+    for (int64_t b = 0; b < out.k / bs; ++b)
+      d[b] = block(x + r * out.k + b * bs, int(bs), q + b * bs);
+    if (out.format != Q8Format::k256) continue;
+    for (int64_t b = 0; b < out.k / 256; ++b)
+      sums(q + 256 * b, out.sums + r * (out.k / 16) + 16 * b,
+           out.sums32 + r * (out.k / 32) + 8 * b);
+  }
+}
+
 // The scalar references: rows [r0, r1) of x[m][K] into `out`; outputs [n0, n1) of every row.
 void q8_quantize_ref(const float* x, const Q8Rows& out, int64_t r0, int64_t r1);
 void q8matmul_ref_range(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1);

@@ -34,11 +34,6 @@ Q8_INLINE int32_t hsum8(__m256i v) {
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
   return _mm_cvtsi128_si32(s);
 }
-Q8_INLINE int32_t hsum4(__m128i s) {
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
-}
 Q8_INLINE float f16_at(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
@@ -77,6 +72,7 @@ Q8_INLINE void codes32(const float* x, __m256 inv, int8_t* q) {
 
 // One block of n (32 or 256) floats: codes into q, returns d (q8matmul.h).
 Q8_INLINE float quantize_block(const float* x, int n, int8_t* q) {
+  if (n <= 0) return 0.0f;  // (never: n is 32 or 256)
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
   __m256i mx = _mm256_setzero_si256();
   for (int j = 0; j < n; j += 8) mx = _mm256_max_epi32(mx, _mm256_and_si256(load(x + j), abs_mask));
@@ -116,22 +112,12 @@ Q8_INLINE void sums256(const int8_t* q, int16_t* s) {
 }
 
 void quantize(const float* x, const Q8Rows& out, int64_t r0, int64_t r1) {
-  const int bs = int(q8_block(out.format));
-  for (int64_t r = r0; r < r1; ++r) {
-    int8_t* q = out.q + r * out.k;
-    float* d = out.d + r * (out.k / bs);
-    for (int64_t b = 0; b < out.k / bs; ++b)
-      d[b] = quantize_block(x + r * out.k + b * bs, bs, q + b * bs);
-    if (out.format != Q8Format::k256) continue;
-    for (int64_t b = 0; b < out.k / 256; ++b) {
-      int16_t* s16 = out.sums + r * (out.k / 16) + 16 * b;
-      sums256(q + 256 * b, s16);
-      const __m128i s32 =
-          _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16)),
-                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(s16 + 8)));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out.sums32 + r * (out.k / 32) + 8 * b), s32);
-    }
-  }
+  q8_quantize_rows(x, out, r0, r1, quantize_block, [](const int8_t* q, int16_t* s16, int16_t* s32) {
+    sums256(q, s16);
+    const __m128i p = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s16)),
+                                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(s16 + 8)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(s32), p);
+  });
 }
 
 // ---- Q4_K, Q5_K ----
@@ -476,26 +462,13 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
     for (int p = 0; p < P; ++p) {
       a[r][p] =
           _mm256_add_epi32(_mm512_castsi512_si256(z[r][p]), _mm512_extracti64x4_epi64(z[r][p], 1));
-      if constexpr (kKind == 2) {
-        const __m256i c = _mm256_madd_epi16(pan[p].sc16, load(x.row_sums(r0 + r) + 16 * b));
-        a[r][p] = _mm256_sub_epi32(a[r][p], _mm256_slli_epi32(c, 5));
-      }
     }
   }
 #else
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 2
-    for (int p = 0; p < P; ++p) {
-      if constexpr (kKind == 2) {
-        // − 32 · Σ_s sc_s · (x-sum of group s): the codes' offset.
-        const __m256i c = _mm256_madd_epi16(pan[p].sc16, load(x.row_sums(r0 + r) + 16 * b));
-        a[r][p] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(c, 5));
-      } else {
-        a[r][p] = _mm256_setzero_si256();
-      }
-    }
-  }
+    for (int p = 0; p < P; ++p) a[r][p] = _mm256_setzero_si256();
 #pragma GCC unroll 1
   for (int v = 0; v < 8; ++v) {
     __m256i w[P], s[P];
@@ -513,6 +486,16 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
     }
   }
 #endif
+  if constexpr (kKind == 2) {
+    // − 32 · Σ_s sc_s · (x-sum of group s): the codes' offset.
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 2
+      for (int p = 0; p < P; ++p) {
+        const __m256i c = _mm256_madd_epi16(pan[p].sc16, load(x.row_sums(r0 + r) + 16 * b));
+        a[r][p] = _mm256_sub_epi32(a[r][p], _mm256_slli_epi32(c, 5));
+      }
+  }
   // The float step for lane r·P + p.
   if constexpr (R == 4 && P == 2) {
     // The full tile: lanes (r, p) = 2r + p, built with vector operations.
