@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@
 #include "bench_peer.h"
 #include "bench_registry.h"
 #include "bench_vision.h"
+#include "core/activations.h"
 #include "core/error.h"
 #include "core/quantize.h"
 #include "core/simd.h"
@@ -57,6 +59,7 @@ struct ModelBenchOptions {
   int64_t decode = 32;
   std::string threads = "1,2";
   std::string simd;
+  std::string activations = "f32";  // profiles to run, each measure of every one in turn
   bool keep = false;
   bool huge_pages = false;  // weights copied into 2 MiB pages (Model::load)
   std::string peer;         // "llama-bench=PATH": run llama.cpp's llama-bench between invar's runs
@@ -307,6 +310,21 @@ int run_bench(const ModelBenchOptions& o) {
     if (!lvl) throw Error("--simd: '" + o.simd + "' is not one of off, avx2, avx512");
     simd_set(*lvl);
   }
+  std::vector<ActivationProfile> profiles;
+  {
+    std::stringstream ss(o.activations);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      const auto p = activations_parse(item);
+      if (!p) throw Error("--activations: '" + item + "' is not one of f32, q8");
+      profiles.push_back(*p);
+    }
+    if (profiles.empty()) throw Error("--activations: empty list");
+  }
+  // The phase's name carries the profile where more than one runs.
+  const auto profile_tag = [&](ActivationProfile a) {
+    return profiles.size() > 1 ? " " + std::string(activations_name(a)) : std::string();
+  };
   if (o.decode < 1) throw Error("--decode: at least 1 token");
   const SimdLevel level = simd_active();
   const std::string simd = std::string(simd_name(level));
@@ -377,7 +395,7 @@ int run_bench(const ModelBenchOptions& o) {
       "per token: %.1f M active params (K of NE experts + shared expert), output "
       "projection %.1f M (prefill: once per prompt; decode: every token)\n",
       work.active_params / 1e6, work.output_params / 1e6);
-  std::printf("simd: %s\n", simd.c_str());
+  std::printf("simd: %s, activations: %s\n", simd.c_str(), o.activations.c_str());
   std::fflush(stdout);
 
   const int64_t bs = 64;
@@ -417,6 +435,7 @@ int run_bench(const ModelBenchOptions& o) {
       Timing t;
       double flops_or_bytes;
       bool decode;
+      bool int8 = false;  // q8 prefill: integer products, which the FMA peak does not bound
     };
     std::vector<Row> rows;
     progress("%d thread(s): warm-up (prefill %lld)", nt, (long long)max_prompt);
@@ -452,28 +471,39 @@ int run_bench(const ModelBenchOptions& o) {
     for (int64_t round = 0; round < o.repeat; ++round) {
       size_t i = 0;
       for (int64_t p : prompts) {
-        progress("%d thread(s): prefill %lld", nt, (long long)p);
-        std::fill(prefill_sb.state.begin(), prefill_sb.state.end(), 0.0f);
-        std::fill(prefill_sb.kv.begin(), prefill_sb.kv.end(), 0.0f);
-        const Timing t = timed_forward(*model, prefill_sb, tokens.data(), p, 0, bs, pool);
         const double flops = work.prefill_flops(p) / double(p);
         char w[32];
         std::snprintf(w, sizeof w, "%.3f GFLOP", flops / 1e9);
+        std::vector<Row> runs;
+        for (ActivationProfile a : profiles) {
+          activations_set(a);
+          progress("%d thread(s): prefill %lld%s", nt, (long long)p, profile_tag(a).c_str());
+          std::fill(prefill_sb.state.begin(), prefill_sb.state.end(), 0.0f);
+          std::fill(prefill_sb.kv.begin(), prefill_sb.kv.end(), 0.0f);
+          const Timing t = timed_forward(*model, prefill_sb, tokens.data(), p, 0, bs, pool);
+          runs.push_back({"prefill " + std::to_string(p) + profile_tag(a), w, double(p), t, flops,
+                          false, a == ActivationProfile::q8});
+        }
         const double peer_rate = peer_run("prefill", {p, 0, 0, nt});
-        keep_best(i++, {"prefill " + std::to_string(p), w, double(p), t, flops, false}, peer_rate);
+        for (const Row& r : runs) keep_best(i++, r, peer_rate);
       }
-      progress("%d thread(s): decode %lld tokens after a %lld-token prompt", nt,
-               (long long)o.decode, (long long)p0);
-      SeqBuffers sb(*model, p0 + o.decode, bs);
-      timed_forward(*model, sb, tokens.data(), p0, 0, bs, pool);
-      Timing t;
-      for (int64_t k = 0; k < o.decode; ++k)
-        t += timed_forward(*model, sb, tokens.data() + p0 + k, 1, p0 + k, bs, pool);
       char w[32];
       std::snprintf(w, sizeof w, "%.1f MB", decode_bytes / 1e6);
+      std::vector<Row> runs;
+      for (ActivationProfile a : profiles) {
+        activations_set(a);
+        progress("%d thread(s): decode %lld tokens after a %lld-token prompt%s", nt,
+                 (long long)o.decode, (long long)p0, profile_tag(a).c_str());
+        SeqBuffers sb(*model, p0 + o.decode, bs);
+        timed_forward(*model, sb, tokens.data(), p0, 0, bs, pool);
+        Timing t;
+        for (int64_t k = 0; k < o.decode; ++k)
+          t += timed_forward(*model, sb, tokens.data() + p0 + k, 1, p0 + k, bs, pool);
+        runs.push_back({"decode" + profile_tag(a), w, double(o.decode), t, decode_bytes, true});
+      }
       bandwidth.add(measure_read_bandwidth(bw_buf, pool));
       const double peer_rate = peer_run("decode", {0, o.decode, p0, nt});
-      keep_best(i++, {"decode", w, double(o.decode), t, decode_bytes, true}, peer_rate);
+      for (const Row& r : runs) keep_best(i++, r, peer_rate);
     }
     lim.fma_gflops.keep_best(measure_fma_peak(level, pool));
     lim.read_gbs = bandwidth.limit();
@@ -506,8 +536,10 @@ int run_bench(const ModelBenchOptions& o) {
                    : "the FLOPs per prompt token (" + r.work +
                          ") undercount the model's work, or the FMA peak was measured while "
                          "other work loaded the machine";
-      const double f = checked_fraction(rate, roof, what, why);
-      const double f_cpu = checked_fraction(rate_cpu, roof_cpu, what + " (CPU-time clock)", why);
+      const double f = r.int8 ? rate / roof : checked_fraction(rate, roof, what, why);
+      const double f_cpu =
+          r.int8 ? rate_cpu / roof_cpu
+                 : checked_fraction(rate_cpu, roof_cpu, what + " (CPU-time clock)", why);
       std::printf("%-8d %-13s %-13s %10.1f %10.1f %6.0f%% %10.1f %10.1f %6.0f%%\n", nt,
                   r.phase.c_str(), r.work.c_str(), rate, roof, 100 * f, rate_cpu, roof_cpu,
                   100 * f_cpu);
@@ -545,6 +577,10 @@ BenchKind model_bench("model", [](CLI::App& bench) -> Command::Run {
   c->add_option("--decode", o->decode, "decoded tokens after a 128-token prompt (default 32)");
   c->add_option("--threads", o->threads, "thread counts (default 1,2)");
   c->add_option("--simd", o->simd, "off|avx2|avx512");
+  c->add_option("--activations", o->activations,
+                "f32|q8|f32,q8: numerics profiles to measure, each measure of every one in turn "
+                "(default f32; q8: 8-bit activations, integer dot products; its prefill rows' "
+                "FMA roofline is not a bound)");
   c->add_flag("--keep", o->keep, "keep the generated GGUF");
   c->add_flag("--huge-pages", o->huge_pages,
               "weights in a private copy of 2 MiB pages instead of the file's mapping (fewer TLB "

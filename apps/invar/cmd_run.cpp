@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "command.h"
+#include "core/activations.h"
 #include "core/error.h"
 #include "core/simd.h"
 #include "engine/engine.h"
@@ -43,6 +44,7 @@ struct RunOptions {
   int prompt_logprobs = 0;
   int threads = 1;
   std::string simd;
+  std::string activations = "f32";  // numerics profile of the matrix products (core/activations.h)
   bool json = false;
   int64_t chunk = 0;
   bool ignore_eos = false;
@@ -166,6 +168,9 @@ int run(const RunOptions& o) {
     if (!lvl) throw Error("--simd: '" + o.simd + "' is not one of off, avx2, avx512");
     simd_set(*lvl);
   }
+  const auto profile = activations_parse(o.activations);
+  if (!profile) throw Error("--activations: '" + o.activations + "' is not one of f32, q8");
+  activations_set(*profile);
 
   auto model = Model::load(o.model, /*populate_now=*/true, o.huge_pages);
   Tokenizer tok(vocab_from_gguf(model->gguf()));
@@ -270,10 +275,11 @@ int run(const RunOptions& o) {
   std::fflush(stdout);  // the text first, then the timing line on stderr
   std::fprintf(stderr,
                "prompt %lld tokens %.3f s (%.1f tok/s), generated %zu tokens %.3f s "
-               "(%.1f tok/s), threads %d, simd %s\n",
+               "(%.1f tok/s), threads %d, simd %s, activations %s\n",
                (long long)n_prompt, pre_s, double(n_prompt) / pre_s, n_gen, dec_s,
                n_gen > 1 ? double(n_gen - 1) / dec_s : 0.0, o.threads,
-               std::string(simd_name(simd_active())).c_str());
+               std::string(simd_name(simd_active())).c_str(),
+               std::string(activations_name(activations_active())).c_str());
   if (got.finished.speculative)
     std::fprintf(stderr, "spec %s: %lld drafted, %lld accepted\n", o.engine.spec.c_str(),
                  static_cast<long long>(got.finished.draft_tokens),
@@ -308,6 +314,10 @@ Command run_command("run", [](CLI::App& root) -> Command::Run {
                 "for each prompt position >= 1: the prompt token's logprob, then the top K");
   c->add_option("--threads", o->threads, "threads (results do not depend on it)");
   c->add_option("--simd", o->simd, "off|avx2|avx512 (default: the best the CPU has)");
+  c->add_option("--activations", o->activations,
+                "f32|q8: numerics profile of the matrix products (default f32; q8: 8-bit "
+                "activations and integer dot products for Q4_K/Q5_K/Q6_K/Q8_0 weights, "
+                "llama.cpp's accuracy, other bits; docs/numerics.md)");
   c->add_flag("--json", o->json, "print one JSON object (logprobs as %.9g)");
   c->add_option("--chunk", o->chunk, "prefill chunk size in tokens (0: whole prompt)");
   c->add_flag("--ignore-eos", o->ignore_eos, "do not stop at end-of-sequence tokens");

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "command.h"
+#include "core/activations.h"
 #include "core/error.h"
 #include "core/simd.h"
 #include "core/user_cache_dir.h"
@@ -42,6 +43,7 @@ struct ServeOptions {
   EngineConfig engine;
   bool no_prefix_cache = false;
   std::string simd;
+  std::string activations = "f32";  // numerics profile of the matrix products (core/activations.h)
   double drain_timeout_s = 30;
   std::string log_format = "text";
   server::BackendOptions backend;
@@ -101,6 +103,9 @@ int run_serve(ServeOptions& o) {
     if (!level) throw Error("--simd must be off, avx2 or avx512, not '" + o.simd + "'");
     simd_set(*level);
   }
+  const auto profile = activations_parse(o.activations);
+  if (!profile) throw Error("--activations must be f32 or q8, not '" + o.activations + "'");
+  activations_set(*profile);
   if (!o.tool_call_parser.empty())
     o.backend.tool_call_syntax = server::tool_call_syntax_parse(o.tool_call_parser);
   if (o.reasoning_format != "auto" && o.reasoning_format != "none")
@@ -390,6 +395,10 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
                 "Each holds its live recurrent state outside --cache-bytes")
       ->capture_default_str();
   s->add_option("--simd", o->simd, "off | avx2 | avx512 (default: the best the CPU has)");
+  s->add_option("--activations", o->activations,
+                "f32 | q8: numerics profile of the matrix products (default f32; q8: 8-bit "
+                "activations and integer dot products for Q4_K/Q5_K/Q6_K/Q8_0 weights, "
+                "llama.cpp's accuracy, its own bits and system_fingerprint; docs/numerics.md)");
   s->add_option("--served-model-name", o->server.served_model_names,
                 "NAME...: the names /v1/models lists and requests' \"model\" must match (else "
                 "404 model_not_found); responses carry the first. Default: the model's id, "

@@ -6,5 +6,7 @@
 namespace invar {
 
 inline constexpr const char* kNumericsVersion = "invar-numerics-3";
+// The opt-in `--activations q8` profile (core/activations.h): its own bits, its own version.
+inline constexpr const char* kNumericsVersionQ8 = "invar-numerics-3-q8.1";
 
 }  // namespace invar

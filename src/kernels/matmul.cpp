@@ -8,9 +8,11 @@
 #include <memory>
 #include <vector>
 
+#include "core/activations.h"
 #include "core/dequant.h"
 #include "core/error.h"
 #include "kernels/kernels_isa.h"
+#include "kernels/q8matmul.h"
 #include "kernels/qmatmul.h"
 #include "kernels/reduce.h"
 
@@ -80,6 +82,31 @@ void matmul_scalar_range(const Matrix& w, const float* x, int64_t m, float* y, i
   }
 }
 
+// The activation format a product with w uses under the active profile: none (F32 activations)
+// unless the q8 profile is on and w's type has integer kernels.
+Q8Format q8_format_now(const Matrix& w) {
+  return activations_active() == ActivationProfile::q8 ? q8_format_of(w.type()) : Q8Format::none;
+}
+
+// The calling thread's buffer for quantised activations: grows to the largest call, then is
+// reused, so a warm engine allocates nothing per step. 64-byte aligned.
+uint8_t* q8_buffer(int64_t bytes) {
+  thread_local std::unique_ptr<uint8_t[]> mem;
+  thread_local int64_t size = 0;
+  if (bytes + 64 > size) {
+    size = std::max(bytes + 64, size * 2);
+    mem = std::make_unique<uint8_t[]>(size_t(size));
+  }
+  const auto at = reinterpret_cast<uintptr_t>(mem.get());
+  return mem.get() + ((64 - at % 64) % 64);
+}
+
+// Rows [r0, r1) of x quantised into `out` by the active level's quantiser.
+void q8_quantize(const float* x, const Q8Rows& out, int64_t r0, int64_t r1) {
+  if (const Q8Kernels* k = q8_kernels()) return k->quantize(x, out, r0, r1);
+  q8_quantize_ref(x, out, r0, r1);
+}
+
 void check_scratch(std::span<float> scratch, int n_threads) {
   INVAR_CHECK(int64_t(scratch.size()) >= matmul_scratch_floats(n_threads),
               "matmul: scratch of " + std::to_string(scratch.size()) + " floats, needs " +
@@ -107,6 +134,11 @@ void Matrix::row_to_f32(int64_t n, float* out) const {
 
 void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y) {
   INVAR_CHECK(m >= 0);
+  if (const Q8Format f = q8_format_now(w); f != Q8Format::none && m > 0) {
+    const Q8Rows xq = q8_rows_at(q8_buffer(q8_rows_bytes(f, m, w.k())), f, m, w.k());
+    q8_quantize_ref(x, xq, 0, m);
+    return q8matmul_ref_range(quant_view(w), xq, y, 0, w.n());
+  }
   matmul_scalar_range(w, x, m, y, 0, w.n());
 }
 
@@ -119,6 +151,11 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
   INVAR_CHECK(m >= 0);
   if (m == 0) return;
   const IsaKernels* isa = isa_kernels();
+  if (q8_format_now(w) != Q8Format::none) {
+    // The q8 profile: one job (its activations quantised once, its outputs split by cost).
+    const MatmulJob job{&w, x, m, y};
+    return matmul_jobs({&job, 1}, pool, scratch);
+  }
   if (isa == nullptr) {
     pool.parallel_for(
         w.n(), [&](int64_t b, int64_t e, int) { matmul_scalar_range(w, x, m, y, b, e); },
@@ -142,18 +179,64 @@ void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& po
 
 namespace {
 
-// Outputs [n0, n1) of one job (n0 on a group boundary), by the same kernels as matmul().
-void job_range(const MatmulJob& j, const IsaKernels* isa, int64_t n0, int64_t n1, float* scratch) {
+// Outputs [n0, n1) of one job (n0 on a group boundary), by the same kernels as matmul(); xq: the
+// job's quantised activations under the q8 profile, else format none.
+void job_range(const MatmulJob& j, const IsaKernels* isa, int64_t n0, int64_t n1, float* scratch,
+               const Q8Rows& xq) {
   const Matrix& w = *j.w;
+  if (xq.format != Q8Format::none) {
+    if (const Q8Kernels* k = q8_kernels()) return k->rows(quant_view(w), xq, j.y, n0, n1);
+    return q8matmul_ref_range(quant_view(w), xq, j.y, n0, n1);
+  }
   if (!isa) return matmul_scalar_range(w, j.x, j.m, j.y, n0, n1);
   isa->qmatmul_rows(quant_view(w), j.x, j.m, j.y, n0, n1, scratch);
 }
 
 }  // namespace
 
+// Under the q8 profile, the activations of every job that has integer kernels, quantised once per
+// call (jobs reading the same rows share them); format none for the others. Rows are quantised
+// in parallel when there are many (each row on its own: the split changes no bit).
+void q8_quantize_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::vector<Q8Rows>& out) {
+  out.assign(jobs.size(), Q8Rows{});
+  int64_t bytes = 0;
+  for (const MatmulJob& j : jobs) {
+    const Q8Format f = q8_format_now(*j.w);
+    if (f != Q8Format::none && j.m > 0) bytes += q8_rows_bytes(f, j.m, j.w->k());
+  }
+  if (bytes == 0) return;
+  uint8_t* at = q8_buffer(bytes);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const MatmulJob& j = jobs[i];
+    const Q8Format f = q8_format_now(*j.w);
+    if (f == Q8Format::none || j.m == 0) continue;
+    const int64_t k = j.w->k();
+    bool shared = false;
+    for (size_t e = 0; e < i && !shared; ++e) {
+      if (jobs[e].x == j.x && jobs[e].m == j.m && out[e].k == k && out[e].format == f) {
+        out[i] = out[e];
+        shared = true;
+      }
+    }
+    if (shared) continue;
+    out[i] = q8_rows_at(at, f, j.m, k);
+    at += q8_rows_bytes(f, j.m, k);
+    if (j.m * k < 64 * 1024) {
+      q8_quantize(j.x, out[i], 0, j.m);
+    } else {
+      pool.parallel_for(j.m, [&](int64_t b, int64_t e, int) { q8_quantize(j.x, out[i], b, e); });
+    }
+  }
+}
+
 void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<float> scratch) {
   const IsaKernels* isa = isa_kernels();
   if (isa) check_scratch(scratch, pool.size());
+  // Named through a reference: the pool's threads must see the calling thread's vector, not their
+  // own thread_local one.
+  thread_local std::vector<Q8Rows> xq_of_thread;
+  std::vector<Q8Rows>& xq = xq_of_thread;
+  q8_quantize_jobs(jobs, pool, xq);
   // Cost of one output of each job: its weight bytes (decode streams them) plus one
   // multiply-add per row and k (prefill computes them).
   auto output_cost = [](const MatmulJob& j) {
@@ -188,13 +271,14 @@ void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<fl
     pool.parallel_balanced(n_pieces, 1, [&](int64_t p0, int64_t p1, int thread_index) {
       float* thread_scratch = scratch.data() + thread_index * per_thread;
       int64_t first = 0;  // the first piece of job j
-      for (const MatmulJob& j : jobs) {
+      for (size_t i = 0; i < jobs.size(); ++i) {
+        const MatmulJob& j = jobs[i];
         const int64_t count = pieces_of(j);
         const int64_t a = std::max(p0, first), b = std::min(p1, first + count);
         if (a < b) {
           const int64_t span = group_of(j) * kOutputGroup;
           job_range(j, isa, (a - first) * span, std::min(j.w->n(), (b - first) * span),
-                    thread_scratch);
+                    thread_scratch, xq[i]);
         }
         first += count;
         if (first >= p1) break;
@@ -208,7 +292,8 @@ void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<fl
     const double lo = total * double(ti) / n_threads, hi = total * double(ti + 1) / n_threads;
     float* thread_scratch = isa ? scratch.data() + thread_index * per_thread : nullptr;
     double at = 0;
-    for (const MatmulJob& j : jobs) {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const MatmulJob& j = jobs[i];
       const int64_t n = j.w->n(), group = kOutputGroup;
       const double unit = output_cost(j);
       const double end = at + double(n) * unit;
@@ -221,7 +306,7 @@ void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<fl
         };
         const int64_t n0 = std::min(n, first_group(lo) * group);
         const int64_t n1 = ti + 1 == n_threads ? n : std::min(n, first_group(hi) * group);
-        if (n0 < n1) job_range(j, isa, n0, n1, thread_scratch);
+        if (n0 < n1) job_range(j, isa, n0, n1, thread_scratch, xq[i]);
       }
       at = end;
     }

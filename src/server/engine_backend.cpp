@@ -6,8 +6,8 @@
 #include <thread>
 
 #include "cache/slot_arena.h"
+#include "core/activations.h"
 #include "core/error.h"
-#include "core/numerics_version.h"
 #include "engine/postprocess.h"
 #include "server/fingerprint.h"
 #include "server/vocab_backend.h"
@@ -45,7 +45,10 @@ class EngineBackend : public VocabBackend {
       throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
                   " tokens but the model only " + std::to_string(model_->hparams().n_vocab));
     id_ = model_id_of(path);
-    fingerprint_ = system_fingerprint_of(model_->sha256(), kNumericsVersion);
+    // The numerics version of the profile this process runs (--activations): a q8 server never
+    // claims the f32 profile's bits.
+    fingerprint_ =
+        system_fingerprint_of(model_->sha256(), numerics_version_of(activations_active()));
     cfg.fingerprint = fingerprint_;  // lower-tier records are filed under it
     if (!opts_.mmproj.empty()) vision_load(cfg.threads);
     const auto t_engine = std::chrono::steady_clock::now();

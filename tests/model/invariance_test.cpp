@@ -4,11 +4,14 @@
 // recurrent-state checkpoints are taken mid-chunk; on the reference models and on generated
 // models of every quantised weight type (tests/model/CMakeLists.txt). Each test also checks that
 // the varied condition really happened (the SIMD level is active, the pool has 2 threads, the batch
-// has several sequences, the checkpoint fell inside a chunk).
+// has several sequences, the checkpoint fell inside a chunk). With INVAR_TEST_ACTIVATIONS=q8 every
+// test runs under the q8 activation profile (core/activations.h), whose integer products keep the
+// same invariances with other bits.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "core/activations.h"
 #include "core/simd.h"
 #include "kernels/select.h"
 #include "model/quant_preset.h"
@@ -17,8 +20,19 @@
 namespace invar::test {
 namespace {
 
+// The profile INVAR_TEST_ACTIVATIONS names (default f32).
+ActivationProfile test_profile() {
+  const char* env = std::getenv("INVAR_TEST_ACTIVATIONS");
+  const auto p = activations_parse(env ? env : "f32");
+  if (!p) throw std::runtime_error(std::string("INVAR_TEST_ACTIVATIONS=") + env);
+  return *p;
+}
+
 const Model& model() {
-  static std::unique_ptr<Model> m = Model::load(test_model_path(test_model_name()));
+  static std::unique_ptr<Model> m = [] {
+    activations_set(test_profile());
+    return Model::load(test_model_path(test_model_name()));
+  }();
   return *m;
 }
 
@@ -80,6 +94,21 @@ TEST(Invariance, BaselineIsSane) {
   SeqState st(model(), 150);
   std::vector<float> lg = run_chunked(model(), st, t2, 0, pool);
   EXPECT_NE(bits_diff({lg.end() - V(), lg.end()}, {b.logits.end() - V(), b.logits.end()}), "");
+}
+
+// Under INVAR_TEST_ACTIVATIONS=q8 the profile is active and changes the logits (the model has
+// weights of the q8 types), so the invariances below are the q8 profile's.
+TEST(Invariance, ActivationProfileIsActive) {
+  const Baseline& b = baseline();
+  ASSERT_EQ(activations_active(), test_profile());
+  if (test_profile() == ActivationProfile::f32) GTEST_SKIP() << "the f32 profile";
+  activations_set(ActivationProfile::f32);
+  ThreadPool pool(1);
+  SeqState st(model(), 20);
+  const std::vector<int32_t> head(b.tokens.begin(), b.tokens.begin() + 20);
+  const std::vector<float> lg = run_chunked(model(), st, head, 0, pool);
+  activations_set(test_profile());
+  EXPECT_NE(bits_diff(lg, {b.logits.begin(), b.logits.begin() + 20 * V()}, V()), "");
 }
 
 // A generated model ("generated:ARCH:TYPE") has that architecture and holds tensors of TYPE

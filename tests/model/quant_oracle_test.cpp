@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/activations.h"
 #include "model/gguf.h"
 #include "model/quant_preset.h"
 #include "model_harness.h"
@@ -230,6 +231,53 @@ TEST(QuantOracle, Qwen35) {
 }
 TEST(QuantOracle, Qwen35moe) {
   check_arch(Arch::qwen35moe);
+}
+
+// The q8 activation profile (--activations q8) next to the f32 profile: the files of the
+// presets whose types it has integer kernels for (Q4_K_M, Q5_K_M, Q6_K, Q8_0) on each
+// architecture, each profile's greedy run scored by the oracle on its own tokens. The f32 profile
+// keeps kTol; the q8 profile has the error of 8-bit activations (llama.cpp's), bounded here by
+// kTolQ8, and must show it (else the profile did not run).
+constexpr double kTolQ8 = 3.0;  // measured: 0.43 .. 2.1 (docs/numerics.md, "The q8 profile")
+
+TEST(QuantOracle, Q8Profile) {
+  const ActivationProfile saved = activations_active();
+  std::vector<Case> cases;
+  std::vector<ActivationProfile> profile;
+  for (Arch arch : {Arch::qwen3next, Arch::qwen35, Arch::qwen35moe}) {
+    const std::string a(arch_name(arch));
+    for (const char* p : {"q4_k_m", "q5_k_m", "q6_k", "q8_0"}) {
+      const std::string path = dir() + "/q8-" + a + "-" + p + ".gguf";
+      write_generated(quant_test_config(arch, p), path);
+      for (ActivationProfile ap : {ActivationProfile::f32, ActivationProfile::q8}) {
+        Case k;
+        k.name = a + "-" + p + " " + std::string(activations_name(ap));
+        k.path = path;
+        activations_set(ap);
+        run_invar(k);
+        cases.push_back(std::move(k));
+        profile.push_back(ap);
+      }
+    }
+  }
+  activations_set(saved);
+  std::vector<std::pair<std::string, const Case*>> jobs;
+  for (const Case& k : cases) jobs.push_back({k.path, &k});
+  const auto oracle = run_oracle(jobs);
+  ASSERT_EQ(oracle.size(), jobs.size());
+  std::printf("%-24s %-10s %-10s\n", "file", "f32", "q8");
+  for (size_t i = 0; i + 1 < cases.size(); i += 2) {
+    const Agreement f = compare(cases[i], oracle[i], true);
+    const Agreement q = compare(cases[i + 1], oracle[i + 1], false);
+    EXPECT_LE(f.worst, kTol) << cases[i].name;
+    EXPECT_LE(q.worst, kTolQ8) << cases[i + 1].name;
+    EXPECT_GT(q.worst, 10 * std::max(f.worst, 1e-7)) << cases[i + 1].name << ": q8 did not run";
+    std::printf("%-24s %-10.2g %-10.2g\n",
+                cases[i].name.substr(0, cases[i].name.size() - 4).c_str(), f.worst, q.worst);
+    if (i + 2 >= cases.size() || cases[i + 2].path != cases[i].path)
+      std::filesystem::remove(cases[i].path);
+  }
+  std::fflush(stdout);
 }
 
 TEST(QuantOracle, GivenFiles) {

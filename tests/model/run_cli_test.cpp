@@ -109,6 +109,27 @@ TEST(RunCli, DigestMatchesServe) {
   EXPECT_EQ(invar::probe::completion_digests(got).order, j["digest"].get<std::string>());
 }
 
+// `--activations q8` (docs/numerics.md, "The q8 profile"): an unknown value is an error, and a
+// q8 server's system_fingerprint is not the f32 server's (it never claims the f32 bits).
+TEST(RunCli, ActivationsProfileFlag) {
+  EXPECT_EQ(run("--prompt hi -n 1 --activations q9").status, 2);
+  EXPECT_EQ(run("--prompt hi -n 1 --activations q8").status, 0);
+  using namespace invar::server::testing;
+  std::string fp[2];
+  for (int i = 0; i < 2; ++i) {
+    ServeProcess s({"--model", kModel, "--threads", "1", "--activations", i ? "q8" : "f32"},
+                   i ? "run_cli_serve_q8" : "run_cli_serve_f32");
+    ASSERT_NE(s.port(), 0) << s.log();
+    const nlohmann::json body = {{"prompt", "hi"}, {"max_tokens", 1}, {"temperature", 0}};
+    const CurlResult c = curl("-H 'Content-Type: application/json' -d " + shell_quote(body.dump()) +
+                              " " + s.url() + "/v1/completions");
+    ASSERT_EQ(c.status, 200) << c.body;
+    fp[i] = nlohmann::json::parse(c.body)["system_fingerprint"].get<std::string>();
+  }
+  EXPECT_FALSE(fp[0].empty());
+  EXPECT_NE(fp[0], fp[1]);
+}
+
 TEST(RunCli, BadInputIsAnError) {
   EXPECT_EQ(run("--tokens 5,99999 -n 1").status, 2);
   EXPECT_EQ(run("--tokens 5,x -n 1").status, 2);
