@@ -49,7 +49,8 @@ struct ServeBenchOptions {
   std::string plot;
   std::string work_dir;
   double startup_s = 600;
-  std::string simd;  // invar serve --simd (empty: the best the CPU has)
+  std::string simd;         // invar serve --simd (empty: the best the CPU has)
+  std::string activations;  // invar serve --activations (empty: its default, f32)
 };
 
 struct MachineFigures {
@@ -194,6 +195,8 @@ int serve_bench_run(ServeBenchOptions o) {
   if (o.rate < 0) throw Error("--rate: must be >= 0 (0: no open-loop row)");
   if (!o.simd.empty() && !simd_parse(o.simd))
     throw Error("--simd must be off, avx2 or avx512, not '" + o.simd + "'");
+  if (!o.activations.empty() && o.activations != "f32" && o.activations != "q8")
+    throw Error("--activations must be f32 or q8, not '" + o.activations + "'");
   if (o.threads < 0 || o.parallel < 0 || o.ctx < 0)
     throw Error("--threads, --parallel and --ctx must be >= 0");
   if (!o.plot.empty() && !fs::is_directory(fs::absolute(o.plot).parent_path()))
@@ -230,14 +233,21 @@ int serve_bench_run(ServeBenchOptions o) {
   const MachineFigures before = machine_measure(threads);
 
   std::vector<Side> sides(peer ? 2 : 1);
-  sides[0].name = o.simd.empty() ? "invar" : "invar --simd " + o.simd;
+  sides[0].name = "invar";
   std::vector<std::string> invar_args = {
       "--model",        o.model,
       "--threads",      std::to_string(threads),
       "--ctx",          std::to_string(ctx),
       "--max-num-seqs", std::to_string(parallel),
       "--queue-limit",  std::to_string(o.documents * o.questions + 16)};
-  if (!o.simd.empty()) invar_args.insert(invar_args.end(), {"--simd", o.simd});
+  if (!o.simd.empty()) {
+    invar_args.insert(invar_args.end(), {"--simd", o.simd});
+    sides[0].name += " --simd " + o.simd;
+  }
+  if (!o.activations.empty()) {
+    invar_args.insert(invar_args.end(), {"--activations", o.activations});
+    sides[0].name += " --activations " + o.activations;
+  }
   sides[0].port = replica_start(sides[0].process, invar_args, root / "invar.log", o.startup_s);
   if (peer) {
     // llama-server's -c is the context of all slots together; continuous batching and the
@@ -377,6 +387,8 @@ BenchKind serve_bench("serve", [](CLI::App& bench) -> Command::Run {
   s->add_option("--simd", o->simd,
                 "off | avx2 | avx512: invar serve's SIMD level (an AVX2 stand-in on an AVX-512 "
                 "machine; llama-server keeps its build's); default the best the CPU has");
+  s->add_option("--activations", o->activations,
+                "f32 | q8: invar serve's numerics profile (docs/numerics.md); default f32");
   s->add_flag("--quick", o->quick,
               "small run: 2 documents of 256-512 tokens x 3 questions, 8 tokens, 2 rounds "
               "(flags given explicitly still win)");
