@@ -53,6 +53,23 @@ int64_t Scheduler::admissible(const Unit& u) {
   return u.leader ? 1 : static_cast<int64_t>(u.waiting.size());
 }
 
+bool Scheduler::waits_for_shared_prefill(const ScheduledSeq& s) const {
+  if (!cfg_.prefix_cache || !s.cache_lookup) return false;
+  const std::vector<int32_t>& mine = s.cache_tokens();
+  for (const ScheduledSeq* r : running_) {
+    if (!r->cache_lookup || r->n_done >= r->n_prompt || r->cache_salt != s.cache_salt) continue;
+    // Both prompts' last tokens are always computed (a lookup covers at most n - 1), so only
+    // blocks before them can be shared.
+    const std::vector<int32_t>& theirs = r->cache_tokens();
+    const int64_t most = std::min(s.n_prompt, r->n_prompt) - 1;
+    int64_t common = 0;
+    while (common < most && mine[size_t(common)] == theirs[size_t(common)]) ++common;
+    const int64_t shared_blocks = common / cfg_.block_size;
+    if (shared_blocks > r->n_done / cfg_.block_size) return true;
+  }
+  return false;
+}
+
 bool Scheduler::blocks_ensure(ScheduledSeq* s, int64_t n_positions) {
   const int64_t need = (n_positions + cfg_.block_size - 1) / cfg_.block_size;
   while (static_cast<int64_t>(s->blocks.size()) < need) {
@@ -323,7 +340,9 @@ void Scheduler::admission_plan(StepPlan& plan, int64_t budget,
                              u->arrival);
     };
     for (Unit* u : fair_units_)
-      if (admissible(*u) > 0 && (!best || key(u) < key(best))) best = u;
+      if (admissible(*u) > 0 && (!best || key(u) < key(best)) &&
+          !waits_for_shared_prefill(*u->waiting.front()))
+        best = u;
     if (!best) return;
     ScheduledSeq* s = best->waiting.front();
     const int64_t need =

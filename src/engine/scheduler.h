@@ -18,7 +18,9 @@
 // arrival within a client), and a unit below its share that finds every slot taken gets one
 // from the unit furthest above its share (preempted). Prefill tokens are divided max-min fair
 // across clients, then units. A unit's later choices that share the first one's prompt wait
-// until the first has computed it, then hit its blocks: one prefill for n choices.
+// until the first has computed it, then hit its blocks: one prefill for n choices. So do other
+// requests whose prompts share whole blocks that a running request is still computing: the
+// questions about one document that arrive together compute the document once.
 #pragma once
 
 #include <cstdint>
@@ -122,6 +124,10 @@ class Scheduler {
   };
   Unit& unit_of(const ScheduledSeq* s) { return units_.at(s->unit); }
   static int64_t admissible(const Unit& u);  // waiting sequences that may be admitted now
+  // True when a running sequence is still computing whole blocks of s's prompt that the cache
+  // does not hold yet: s waits and hits them once they are committed, instead of computing them
+  // a second time beside it (Q questions arriving at once about one document).
+  bool waits_for_shared_prefill(const ScheduledSeq& s) const;
   void shares_compute();
   void fair_preempt();
   void running_select();

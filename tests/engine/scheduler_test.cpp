@@ -399,6 +399,41 @@ TEST(Scheduler, ChoicesOfOneRequestPrefillThePromptOnce) {
   EXPECT_EQ(off.last_plan().size(), 4u) << "choices waited for a prefill they cannot share";
 }
 
+// Separate requests (other clients too) whose prompts share a document, arriving together: the
+// later ones wait while the first computes the shared blocks, then hit them; a request sharing
+// nothing is admitted at once, and without the prefix cache nothing waits.
+TEST(Scheduler, RequestsSharingADocumentWaitForItsPrefillThenHitIt) {
+  auto prompt = [](int32_t question) {
+    std::vector<int32_t> t = doc_tokens(70, 4);  // 4 whole blocks of 16, then 6 tokens
+    for (int32_t i = 0; i < 5; ++i) t.push_back(60 + question * 5 + i);
+    return t;
+  };
+  Harness h(16, 256, 256, 24);  // 24 tokens per step: the document takes several steps
+  std::mt19937 rng(5);
+  std::vector<TestSeq*> qs;
+  for (int32_t q = 0; q < 4; ++q) qs.push_back(h.add_group(prompt(q), 2, 1, uint64_t(q)).front());
+  TestSeq* other = h.add(doc_tokens(40, 9), 2);
+  h.step(rng, 24);
+  std::vector<TestSeq*> first_step;
+  for (auto [s, n] : h.last_plan()) first_step.push_back(s);
+  EXPECT_NE(std::find(first_step.begin(), first_step.end(), other), first_step.end())
+      << "a request sharing nothing waited";
+  EXPECT_EQ(std::count(first_step.begin(), first_step.end(), qs[1]), 0)
+      << "a second question computed the shared document beside the first";
+  while (h.sched->has_work()) {
+    h.step(rng, 24);
+    ASSERT_FALSE(testing::Test::HasFatalFailure());
+  }
+  EXPECT_EQ(qs[0]->cached_tokens, 0);
+  for (size_t i = 1; i < qs.size(); ++i)
+    EXPECT_EQ(qs[i]->cached_tokens, 64) << "question " << i << " did not hit the document";
+  // Without the prefix cache there is nothing to wait for: every question runs in the first step.
+  Harness off(16, 256, 256, 512, /*prefix=*/false);
+  for (int32_t q = 0; q < 4; ++q) off.add_group(prompt(q), 2, 1, uint64_t(q));
+  off.step(rng, 512);
+  EXPECT_EQ(off.last_plan().size(), 4u);
+}
+
 // Among one client's requests the lower priority value is admitted first; across clients
 // admission alternates.
 TEST(Scheduler, PriorityWithinAClientRoundRobinAcross) {
