@@ -1,10 +1,11 @@
-// PNG and JPEG files made in memory for the tests that send or decode images (libpng's
+// PNG, JPEG and WebP files made in memory for the tests that send or decode images (libpng's
 // simplified API, libjpeg-turbo), so that no test carries binary fixtures.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <jpeglib.h>
 #include <png.h>
+#include <webp/encode.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -53,6 +54,18 @@ inline std::vector<uint8_t> jpeg_encode(const RgbImage& img, int quality) {
   std::vector<uint8_t> out(buf, buf + size);
   jpeg_destroy_compress(&c);
   std::free(buf);
+  return out;
+}
+
+// WebP through libwebp's simple encoder: lossless (the pixels exactly) or lossy at quality 90.
+inline std::vector<uint8_t> webp_encode(const RgbImage& img, bool lossless) {
+  uint8_t* buf = nullptr;
+  const int w = int(img.width), h = int(img.height);
+  const size_t n = lossless ? WebPEncodeLosslessRGB(img.rgb.data(), w, h, w * 3, &buf)
+                            : WebPEncodeRGB(img.rgb.data(), w, h, w * 3, 90.0f, &buf);
+  EXPECT_GT(n, 0u);
+  std::vector<uint8_t> out(buf, buf + n);
+  WebPFree(buf);
   return out;
 }
 

@@ -230,10 +230,13 @@ std::vector<int> threshold_fillers(const Arm& a) {
 
 std::string image_data_url(const std::string& path) {
   const std::string bytes = read_text_file(path);
-  const char* mime = bytes.rfind("\x89PNG\r\n\x1a\n", 0) == 0 ? "image/png"
-                     : bytes.rfind("\xff\xd8\xff", 0) == 0    ? "image/jpeg"
-                                                              : nullptr;
-  if (!mime) throw Error(path + ": not a PNG or JPEG file");
+  const char* mime =
+      bytes.rfind("\x89PNG\r\n\x1a\n", 0) == 0 ? "image/png"
+      : bytes.rfind("\xff\xd8\xff", 0) == 0    ? "image/jpeg"
+      : bytes.size() >= 12 && bytes.rfind("RIFF", 0) == 0 && bytes.compare(8, 4, "WEBP") == 0
+          ? "image/webp"
+          : nullptr;
+  if (!mime) throw Error(path + ": not a PNG, JPEG or WebP file");
   static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out = std::string("data:") + mime + ";base64,";
   out.reserve(out.size() + (bytes.size() + 2) / 3 * 4);

@@ -33,7 +33,11 @@ RgbImage image_decode(std::span<const uint8_t> bytes, const ImageLimits& limits)
     return image_decode_png(bytes, limits);
   if (bytes.size() >= 3 && std::memcmp(bytes.data(), kJpeg, 3) == 0)
     return image_decode_jpeg(bytes, limits);
-  throw Error("image: not a PNG or JPEG file (unknown signature)");
+  // RIFF, the file's size, WEBP.
+  if (bytes.size() >= 12 && std::memcmp(bytes.data(), "RIFF", 4) == 0 &&
+      std::memcmp(bytes.data() + 8, "WEBP", 4) == 0)
+    return image_decode_webp(bytes, limits);
+  throw Error("image: not a PNG, JPEG or WebP file (unknown signature)");
 }
 
 RgbImage image_decode_file(const std::string& path, const ImageLimits& limits) {

@@ -1,4 +1,4 @@
-// Encoded images (PNG, JPEG) to 8-bit RGB, through Debian's libpng and libjpeg-turbo, with
+// Encoded images (PNG, JPEG, WebP) to 8-bit RGB, through Debian's libpng, libjpeg-turbo and libwebp, with
 // limits checked before any pixel buffer is allocated: a hostile file (a decompression bomb, a
 // truncated stream, 100 000 × 1 pixels) is an Error naming what is wrong, in bounded memory and
 // time.
@@ -25,7 +25,7 @@ struct RgbImage {
   std::vector<uint8_t> rgb;
 };
 
-// Decodes a PNG or JPEG (told apart by their signatures); alpha is dropped (the colour channels
+// Decodes a PNG, JPEG or WebP (told apart by their signatures); alpha is dropped (the colour channels
 // as stored, as PIL's convert("RGB")), grey and palette images become RGB. Throws Error.
 RgbImage image_decode(std::span<const uint8_t> bytes, const ImageLimits& limits = {});
 
@@ -38,5 +38,6 @@ void image_limits_check(int64_t width, int64_t height, const ImageLimits& limits
 // The decoders behind image_decode, one file each.
 RgbImage image_decode_png(std::span<const uint8_t> bytes, const ImageLimits& limits);
 RgbImage image_decode_jpeg(std::span<const uint8_t> bytes, const ImageLimits& limits);
+RgbImage image_decode_webp(std::span<const uint8_t> bytes, const ImageLimits& limits);
 
 }  // namespace invar

@@ -291,6 +291,14 @@ TEST(VisionServe, TwoImagesEachAtItsPlace) {
                     {{"type", "text"}, {"text", "Who issued it, and when?"}}}));
   EXPECT_EQ(r.status, 200) << r.text;
   EXPECT_EQ(metric_of(s, "invar_image_encode_cache_hits_total"), 7) << "a file is the same pixels";
+  // A lossless WebP of image A's pixels: decoded by libwebp to the same pixels, so the encoder
+  // cache (keyed by pixels, not bytes) serves it.
+  const std::vector<uint8_t> webp = invar::test::webp_encode(random_rgb(256, 128, 1), true);
+  r = post(s, chat({image_part("data:image/webp;base64," +
+                               base64_of(std::string(webp.begin(), webp.end()))),
+                    {{"type", "text"}, {"text", "Who issued it, and when?"}}}));
+  EXPECT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(metric_of(s, "invar_image_encode_cache_hits_total"), 8) << "a WebP of the same pixels";
   httplib::Client c("127.0.0.1", s.port());
   auto models = c.Get("/v1/models");
   ASSERT_TRUE(models);

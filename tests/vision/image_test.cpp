@@ -1,6 +1,6 @@
-// Image inputs: PNG and JPEG decode through libpng / libjpeg-turbo; hostile files (truncated,
-// oversized headers, unknown formats) are refused with an Error before large allocations; the
-// processor's size rule, resampling and normalisation.
+// Image inputs: PNG, JPEG and WebP decode through libpng / libjpeg-turbo / libwebp; hostile files
+// (truncated, oversized headers, unknown formats) are refused with an Error before large
+// allocations; the processor's size rule, resampling and normalisation.
 #include <gtest/gtest.h>
 #include <jpeglib.h>
 #include <png.h>
@@ -25,6 +25,7 @@ namespace {
 
 using test::jpeg_encode;
 using test::png_encode;
+using test::webp_encode;
 
 RgbImage random_rgb(int64_t w, int64_t h, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -94,6 +95,38 @@ TEST(ImageDecode, Jpeg) {
   EXPECT_LT(diff / double(got.rgb.size()), 3.0);
 }
 
+// Lossless WebP gives the pixels back exactly; an alpha channel is dropped; lossy stays close.
+TEST(ImageDecode, Webp) {
+  const RgbImage src = random_rgb(37, 21, 7);
+  const std::vector<uint8_t> lossless = webp_encode(src, /*lossless=*/true);
+  const RgbImage got = image_decode(lossless);
+  ASSERT_EQ(got.width, 37);
+  ASSERT_EQ(got.height, 21);
+  EXPECT_EQ(got.rgb, src.rgb);
+  std::vector<uint8_t> rgba(size_t(37 * 21 * 4));
+  for (size_t i = 0; i < size_t(37 * 21); ++i) {
+    for (size_t c = 0; c < 3; ++c) rgba[4 * i + c] = src.rgb[3 * i + c];
+    rgba[4 * i + 3] = uint8_t(1 + i * 7 % 254);  // never 0: the encoder may drop RGB under alpha 0
+  }
+  uint8_t* out = nullptr;
+  const size_t n = WebPEncodeLosslessRGBA(rgba.data(), 37, 21, 37 * 4, &out);
+  ASSERT_GT(n, 0u);
+  const std::vector<uint8_t> with_alpha(out, out + n);
+  WebPFree(out);
+  EXPECT_EQ(image_decode(with_alpha).rgb, src.rgb);
+  const RgbImage smooth = gradient(64, 40);
+  const RgbImage lossy = image_decode(webp_encode(smooth, /*lossless=*/false));
+  double diff = 0;
+  for (size_t i = 0; i < lossy.rgb.size(); ++i)
+    diff += std::abs(int(lossy.rgb[i]) - int(smooth.rgb[i]));
+  EXPECT_LT(diff / double(lossy.rgb.size()), 3.0);
+  // Truncated: refused naming WebP; a header claiming 16383 × 16383 is over the pixel limit.
+  std::string msg = decode_error({lossless.begin(), lossless.begin() + long(lossless.size() / 2)});
+  EXPECT_NE(msg.find("WebP"), std::string::npos) << msg;
+  msg = decode_error(lossless, ImageLimits{.max_pixels = 100});
+  EXPECT_NE(msg.find("exceeds"), std::string::npos) << msg;
+}
+
 TEST(ImageDecode, HostileFilesAreRefused) {
   const std::vector<uint8_t> png = png_encode(random_rgb(40, 30, 2).rgb, 40, 30, PNG_FORMAT_RGB);
   const std::vector<uint8_t> jpg = jpeg_encode(gradient(64, 48), 90);
@@ -102,7 +135,7 @@ TEST(ImageDecode, HostileFilesAreRefused) {
   msg = decode_error({jpg.begin(), jpg.begin() + long(jpg.size() / 2)});
   EXPECT_NE(msg.find("JPEG"), std::string::npos) << msg;
   msg = decode_error({'G', 'I', 'F', '8', '9', 'a', 0, 0});
-  EXPECT_NE(msg.find("not a PNG or JPEG"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not a PNG, JPEG or WebP"), std::string::npos) << msg;
   msg = decode_error(png, ImageLimits{.max_bytes = 100});
   EXPECT_NE(msg.find("bytes exceeds"), std::string::npos) << msg;
 
@@ -135,7 +168,8 @@ TEST(ImageDecode, HostileFilesAreRefused) {
 TEST(ImageDecode, TruncatedAndCorruptedNeverCrash) {
   const std::vector<std::vector<uint8_t>> files = {
       png_encode(random_rgb(24, 16, 5).rgb, 24, 16, PNG_FORMAT_RGB),
-      jpeg_encode(gradient(48, 32), 80)};
+      jpeg_encode(gradient(48, 32), 80), webp_encode(random_rgb(24, 16, 6), true),
+      webp_encode(gradient(48, 32), false)};
   const ImageLimits limits{.max_pixels = 4096};
   int decoded = 0, refused = 0;
   auto attempt = [&](const std::vector<uint8_t>& bytes) {
