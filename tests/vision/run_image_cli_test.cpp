@@ -9,14 +9,33 @@
 #include <string>
 
 #include "command_run.h"
+#include "image_write.h"
 #include "test_process_dir.h"
 
 namespace invar {
 namespace {
 
 const std::string kInvar = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
-// A photograph shipped with the llama.cpp checkout beside this tree, when there is one.
-const std::string kJpeg = std::string(INVAR_SOURCE_DIR) + "/../llama/tools/mtmd/test-1.jpeg";
+// A 640 × 488 JPEG made once per process (a smooth picture with some texture), the size of the
+// photograph llama.cpp's mtmd tests use: resized to 640 × 480, 300 tokens.
+const std::string& jpeg_path() {
+  static const std::string path = [] {
+    RgbImage img{640, 488, std::vector<uint8_t>(size_t(640 * 488 * 3))};
+    for (int64_t y = 0; y < img.height; ++y)
+      for (int64_t x = 0; x < img.width; ++x) {
+        uint8_t* p = img.rgb.data() + (y * img.width + x) * 3;
+        p[0] = uint8_t(x * 255 / 639);
+        p[1] = uint8_t(y * 255 / 487);
+        p[2] = uint8_t(((x / 8) ^ (y / 8)) * 37);
+      }
+    const std::vector<uint8_t> f = test::jpeg_encode(img, 90);
+    const std::string out = test::test_process_dir("vision_cli_image") + "/test.jpeg";
+    std::ofstream(out, std::ios::binary)
+        .write(reinterpret_cast<const char*>(f.data()), std::streamsize(f.size()));
+    return out;
+  }();
+  return path;
+}
 
 std::string digest_of(const std::string& out) {
   std::smatch m;
@@ -25,14 +44,13 @@ std::string digest_of(const std::string& out) {
 }
 
 TEST(RunImageCli, DigestIndependentOfThreadsAndSimd) {
-  if (!std::ifstream(kJpeg)) GTEST_SKIP() << "no test image at " << kJpeg;
   const std::string mmproj = test::test_process_dir("vision_cli") + "/mmproj.gguf";
   auto r = test::command_run(kInvar + " make-model --mmproj " + mmproj + " --embd 96 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("qwen3vl_merger, 2 blocks, C=64, patch 16, projection 96"),
             std::string::npos)
       << r.out;
-  const std::string base = kInvar + " run --mmproj " + mmproj + " --image " + kJpeg;
+  const std::string base = kInvar + " run --mmproj " + mmproj + " --image " + jpeg_path();
   r = test::command_run(base + " --threads 1 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("640 x 488 pixels, encoded at 640 x 480: 300 tokens x 96"),
@@ -49,7 +67,7 @@ TEST(RunImageCli, DigestIndependentOfThreadsAndSimd) {
   r = test::command_run(base + " --embeddings-out " + raw + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(std::filesystem::file_size(raw), 300u * 96u * 4u);
-  r = test::command_run(kInvar + " bench vision --mmproj " + mmproj + " --image " + kJpeg +
+  r = test::command_run(kInvar + " bench vision --mmproj " + mmproj + " --image " + jpeg_path() +
                         " --threads 1,2 --runs 1 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("1200 patches, 300 tokens"), std::string::npos) << r.out;
@@ -66,7 +84,6 @@ std::string text_digest_of(const std::string& out) {
 // rows there and answers. The answer's digest is the same for any --threads, --chunk (7 and 100
 // split the image run), --simd and --spec mtp, and another image or none changes it.
 TEST(RunImageCli, ImageAndPromptThroughTheLanguageModel) {
-  if (!std::ifstream(kJpeg)) GTEST_SKIP() << "no test image at " << kJpeg;
   const std::string d = test::test_process_dir("vision_cli_lm");
   auto r = test::command_run(kInvar +
                              " make-model --arch qwen35 --embd 96 --layers 4 --mtp-bigram --out " +
@@ -76,7 +93,7 @@ TEST(RunImageCli, ImageAndPromptThroughTheLanguageModel) {
                            INVAR_SOURCE_DIR +
                            "/tests/data/chat-templates/Qwen3.5-4B.jinja --prompt 'What is this?' " +
                            "-n 24 --ignore-eos";
-  const std::string image = " --mmproj " + d + "/mm.gguf --image " + kJpeg;
+  const std::string image = " --mmproj " + d + "/mm.gguf --image " + jpeg_path();
   r = test::command_run(base + image + " --json 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("15 x 20 merged tokens at 4"), std::string::npos) << r.out;
@@ -110,7 +127,7 @@ TEST(RunImageCli, ImageAndPromptThroughTheLanguageModel) {
                         "/ds.gguf --embd 96 --deepstack 1 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   r = test::command_run(kInvar + " run " + d + "/lm.gguf --mmproj " + d + "/ds.gguf --image " +
-                        kJpeg + " --prompt hi 2>&1");
+                        jpeg_path() + " --prompt hi 2>&1");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("deepstack"), std::string::npos) << r.out;
 
@@ -126,7 +143,7 @@ TEST(RunImageCli, ImageAndPromptThroughTheLanguageModel) {
   }
   std::filesystem::permissions(peer, std::filesystem::perms::owner_all);
   r = test::command_run(kInvar + " bench model --model " + d +
-                        "/lm.gguf --prompts 8 --decode 1 --threads 1 --image " + kJpeg +
+                        "/lm.gguf --prompts 8 --decode 1 --threads 1 --image " + jpeg_path() +
                         " --mmproj " + d + "/mm.gguf --peer-mtmd llama-mtmd-cli=" + peer + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("image encode"), std::string::npos) << r.out;
@@ -135,11 +152,11 @@ TEST(RunImageCli, ImageAndPromptThroughTheLanguageModel) {
   std::ifstream args(d + "/peer.args");
   std::string line;
   std::getline(args, line);
-  EXPECT_NE(line.find("-m " + d + "/lm.gguf --mmproj " + d + "/mm.gguf --image " + kJpeg),
+  EXPECT_NE(line.find("-m " + d + "/lm.gguf --mmproj " + d + "/mm.gguf --image " + jpeg_path()),
             std::string::npos)
       << line;
   EXPECT_NE(line.find("-t 1"), std::string::npos) << line;
-  r = test::command_run(kInvar + " bench model --model " + d + "/lm.gguf --image " + kJpeg +
+  r = test::command_run(kInvar + " bench model --model " + d + "/lm.gguf --image " + jpeg_path() +
                         " 2>&1");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.out.find("--image and --mmproj go together"), std::string::npos) << r.out;
