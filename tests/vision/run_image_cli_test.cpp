@@ -16,16 +16,17 @@ namespace invar {
 namespace {
 
 const std::string kInvar = std::string(INVAR_BINARY_DIR) + "/apps/invar/invar";
-// A 640 × 488 JPEG made once per process (a smooth picture with some texture), the size of the
-// photograph llama.cpp's mtmd tests use: resized to 640 × 480, 300 tokens.
+// A 168 × 128 JPEG made once per process (a smooth picture with some texture): resized to
+// 160 × 128 (the patch × merge multiple of 32), 80 patches, 20 tokens; small, because the
+// sanitizer trees run this too.
 const std::string& jpeg_path() {
   static const std::string path = [] {
-    RgbImage img{640, 488, std::vector<uint8_t>(size_t(640 * 488 * 3))};
+    RgbImage img{168, 128, std::vector<uint8_t>(size_t(168 * 128 * 3))};
     for (int64_t y = 0; y < img.height; ++y)
       for (int64_t x = 0; x < img.width; ++x) {
         uint8_t* p = img.rgb.data() + (y * img.width + x) * 3;
-        p[0] = uint8_t(x * 255 / 639);
-        p[1] = uint8_t(y * 255 / 487);
+        p[0] = uint8_t(x * 255 / 167);
+        p[1] = uint8_t(y * 255 / 127);
         p[2] = uint8_t(((x / 8) ^ (y / 8)) * 37);
       }
     const std::vector<uint8_t> f = test::jpeg_encode(img, 90);
@@ -53,8 +54,7 @@ TEST(RunImageCli, DigestIndependentOfThreadsAndSimd) {
   const std::string base = kInvar + " run --mmproj " + mmproj + " --image " + jpeg_path();
   r = test::command_run(base + " --threads 1 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("640 x 488 pixels, encoded at 640 x 480: 300 tokens x 96"),
-            std::string::npos)
+  EXPECT_NE(r.out.find("168 x 128 pixels, encoded at 160 x 128: 20 tokens x 96"), std::string::npos)
       << r.out;
   const std::string want = digest_of(r.out);
   ASSERT_FALSE(want.empty()) << r.out;
@@ -66,11 +66,11 @@ TEST(RunImageCli, DigestIndependentOfThreadsAndSimd) {
   const std::string raw = test::test_process_dir("vision_cli") + "/emb.f32";
   r = test::command_run(base + " --embeddings-out " + raw + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_EQ(std::filesystem::file_size(raw), 300u * 96u * 4u);
+  EXPECT_EQ(std::filesystem::file_size(raw), 20u * 96u * 4u);
   r = test::command_run(kInvar + " bench vision --mmproj " + mmproj + " --image " + jpeg_path() +
                         " --threads 1,2 --runs 1 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("1200 patches, 300 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("80 patches, 20 tokens"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| 2 | "), std::string::npos) << r.out;
 }
 
@@ -80,7 +80,7 @@ std::string text_digest_of(const std::string& out) {
 }
 
 // An image with a prompt: the chat template's image part becomes <|vision_start|>, one
-// <|image_pad|> per merged row (300 for this JPEG), <|vision_end|>; the model reads the tower's
+// <|image_pad|> per merged row (20 for this JPEG), <|vision_end|>; the model reads the tower's
 // rows there and answers. The answer's digest is the same for any --threads, --chunk (7 and 100
 // split the image run), --simd and --spec mtp, and another image or none changes it.
 TEST(RunImageCli, ImageAndPromptThroughTheLanguageModel) {
@@ -96,10 +96,10 @@ TEST(RunImageCli, ImageAndPromptThroughTheLanguageModel) {
   const std::string image = " --mmproj " + d + "/mm.gguf --image " + jpeg_path();
   r = test::command_run(base + image + " --json 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("15 x 20 merged tokens at 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 x 5 merged tokens at 4"), std::string::npos) << r.out;
   // <|im_start|>user\n<|vision_start|> then the pads, then <|vision_end|>.
   std::string pads;
-  for (int i = 0; i < 300; ++i) pads += ",151655";
+  for (int i = 0; i < 20; ++i) pads += ",151655";
   EXPECT_NE(r.out.find("\"prompt_tokens\":[151644,872,198,151652" + pads + ",151653,"),
             std::string::npos)
       << r.out.substr(0, 400);
@@ -147,7 +147,7 @@ TEST(RunImageCli, ImageAndPromptThroughTheLanguageModel) {
                         " --mmproj " + d + "/mm.gguf --peer-mtmd llama-mtmd-cli=" + peer + " 2>&1");
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("image encode"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("1200 patches, 300 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("80 patches, 20 tokens"), std::string::npos) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\\| 1 \\| [0-9.]+ \\| 250.0 \\| "))) << r.out;
   std::ifstream args(d + "/peer.args");
   std::string line;
