@@ -1,7 +1,7 @@
-// Encoded images (PNG, JPEG, WebP) to 8-bit RGB, through Debian's libpng, libjpeg-turbo and libwebp, with
-// limits checked before any pixel buffer is allocated: a hostile file (a decompression bomb, a
-// truncated stream, 100 000 × 1 pixels) is an Error naming what is wrong, in bounded memory and
-// time.
+// Encoded images (PNG, JPEG, WebP) to 8-bit RGB, through Debian's libpng, libjpeg-turbo and
+// libwebp, with limits checked before any pixel buffer is allocated: a hostile file (a
+// decompression bomb, a truncated stream, 100 000 × 1 pixels) is an Error naming what is wrong, in
+// bounded memory and time.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +25,8 @@ struct RgbImage {
   std::vector<uint8_t> rgb;
 };
 
-// Decodes a PNG, JPEG or WebP (told apart by their signatures); alpha is dropped (the colour channels
-// as stored, as PIL's convert("RGB")), grey and palette images become RGB. Throws Error.
+// Decodes a PNG, JPEG or WebP (told apart by their signatures); alpha is dropped (the colour
+// channels as stored, as PIL's convert("RGB")), grey and palette images become RGB. Throws Error.
 RgbImage image_decode(std::span<const uint8_t> bytes, const ImageLimits& limits = {});
 
 // Reads and decodes a file (its size checked against limits.max_bytes first).
