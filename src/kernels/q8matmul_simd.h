@@ -10,7 +10,9 @@
 //
 // Each weight row is decoded once per group of up to 4 activation rows (the group's integer
 // accumulators side by side); a group of rows whose codes fit about 256 KiB runs over every output
-// of the range before the next group, so the codes stay in L2 while the weights stream.
+// of the range before the next group, so the codes stay in L2 while the weights stream. More than
+// 4 rows go through tiles of 4 rows × 2 outputs (below for the K-quants,
+// q8matmul_q8_0_prefill.h for Q8_0).
 #pragma once
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
 #include "core/quant_blocks.h"
 #include "kernels/q8matmul.h"
+#include "kernels/q8matmul_q8_0_prefill.h"
 
 namespace invar::q8simd {
 namespace {
@@ -627,11 +630,17 @@ Q8_INLINE void one_row(DType t, const uint8_t* row, const Q8Rows& x, int64_t r0,
 }
 
 template <bool kVnni>
-void rows(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1) {
+void rows(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1, float* scratch) {
   // Row blocks whose codes fit about 256 KiB (at most 256 rows: the prefill path's buffer).
   const int64_t block = std::clamp<int64_t>((256 * 1024 / w.k) / 4 * 4, 4, 256);
   for (int64_t rb = 0; rb < x.m; rb += block) {
     const int64_t re = std::min(x.m, rb + block);
+    if (re - rb > 4 && w.type == DType::Q8_0 &&
+        q80_scratch_bytes(re - rb, w.k) <= kQScratchFloats * int64_t(sizeof(float))) {
+      auto* at = reinterpret_cast<uint8_t*>(scratch);
+      q80_prefill(w, x, y, n0, n1, rb, re, at + (64 - reinterpret_cast<uintptr_t>(at) % 64) % 64);
+      continue;
+    }
     if (re - rb > 4 && w.type != DType::Q8_0) {
       if (w.type == DType::Q4_K) krows_prefill<kVnni, 0>(w, x, y, n0, n1, rb, re);
       if (w.type == DType::Q5_K) krows_prefill<kVnni, 1>(w, x, y, n0, n1, rb, re);

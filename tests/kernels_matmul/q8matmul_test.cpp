@@ -31,6 +31,26 @@ struct ProfileRestore {
   ~ProfileRestore() { activations_set(saved); }
 };
 
+// matmul of x[m][K] with w at every SIMD level on 1 and 2 threads equals the scalar reference bit
+// for bit.
+void expect_paths_equal_reference(const OwnedMatrix& w, const std::vector<float>& x, int64_t m,
+                                  ThreadPool& p1, ThreadPool& p2) {
+  const int64_t n = w.m.n();
+  simd_set(SimdLevel::scalar);
+  std::vector<float> ref(size_t(m * n));
+  matmul_ref(w.m, x.data(), m, ref.data());
+  for (SimdLevel level : available_levels()) {
+    simd_set(level);
+    for (ThreadPool* pool : {&p1, &p2}) {
+      std::vector<float> y(size_t(m * n), std::numeric_limits<float>::quiet_NaN());
+      matmul(w.m, x.data(), m, y.data(), *pool);
+      ASSERT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "")
+          << case_name(w.m.type(), level) << " K=" << w.m.k() << " M=" << m
+          << " threads=" << pool->size();
+    }
+  }
+}
+
 TEST(Q8Matmul, EveryPathEqualsReferenceBitExact) {
   SimdRestore restore;
   ProfileRestore profile;
@@ -51,19 +71,32 @@ TEST(Q8Matmul, EveryPathEqualsReferenceBitExact) {
           for (int64_t i = 32; i < 64; ++i) x[size_t(i)] = 1e-30f * float(i - 48);
           x[70] = 3e4f;
         }
-        simd_set(SimdLevel::scalar);
-        std::vector<float> ref(size_t(m * n));
-        matmul_ref(w.m, x.data(), m, ref.data());
-        for (SimdLevel level : available_levels()) {
-          simd_set(level);
-          for (ThreadPool* pool : {&p1, &p2}) {
-            std::vector<float> y(size_t(m * n), std::numeric_limits<float>::quiet_NaN());
-            matmul(w.m, x.data(), m, y.data(), *pool);
-            ASSERT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "")
-                << case_name(t, level) << " K=" << k << " M=" << m << " threads=" << pool->size();
-          }
-        }
+        expect_paths_equal_reference(w, x, m, p1, p2);
+        if (testing::Test::HasFatalFailure()) return;
       }
+    }
+  }
+}
+
+// Q8_0 with more than 4 rows runs the transposed prefill tile (q8matmul_q8_0_prefill.h, 4 rows ×
+// 2 outputs): every remainder of rows (M mod 4) and of outputs (odd N, and the 2-thread split),
+// K below one step of the tile (3 blocks), a multiple of 16 blocks and 65 blocks (the last step
+// padded), several row blocks (M = 130 and 300 at K = 2080, 300 at K = 512), and activation
+// blocks whose scale is NaN (an Inf) or zero.
+TEST(Q8Matmul, Q8_0PrefillTileEqualsReferenceBitExact) {
+  SimdRestore restore;
+  ProfileRestore profile;
+  activations_set(ActivationProfile::q8);
+  ThreadPool p1(1), p2(2);
+  for (int64_t k : {96, 512, 2080}) {
+    OwnedMatrix w = random_matrix(DType::Q8_0, k, 37, uint32_t(k + 1));
+    for (int64_t m : {5, 6, 7, 9, 33, 130, 300}) {
+      auto x = random_activations(m * k, uint32_t(5 * m + k));
+      for (int64_t i = 0; i < 32; ++i) x[size_t(k + i)] = 0.0f;
+      x[size_t(2 * k + k / 2)] = std::numeric_limits<float>::infinity();
+      x[size_t(3 * k + 40)] = -2e4f;
+      expect_paths_equal_reference(w, x, m, p1, p2);
+      if (testing::Test::HasFatalFailure()) return;
     }
   }
 }
