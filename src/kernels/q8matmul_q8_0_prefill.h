@@ -7,9 +7,10 @@
 // both operands are transposed once instead: a group of 8 blocks (8 × 32 codes) becomes 8
 // vectors, vector j holding codes 4j .. 4j + 3 of block i in int32 lane i, so 8 dot-product
 // steps leave block i's total in lane i with no horizontal add. The activations of a row block
-// are transposed once per call (cost M·K), each weight row once per row block; a tile of 4
-// activation rows × 2 weight rows then runs over every group, the weight row pair from L1, the
-// activations from L2, and the float lanes of its 8 outputs in registers.
+// are transposed once per call (cost M·K), each weight row once per row block; a tile of
+// activation rows × weight rows (AVX-512 2 × 4, AVX2 4 × 2) then runs over every group, the
+// weight rows from L1, the activations from L2, and the float lanes of its 8 outputs in
+// registers.
 //
 // AVX-512 VNNI: one 512-bit vector holds two groups (16 blocks), the first in lanes 0-7; the
 // float step adds the first group's terms to the 8 lanes, then the second's, as the reference
@@ -42,7 +43,9 @@ constexpr bool kQ80Zmm = false;
 constexpr int64_t kQ80Groups = kQ80Zmm ? 2 : 1;         // groups of 8 blocks per vector
 constexpr int64_t kQ80SpanBlocks = 8 * kQ80Groups;      // blocks per step of the tile
 constexpr int64_t kQ80SpanBytes = 32 * kQ80SpanBlocks;  // their codes, transposed
-constexpr int kQ80TileRows = 4, kQ80TileCols = 2;
+// AVX-512: 2 rows × 4 outputs (the activations stream from L2 once per 4 weight rows; 8
+// accumulators, 8 float lanes, 4 weight vectors and x fit its 32 registers); AVX2: 4 × 2.
+constexpr int kQ80TileRows = kQ80Zmm ? 2 : 4, kQ80TileCols = kQ80Zmm ? 4 : 2;
 
 // Blocks [0, cnt) (cnt ≤ 8) of 32 codes at first + i·stride, transposed: t[j] lane i = codes
 // 4j .. 4j + 3 of block i; blocks past cnt are zero.
@@ -135,13 +138,13 @@ Q80_INLINE void q80_tile(const uint8_t* xt, int64_t xt_stride, const float* xd, 
   __m256 fl[R][P];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p) fl[r][p] = _mm256_setzero_ps();
   for (int64_t s = 0; s < spans; ++s) {
     const int64_t at = s * kQ80SpanBytes;
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__)
     __m512i acc[R][P];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
       const __m512i c = _mm512_load_si512(pan.neg[p] + 16 * s);
 #pragma GCC unroll 4
@@ -150,19 +153,19 @@ Q80_INLINE void q80_tile(const uint8_t* xt, int64_t xt_stride, const float* xd, 
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       __m512i wv[P];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int p = 0; p < P; ++p) wv[p] = _mm512_load_si512(pan.codes[p] + at + 64 * j);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const __m512i xv = _mm512_load_si512(xt + r * xt_stride + at + 64 * j);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int p = 0; p < P; ++p) acc[r][p] = _mm512_dpbusd_epi32(acc[r][p], xv, wv[p]);
       }
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m512 dx = _mm512_load_ps(xd + r * xd_stride + 16 * s);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
         const __m512 dd = _mm512_mul_ps(_mm512_load_ps(pan.d[p] + 16 * s), dx);
         const __m512 t = _mm512_mul_ps(dd, _mm512_cvtepi32_ps(acc[r][p]));
@@ -175,15 +178,16 @@ Q80_INLINE void q80_tile(const uint8_t* xt, int64_t xt_stride, const float* xd, 
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i acc[R][P];
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 4
       for (int p = 0; p < P; ++p) acc[r][p] = _mm256_setzero_si256();
-        // Not unrolled: GCC then schedules the products of several steps ahead and spills them
-        // (16 registers: 8 accumulators, 4 weight vectors, x, ones, a product).
+    }
+    // Not unrolled: GCC then schedules the products of several steps ahead and spills them
+    // (16 registers: 8 accumulators, 4 weight vectors, x, ones, a product).
 #pragma GCC unroll 1
     for (int j = 0; j < 8; ++j) {
       __m256i wv[P], aw[P];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
         wv[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(pan.codes[p] + at + 32 * j));
         aw[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(pan.abs[p] + at + 32 * j));
@@ -192,7 +196,7 @@ Q80_INLINE void q80_tile(const uint8_t* xt, int64_t xt_stride, const float* xd, 
       for (int r = 0; r < R; ++r) {
         const __m256i xv =
             _mm256_load_si256(reinterpret_cast<const __m256i*>(xt + r * xt_stride + at + 32 * j));
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
           const __m256i pr = _mm256_maddubs_epi16(aw[p], _mm256_sign_epi8(xv, wv[p]));
           acc[r][p] = _mm256_add_epi32(acc[r][p], _mm256_madd_epi16(pr, ones));
@@ -202,7 +206,7 @@ Q80_INLINE void q80_tile(const uint8_t* xt, int64_t xt_stride, const float* xd, 
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m256 dx = _mm256_load_ps(xd + r * xd_stride + 8 * s);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
         const __m256 dd = _mm256_mul_ps(_mm256_load_ps(pan.d[p] + 8 * s), dx);
         fl[r][p] = _mm256_add_ps(fl[r][p], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(acc[r][p])));
@@ -213,7 +217,7 @@ Q80_INLINE void q80_tile(const uint8_t* xt, int64_t xt_stride, const float* xd, 
   // y = ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), as q8_0_row.
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
       const __m128 s4 =
           _mm_add_ps(_mm256_castps256_ps128(fl[r][p]), _mm256_extractf128_ps(fl[r][p], 1));
@@ -225,22 +229,18 @@ Q80_INLINE void q80_tile(const uint8_t* xt, int64_t xt_stride, const float* xd, 
 template <int P>
 Q80_INLINE void q80_tiles(const uint8_t* xt, int64_t xt_stride, const float* xd, int64_t xd_stride,
                           const Q80Panel& pan, int64_t spans, int64_t rows, float* y, int64_t ldy) {
+  constexpr int R = kQ80TileRows;
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4)
-    q80_tile<4, P>(xt + r * xt_stride, xt_stride, xd + r * xd_stride, xd_stride, pan, spans,
+  for (; r + R <= rows; r += R)
+    q80_tile<R, P>(xt + r * xt_stride, xt_stride, xd + r * xd_stride, xd_stride, pan, spans,
                    y + r * ldy, ldy);
   const uint8_t* xr = xt + r * xt_stride;
   const float* dr = xd + r * xd_stride;
-  switch (rows - r) {
-    case 3:
-      return q80_tile<3, P>(xr, xt_stride, dr, xd_stride, pan, spans, y + r * ldy, ldy);
-    case 2:
-      return q80_tile<2, P>(xr, xt_stride, dr, xd_stride, pan, spans, y + r * ldy, ldy);
-    case 1:
-      return q80_tile<1, P>(xr, xt_stride, dr, xd_stride, pan, spans, y + r * ldy, ldy);
-    default:
-      return;
-  }
+  if constexpr (R > 3)
+    if (rows - r == 3) q80_tile<3, P>(xr, xt_stride, dr, xd_stride, pan, spans, y + r * ldy, ldy);
+  if constexpr (R > 2)
+    if (rows - r == 2) q80_tile<2, P>(xr, xt_stride, dr, xd_stride, pan, spans, y + r * ldy, ldy);
+  if (rows - r == 1) q80_tile<1, P>(xr, xt_stride, dr, xd_stride, pan, spans, y + r * ldy, ldy);
 }
 
 // Outputs [n0, n1) × activation rows [rb, re) of a Q8_0 matrix; scratch: q80_scratch_bytes(re −
@@ -280,16 +280,18 @@ void q80_prefill(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int6
     pan.d[p] = d + p * xd_stride;
   }
   for (int64_t n = n0; n < n1; n += kQ80TileCols) {
-    const int np = n + 1 < n1 ? 2 : 1;
+    const int np = int(std::min<int64_t>(kQ80TileCols, n1 - n));
     for (int p = 0; p < np; ++p)
       q80_panel_fill(w.data + (n + p) * w.row_bytes, nb, spans, codes + p * xt_stride,
                      extra + p * xt_stride, d + p * xd_stride);
     float* yn = y + rb * w.n + n;
-    if (np == 2) {
-      q80_tiles<2>(xt, xt_stride, xd, xd_stride, pan, spans, rows, yn, w.n);
-    } else {
-      q80_tiles<1>(xt, xt_stride, xd, xd_stride, pan, spans, rows, yn, w.n);
-    }
+    if (np == kQ80TileCols)
+      q80_tiles<kQ80TileCols>(xt, xt_stride, xd, xd_stride, pan, spans, rows, yn, w.n);
+    if constexpr (kQ80TileCols > 3)
+      if (np == 3) q80_tiles<3>(xt, xt_stride, xd, xd_stride, pan, spans, rows, yn, w.n);
+    if constexpr (kQ80TileCols > 2)
+      if (np == 2) q80_tiles<2>(xt, xt_stride, xd, xd_stride, pan, spans, rows, yn, w.n);
+    if (np == 1) q80_tiles<1>(xt, xt_stride, xd, xd_stride, pan, spans, rows, yn, w.n);
   }
 }
 

@@ -78,19 +78,19 @@ TEST(Q8Matmul, EveryPathEqualsReferenceBitExact) {
   }
 }
 
-// Q8_0 with more than 4 rows runs the transposed prefill tile (q8matmul_q8_0_prefill.h, 4 rows ×
-// 2 outputs): every remainder of rows (M mod 4) and of outputs (odd N, and the 2-thread split),
-// K below one step of the tile (3 blocks), a multiple of 16 blocks and 65 blocks (the last step
-// padded), several row blocks (M = 130 and 300 at K = 2080, 300 at K = 512), and activation
-// blocks whose scale is NaN (an Inf) or zero.
+// Q8_0 with more than 4 rows runs the transposed prefill tile (q8matmul_q8_0_prefill.h, AVX-512
+// 2 rows × 4 outputs, AVX2 4 × 2): every remainder of rows (M mod 4) and of outputs (N mod 4,
+// and the 2-thread split), K below one step of the tile (3 blocks), a multiple of 16 blocks and
+// 65 blocks (the last step padded), several row blocks (M = 130 and 300 at K = 2080, 300 at
+// K = 512), and activation blocks whose scale is NaN (an Inf) or zero.
 TEST(Q8Matmul, Q8_0PrefillTileEqualsReferenceBitExact) {
   SimdRestore restore;
   ProfileRestore profile;
   activations_set(ActivationProfile::q8);
   ThreadPool p1(1), p2(2);
   for (int64_t k : {96, 512, 2080}) {
-    OwnedMatrix w = random_matrix(DType::Q8_0, k, 37, uint32_t(k + 1));
     for (int64_t m : {5, 6, 7, 9, 33, 130, 300}) {
+      OwnedMatrix w = random_matrix(DType::Q8_0, k, 36 + m % 4, uint32_t(k + m));
       auto x = random_activations(m * k, uint32_t(5 * m + k));
       for (int64_t i = 0; i < 32; ++i) x[size_t(k + i)] = 0.0f;
       x[size_t(2 * k + k / 2)] = std::numeric_limits<float>::infinity();
