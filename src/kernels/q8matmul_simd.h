@@ -11,8 +11,8 @@
 // Each weight row is decoded once per group of up to 4 activation rows (the group's integer
 // accumulators side by side); a group of rows whose codes fit about 256 KiB runs over every output
 // of the range before the next group, so the codes stay in L2 while the weights stream. More than
-// 4 rows go through tiles of 4 rows × 2 outputs (below for the K-quants,
-// q8matmul_q8_0_prefill.h for Q8_0).
+// 4 rows go through tiles of 8 outputs (AVX-512 2 rows × 4 weight rows, AVX2 4 × 2; below for the
+// K-quants, q8matmul_q8_0_prefill.h for Q8_0).
 #pragma once
 
 #include <algorithm>
@@ -335,10 +335,10 @@ Q8_INLINE void q8_0_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* 
 //
 // For many activation rows each superblock of P weight rows is decoded once per row block into
 // codes (kQ4..6: 8 vectors of 32 unsigned codes) and int16 scale vectors, then runs over every
-// group of up to 4 activation rows (R × P integer accumulators); each superblock's float step is
-// done for the R × P outputs at once in 8 lanes, lane 2r + p (P = 2), the same IEEE operations
-// as the reference's on each lane, into per-output float accumulators that live in a small
-// buffer across superblocks.
+// group of up to 8 / P activation rows (R × P integer accumulators); each superblock's float step
+// is done for the R × P outputs at once in 8 lanes, lane r·P + p, the same IEEE operations as the
+// reference's on each lane, into per-output float accumulators that live in a small buffer
+// across superblocks.
 
 // Superblock b of one weight row, decoded: codes, scale vectors, d, dmin, mins.
 struct KPanel {
@@ -441,12 +441,12 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
   __m512i z[R][P];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p) z[r][p] = _mm512_setzero_si512();
 #pragma GCC unroll 4
   for (int v = 0; v < 8; v += 2) {
     __m512i w[P], s[P];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
       w[p] = _mm512_load_si512(pan[p].codes[v]);
       s[p] = _mm512_load_si512(pan[p].scales[v]);
@@ -454,14 +454,14 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m512i xv = _mm512_loadu_si512(x.row_q(r0 + r) + b * 256 + 32 * v);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int p = 0; p < P; ++p)
         z[r][p] = _mm512_dpwssd_epi32(z[r][p], _mm512_maddubs_epi16(w[p], xv), s[p]);
     }
   }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
       a[r][p] =
           _mm256_add_epi32(_mm512_castsi512_si256(z[r][p]), _mm512_extracti64x4_epi64(z[r][p], 1));
@@ -470,12 +470,12 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
 #else
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p) a[r][p] = _mm256_setzero_si256();
 #pragma GCC unroll 1
   for (int v = 0; v < 8; ++v) {
     __m256i w[P], s[P];
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
       w[p] = load(pan[p].codes[v]);
       s[p] = load(pan[p].scales[v]);
@@ -483,7 +483,7 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m256i xv = load(x.row_q(r0 + r) + b * 256 + 32 * v);
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int p = 0; p < P; ++p)
         a[r][p] = madd_acc<kVnni>(a[r][p], _mm256_maddubs_epi16(w[p], xv), s[p]);
     }
@@ -493,43 +493,50 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
     // − 32 · Σ_s sc_s · (x-sum of group s): the codes' offset.
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
         const __m256i c = _mm256_madd_epi16(pan[p].sc16, load(x.row_sums(r0 + r) + 16 * b));
         a[r][p] = _mm256_sub_epi32(a[r][p], _mm256_slli_epi32(c, 5));
       }
   }
   // The float step for lane r·P + p.
-  if constexpr (R == 4 && P == 2) {
-    // The full tile: lanes (r, p) = 2r + p, built with vector operations.
+  if constexpr (R * P == 8 && P % 2 == 0) {
+    // A full tile (4 × 2 or 2 × 4): lanes (r, p) = r·P + p, built with vector operations.
     __m256i all[8];
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) {
-      all[2 * r] = a[r][0];
-      all[2 * r + 1] = a[r][1];
-    }
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) all[r * P + p] = a[r][p];
     const __m256 is = _mm256_cvtepi32_ps(totals8(all));
     const __m128 dx4 =
-        _mm_setr_ps(x.row_d(r0)[b], x.row_d(r0 + 1)[b], x.row_d(r0 + 2)[b], x.row_d(r0 + 3)[b]);
-    const __m256 dxv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dx4),
-                                                _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
-    const __m256 dv = _mm256_setr_ps(pan[0].d, pan[1].d, pan[0].d, pan[1].d, pan[0].d, pan[1].d,
-                                     pan[0].d, pan[1].d);
+        _mm_setr_ps(x.row_d(r0)[b], x.row_d(r0 + 1)[b], R > 2 ? x.row_d(r0 + 2)[b] : 0.0f,
+                    R > 3 ? x.row_d(r0 + 3)[b] : 0.0f);
+    const __m256 dxv = _mm256_permutevar8x32_ps(
+        _mm256_castps128_ps256(dx4),
+        _mm256_setr_epi32(0 / P, 1 / P, 2 / P, 3 / P, 4 / P, 5 / P, 6 / P, 7 / P));
+    const __m256 dv = _mm256_setr_ps(pan[0 % P].d, pan[1 % P].d, pan[2 % P].d, pan[3 % P].d,
+                                     pan[4 % P].d, pan[5 % P].d, pan[6 % P].d, pan[7 % P].d);
     __m256 t = _mm256_mul_ps(_mm256_mul_ps(dv, dxv), is);
     if constexpr (kKind != 2) {
-      // im of (r, p): [mins_p0 | mins_p1] · [sub_r | sub_r], reduced to lanes 2r + p.
-      const __m256i mm = _mm256_set_m128i(pan[1].mins, pan[0].mins);
+      // im of (r, p): v[r·P/2 + q] = [mins_2q | mins_2q+1] · [sub_r | sub_r]; the two hadd
+      // levels leave (r, 2q) in the low half and (r, 2q + 1) in the high half, in the order
+      // the permutation puts into lanes r·P + p.
       __m256i v[4];
 #pragma GCC unroll 4
-      for (int r = 0; r < 4; ++r)
-        v[r] = _mm256_madd_epi16(
-            mm, _mm256_broadcastsi128_si256(_mm_loadu_si128(
-                    reinterpret_cast<const __m128i*>(x.row_sums32(r0 + r) + 8 * b))));
+      for (int r = 0; r < R; ++r) {
+        const __m256i sub = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.row_sums32(r0 + r) + 8 * b)));
+#pragma GCC unroll 2
+        for (int q = 0; q < P / 2; ++q)
+          v[r * (P / 2) + q] =
+              _mm256_madd_epi16(_mm256_set_m128i(pan[2 * q + 1].mins, pan[2 * q].mins), sub);
+      }
       const __m256i h =
           _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
       const __m256i im = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-      const __m256 dmv = _mm256_setr_ps(pan[0].dmin, pan[1].dmin, pan[0].dmin, pan[1].dmin,
-                                        pan[0].dmin, pan[1].dmin, pan[0].dmin, pan[1].dmin);
+      const __m256 dmv =
+          _mm256_setr_ps(pan[0 % P].dmin, pan[1 % P].dmin, pan[2 % P].dmin, pan[3 % P].dmin,
+                         pan[4 % P].dmin, pan[5 % P].dmin, pan[6 % P].dmin, pan[7 % P].dmin);
       t = _mm256_fnmadd_ps(_mm256_mul_ps(dmv, dxv), _mm256_cvtepi32_ps(im), t);
     }
     _mm256_storeu_ps(facc, _mm256_add_ps(_mm256_loadu_ps(facc), t));
@@ -544,7 +551,7 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
     __m128i sub = _mm_setzero_si128();
     if constexpr (kKind != 2)
       sub = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.row_sums32(r0 + r) + 8 * b));
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
       all[r * P + p] = a[r][p];
       dv[r * P + p] = pan[p].d;
@@ -570,7 +577,27 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
   _mm256_storeu_ps(facc, _mm256_add_ps(_mm256_loadu_ps(facc), t));
 }
 
-// Outputs [n0, n1) × activation rows [rb, re) of a K-quant matrix, P = 2 weight rows at a time.
+// Superblock b of P panels × activation rows [rb, re): tiles of 8 / P rows (at most 4), then the
+// rows left one by one (fewer than a tile: at most 3 per row block).
+template <bool kVnni, int kKind, int P>
+Q8_INLINE void ktiles(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t rb, int64_t re,
+                      float* facc) {
+  constexpr int R = std::min(4, 8 / P);
+  int64_t r = rb;
+  for (; r + R <= re; r += R) ktile<kVnni, kKind, R, P>(pan, x, b, r, facc + (r - rb) * P);
+  for (; r < re; ++r) ktile<kVnni, kKind, 1, P>(pan, x, b, r, facc + (r - rb) * P);
+}
+
+// Weight rows per tile: AVX-512 4 (2 activation rows × 4: the activations stream from L2 once
+// per 4 weight rows, as for Q8_0), AVX2 2 (4 × 2: its 16 registers).
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+constexpr int kKTileCols = 4;
+#else
+constexpr int kKTileCols = 2;
+#endif
+
+// Outputs [n0, n1) × activation rows [rb, re) of a K-quant matrix, kKTileCols weight rows at a
+// time.
 template <bool kVnni, int kKind>
 void krows_prefill(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1,
                    int64_t rb, int64_t re) {
@@ -578,34 +605,20 @@ void krows_prefill(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, in
                              : kKind == 1 ? sizeof(BlockQ5_K)
                                           : sizeof(BlockQ6_K);
   constexpr int64_t kMaxRows = 256;
-  alignas(32) float facc[kMaxRows * 2 + 8];
-  KPanel pan[2];
-  for (int64_t n = n0; n < n1; n += 2) {
-    const int np = n + 1 < n1 ? 2 : 1;
+  alignas(32) float facc[kMaxRows * kKTileCols + 8];
+  KPanel pan[kKTileCols];
+  for (int64_t n = n0; n < n1; n += kKTileCols) {
+    const int np = int(std::min<int64_t>(kKTileCols, n1 - n));
     std::fill(facc, facc + (re - rb) * np + 8, 0.0f);
     for (int64_t b = 0; b < x.k / 256; ++b) {
       for (int p = 0; p < np; ++p)
         kpanel_fill<kKind>(w.data + (n + p) * w.row_bytes + b * kBytes, pan[p]);
-      int64_t r = rb;
-      if (np == 2) {
-        for (; r + 4 <= re; r += 4) ktile<kVnni, kKind, 4, 2>(pan, x, b, r, facc + (r - rb) * 2);
-        switch (re - r) {
-          case 3:
-            ktile<kVnni, kKind, 3, 2>(pan, x, b, r, facc + (r - rb) * 2);
-            break;
-          case 2:
-            ktile<kVnni, kKind, 2, 2>(pan, x, b, r, facc + (r - rb) * 2);
-            break;
-          case 1:
-            ktile<kVnni, kKind, 1, 2>(pan, x, b, r, facc + (r - rb) * 2);
-            break;
-          default:
-            break;
-        }
-      } else {
-        for (; r + 4 <= re; r += 4) ktile<kVnni, kKind, 4, 1>(pan, x, b, r, facc + (r - rb));
-        for (; r < re; ++r) ktile<kVnni, kKind, 1, 1>(pan, x, b, r, facc + (r - rb));
-      }
+      if (np == kKTileCols) ktiles<kVnni, kKind, kKTileCols>(pan, x, b, rb, re, facc);
+      if constexpr (kKTileCols > 3)
+        if (np == 3) ktiles<kVnni, kKind, 3>(pan, x, b, rb, re, facc);
+      if constexpr (kKTileCols > 2)
+        if (np == 2) ktiles<kVnni, kKind, 2>(pan, x, b, rb, re, facc);
+      if (np == 1) ktiles<kVnni, kKind, 1>(pan, x, b, rb, re, facc);
     }
     for (int64_t r = rb; r < re; ++r)
       for (int p = 0; p < np; ++p) y[r * w.n + n + p] = facc[(r - rb) * np + p];

@@ -78,25 +78,32 @@ TEST(Q8Matmul, EveryPathEqualsReferenceBitExact) {
   }
 }
 
-// Q8_0 with more than 4 rows runs the transposed prefill tile (q8matmul_q8_0_prefill.h, AVX-512
-// 2 rows × 4 outputs, AVX2 4 × 2): every remainder of rows (M mod 4) and of outputs (N mod 4,
-// and the 2-thread split), K below one step of the tile (3 blocks), a multiple of 16 blocks and
-// 65 blocks (the last step padded), several row blocks (M = 130 and 300 at K = 2080, 300 at
-// K = 512), and activation blocks whose scale is NaN (an Inf) or zero.
-TEST(Q8Matmul, Q8_0PrefillTileEqualsReferenceBitExact) {
+// More than 4 rows run the prefill tiles (AVX-512 2 rows × 4 outputs, AVX2 4 × 2; Q8_0's in
+// q8matmul_q8_0_prefill.h): every remainder of rows (M mod 4) and of outputs (N mod 4, and the
+// 2-thread split); for Q8_0 K below one step of the tile (3 blocks), a multiple of 16 blocks and
+// 65 blocks (the last step padded); several row blocks (M = 130 and 300 at K = 2080 or 2048,
+// 300 at K = 512); and activation blocks whose scale is zero or, for Q8_0, NaN (an Inf). Not
+// for the K-quants: their tiles give +NaN where the reference gives −NaN (it computes
+// fma(−dm, …) with dm NaN, the tile fnmadd(dm, …); x86 passes the first NaN operand on, sign
+// included), a mismatch older than these tests and still open.
+TEST(Q8Matmul, PrefillTilesEqualReferenceBitExact) {
   SimdRestore restore;
   ProfileRestore profile;
   activations_set(ActivationProfile::q8);
   ThreadPool p1(1), p2(2);
-  for (int64_t k : {96, 512, 2080}) {
-    for (int64_t m : {5, 6, 7, 9, 33, 130, 300}) {
-      OwnedMatrix w = random_matrix(DType::Q8_0, k, 36 + m % 4, uint32_t(k + m));
-      auto x = random_activations(m * k, uint32_t(5 * m + k));
-      for (int64_t i = 0; i < 32; ++i) x[size_t(k + i)] = 0.0f;
-      x[size_t(2 * k + k / 2)] = std::numeric_limits<float>::infinity();
-      x[size_t(3 * k + 40)] = -2e4f;
-      expect_paths_equal_reference(w, x, m, p1, p2);
-      if (testing::Test::HasFatalFailure()) return;
+  for (DType t : kQ8Types) {
+    const std::vector<int64_t> ks =
+        t == DType::Q8_0 ? std::vector<int64_t>{96, 512, 2080} : std::vector<int64_t>{256, 2048};
+    for (int64_t k : ks) {
+      for (int64_t m : {5, 6, 7, 9, 33, 130, 300}) {
+        OwnedMatrix w = random_matrix(t, k, 36 + m % 4, uint32_t(k + m));
+        auto x = random_activations(m * k, uint32_t(5 * m + k));
+        for (int64_t i = 0; i < 32; ++i) x[size_t(k + i)] = 0.0f;
+        if (t == DType::Q8_0) x[size_t(2 * k + k / 2)] = std::numeric_limits<float>::infinity();
+        x[size_t(3 * k + 40)] = -2e4f;
+        expect_paths_equal_reference(w, x, m, p1, p2);
+        if (testing::Test::HasFatalFailure()) return;
+      }
     }
   }
 }
