@@ -648,7 +648,7 @@ void rows(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1,
   const int64_t block = std::clamp<int64_t>((256 * 1024 / w.k) / 4 * 4, 4, 256);
   for (int64_t rb = 0; rb < x.m; rb += block) {
     const int64_t re = std::min(x.m, rb + block);
-    if (re - rb > 4 && w.type == DType::Q8_0 &&
+    if (re - rb > 4 && w.type == DType::Q8_0 && scratch != nullptr &&
         q80_scratch_bytes(re - rb, w.k) <= kQScratchFloats * int64_t(sizeof(float))) {
       auto* at = reinterpret_cast<uint8_t*>(scratch);
       q80_prefill(w, x, y, n0, n1, rb, re, at + (64 - reinterpret_cast<uintptr_t>(at) % 64) % 64);

@@ -108,6 +108,33 @@ TEST(Q8Matmul, PrefillTilesEqualReferenceBitExact) {
   }
 }
 
+// The kernels called directly: Q8_0 with and without a scratch (the prefill tile, the decode
+// kernel) gives the reference's bits.
+TEST(Q8Matmul, Q8_0RowsWithAndWithoutScratch) {
+  const int64_t k = 2080, n = 38, m = 11;
+  OwnedMatrix w = random_matrix(DType::Q8_0, k, n, 41);
+  const auto x = random_activations(m * k, 42);
+  std::vector<uint8_t> buf(size_t(q8_rows_bytes(Q8Format::b32, m, k) + 64));
+  const Q8Rows xq = q8_rows_at(
+      buf.data() + (64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64, Q8Format::b32, m, k);
+  q8_quantize_ref(x.data(), xq, 0, m);
+  const QuantView v{DType::Q8_0, static_cast<const uint8_t*>(w.m.data()), k, n,
+                    dtype_row_bytes(DType::Q8_0, k)};
+  std::vector<float> ref(size_t(m * n));
+  q8matmul_ref_range(v, xq, ref.data(), 0, n);
+  std::vector<float> scratch(static_cast<size_t>(kQScratchFloats));
+  for (SimdLevel level : available_levels()) {
+    const Q8Kernels* kern = q8_kernels(level);
+    if (!kern) continue;
+    for (float* s : {scratch.data(), static_cast<float*>(nullptr)}) {
+      std::vector<float> y(size_t(m * n), std::numeric_limits<float>::quiet_NaN());
+      kern->rows(v, xq, y.data(), 0, n, s);
+      EXPECT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "")
+          << simd_name(level) << (s ? " with scratch" : " without scratch");
+    }
+  }
+}
+
 // Many products in one dispatch (a decode step's projections sharing x, experts with their own
 // rows): the same bits as each product alone.
 TEST(Q8Matmul, JobsEqualSeparateProducts) {
