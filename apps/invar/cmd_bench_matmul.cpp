@@ -1,5 +1,6 @@
-// `invar bench matmul`: the matrix product (kernels/matmul.h) per weight type, SIMD level and
-// thread count, side by side with OpenBLAS cblas_sgemm / cblas_sgemv on the same shapes, next to
+// `invar bench matmul`: the matrix product (kernels/matmul.h) per weight type, activation
+// profile (core/activations.h: f32, or q8's integer products), SIMD level and thread count, side
+// by side with OpenBLAS cblas_sgemm / cblas_sgemv on the same shapes, next to
 // this machine's measured FMA peak and DRAM read bandwidth. Samples of the variants are
 // interleaved (rep 1 of each, rep 2 of each, ...) so drifting machine load hits all alike.
 //
@@ -24,6 +25,7 @@
 
 #include "bench_machine.h"
 #include "bench_registry.h"
+#include "core/activations.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/quant_blocks.h"
@@ -183,6 +185,8 @@ std::string fmt_stats(const Stats& s) {
 struct Options {
   std::vector<int> threads{1, 2};
   std::vector<std::string> dtypes{"f32", "f16", "bf16", "q8_0"};
+  std::vector<std::string> activations{"f32"};  // profiles, each a row per shape, type, threads
+  std::vector<std::string> simd;                // levels to time; empty: every one from AVX2 up
   int reps = 7;
   double min_sample_ms = 20;
   int64_t cold_mib = 320;  // M <= 16: weights rotate over copies totalling this much (> the LLC)
@@ -207,14 +211,31 @@ int run_bench(const Options& opt) {
   const OpenBlas blas = openblas_load(opt.keep_openblas_env);
   std::vector<SimdLevel> levels;
   for (SimdLevel l : {SimdLevel::avx2, SimdLevel::avx512}) {
-    if (int(l) <= int(simd_detect())) levels.push_back(l);
+    const bool asked = opt.simd.empty() || std::find(opt.simd.begin(), opt.simd.end(),
+                                                     std::string(simd_name(l))) != opt.simd.end();
+    if (asked && int(l) <= int(simd_detect())) levels.push_back(l);
+  }
+  for (const std::string& name : opt.simd) {
+    const auto l = simd_parse(name);
+    if (!l || *l == SimdLevel::scalar)
+      throw Error("--simd entries are avx2 or avx512, not '" + name + "'");
+    if (int(*l) > int(simd_detect())) throw Error("--simd " + name + ": this CPU lacks it");
   }
   if (levels.empty()) throw Error("bench matmul needs at least AVX2 (this CPU has none)");
   const SimdLevel saved_level = simd_active();
+  std::vector<ActivationProfile> profiles;
+  for (const std::string& name : opt.activations) {
+    const auto a = activations_parse(name);
+    if (!a) throw Error("--activations entries are f32 or q8, not '" + name + "'");
+    profiles.push_back(*a);
+  }
+  if (profiles.empty()) throw Error("--activations: at least one profile");
+  const ActivationProfile saved_profile = activations_active();
 
   std::printf(
-      "invar bench matmul: y[M][N] = x[M][K] · Wᵀ, activations F32; GFLOP/s min/median/max "
-      "over %d interleaved samples, %s clock\n",
+      "invar bench matmul: y[M][N] = x[M][K] · Wᵀ, activations F32 (act f32) or quantised to 8 "
+      "bits (act q8: Q4_K/Q5_K/Q6_K/Q8_0 only, other types as f32); GFLOP/s min/median/max over "
+      "%d interleaved samples, %s clock\n",
       opt.reps, g_cpu_clock ? "CPU-time (process CPU seconds / threads)" : "wall");
   if (blas.ok()) {
     std::printf("OpenBLAS kernel: %s (%s)%s\n", blas.corename ? blas.corename() : "?",
@@ -251,8 +272,8 @@ int run_bench(const Options& opt) {
     for (const std::string& s : opt.shapes) shapes.push_back(shape_parse(s));
   }
   std::mt19937 rng(42);
-  std::printf("\n%-16s %-5s %-3s | %-20s | %-20s | %-20s | %-6s | %s\n", "M×N×K", "type", "thr",
-              "invar avx2", "invar avx512", "OpenBLAS (F32)", "best/OB",
+  std::printf("\n%-16s %-5s %-3s %-3s | %-20s | %-20s | %-20s | %-6s | %s\n", "M×N×K", "type",
+              "act", "thr", "invar avx2", "invar avx512", "OpenBLAS (F32)", "best/OB",
               "M<=16: GB/s median (DRAM)");
 
   for (const Shape& s : shapes) {
@@ -286,15 +307,19 @@ int run_bench(const Options& opt) {
         g_clock_threads = t;
         if (blas.ok()) blas.set_threads(t);
         std::vector<float> scratch(size_t(matmul_scratch_floats(t)));
+        // Every profile's variants in one interleaved run: profile a's levels at [a·L, a·L + L).
         std::vector<Variant> vs;
         size_t rot = 0;
-        for (SimdLevel level : levels) {
-          vs.push_back({std::string(simd_name(level)),
-                        [&, level] {
-                          simd_set(level);
-                          matmul(ws[rot++ % ws.size()], x.data(), s.m, y.data(), pool, scratch);
-                        },
-                        {}});
+        for (ActivationProfile a : profiles) {
+          for (SimdLevel level : levels) {
+            vs.push_back({std::string(simd_name(level)),
+                          [&, level, a] {
+                            activations_set(a);
+                            simd_set(level);
+                            matmul(ws[rot++ % ws.size()], x.data(), s.m, y.data(), pool, scratch);
+                          },
+                          {}});
+          }
         }
         if (!wf.empty()) {
           vs.push_back({"openblas",
@@ -313,46 +338,52 @@ int run_bench(const Options& opt) {
         }
         run_interleaved(vs, flops, opt.reps, opt.min_sample_ms / 1e3);
         simd_set(saved_level);
+        activations_set(saved_profile);
 
-        std::string cols[3] = {"-", "-", "-"};
-        double best = 0, ob = 0;  // medians: best invar level, OpenBLAS
-        for (auto& v : vs) {
-          const Stats st = stats_of(v.rates);
-          const int col = v.name == "avx2" ? 0 : v.name == "avx512" ? 1 : 2;
-          cols[col] = fmt_stats(st);
-          if (col == 2) {
-            ob = st.median;
-          } else {
+        double ob = 0;  // median of OpenBLAS
+        if (!wf.empty()) ob = stats_of(vs.back().rates).median;
+        for (size_t ai = 0; ai < profiles.size(); ++ai) {
+          std::string cols[3] = {"-", "-", "-"};
+          cols[2] = wf.empty() || ai > 0 ? "-" : fmt_stats(stats_of(vs.back().rates));
+          double best = 0;  // median of the best invar level
+          for (size_t li = 0; li < levels.size(); ++li) {
+            const Variant& v = vs[ai * levels.size() + li];
+            const Stats st = stats_of(v.rates);
+            cols[v.name == "avx2" ? 0 : 1] = fmt_stats(st);
             best = std::max(best, st.median);
           }
-        }
-        char shape_s[48], ratio[16] = "-", gbs[96] = "";
-        std::snprintf(shape_s, sizeof shape_s, "%lld×%lld×%lld", (long long)s.m, (long long)s.n,
-                      (long long)s.k);
-        if (ob > 0) std::snprintf(ratio, sizeof ratio, "%.2f", best / ob);
-        if (s.m <= 16) {
-          // Weight bytes streamed per second: bytes per product × products per second.
-          const double invar_gbs = double(weight_bytes) * best / flops;
-          const double ob_gbs = double(s.n * s.k * 4) * ob / flops;
-          if (ob > 0) {
-            std::snprintf(gbs, sizeof gbs, "invar %.1f, OpenBLAS %.1f (DRAM %.1f)", invar_gbs,
-                          ob_gbs, bandwidth[t]);
-          } else {
-            std::snprintf(gbs, sizeof gbs, "invar %.1f (DRAM %.1f)", invar_gbs, bandwidth[t]);
+          char shape_s[48], ratio[16] = "-", gbs[96] = "";
+          std::snprintf(shape_s, sizeof shape_s, "%lld×%lld×%lld", (long long)s.m, (long long)s.n,
+                        (long long)s.k);
+          if (ob > 0) std::snprintf(ratio, sizeof ratio, "%.2f", best / ob);
+          if (s.m <= 16) {
+            // Weight bytes streamed per second: bytes per product × products per second.
+            const double invar_gbs = double(weight_bytes) * best / flops;
+            const double ob_gbs = double(s.n * s.k * 4) * ob / flops;
+            if (ob > 0) {
+              std::snprintf(gbs, sizeof gbs, "invar %.1f, OpenBLAS %.1f (DRAM %.1f)", invar_gbs,
+                            ob_gbs, bandwidth[t]);
+            } else {
+              std::snprintf(gbs, sizeof gbs, "invar %.1f (DRAM %.1f)", invar_gbs, bandwidth[t]);
+            }
           }
-        }
-        std::printf("%-16s %-5s %-3d | %-20s | %-20s | %-20s | %-7s | %s\n", shape_s, tname.c_str(),
-                    t, cols[0].c_str(), cols[1].c_str(), cols[2].c_str(), ratio, gbs);
-        // The ISAs must agree to the bit (a cheap reminder that this is the same product).
-        if (levels.size() == 2) {
-          std::vector<float> a(y.size()), b(y.size());
-          simd_set(SimdLevel::avx2);
-          matmul(ws[0], x.data(), s.m, a.data(), pool);
-          simd_set(SimdLevel::avx512);
-          matmul(ws[0], x.data(), s.m, b.data(), pool);
-          simd_set(saved_level);
-          if (std::memcmp(a.data(), b.data(), a.size() * 4) != 0) {
-            std::printf("  !! avx2 and avx512 results differ: a bug in the canonical order\n");
+          const std::string act(activations_name(profiles[ai]));
+          std::printf("%-16s %-5s %-3s %-3d | %-20s | %-20s | %-20s | %-7s | %s\n", shape_s,
+                      tname.c_str(), act.c_str(), t, cols[0].c_str(), cols[1].c_str(),
+                      cols[2].c_str(), ratio, gbs);
+          // The ISAs must agree to the bit (a cheap reminder that this is the same product).
+          if (simd_detect() == SimdLevel::avx512) {
+            std::vector<float> a(y.size()), b(y.size());
+            activations_set(profiles[ai]);
+            simd_set(SimdLevel::avx2);
+            matmul(ws[0], x.data(), s.m, a.data(), pool);
+            simd_set(SimdLevel::avx512);
+            matmul(ws[0], x.data(), s.m, b.data(), pool);
+            simd_set(saved_level);
+            activations_set(saved_profile);
+            if (std::memcmp(a.data(), b.data(), a.size() * 4) != 0) {
+              std::printf("  !! avx2 and avx512 results differ: a bug in the canonical order\n");
+            }
           }
         }
       }
@@ -377,6 +408,13 @@ BenchKind bench_matmul("matmul", [](CLI::App& bench) -> Command::Run {
                   "weight types (default f32 f16 bf16 q8_0; any of f32 f16 bf16 q4_0 q4_1 q5_0 "
                   "q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K iq2_xxs iq2_xs iq3_xxs iq1_s iq4_nl iq3_s "
                   "iq2_s iq4_xs iq1_m tq1_0 tq2_0 mxfp4)")
+      ->delimiter(',');
+  sub->add_option("--activations", opt->activations,
+                  "activation profiles, each timed in the same interleaved run (default f32; q8: "
+                  "8-bit activations, integer products for q4_K q5_K q6_K q8_0 weights)")
+      ->delimiter(',');
+  sub->add_option("--simd", opt->simd,
+                  "SIMD levels to time, avx2 and/or avx512 (default: every one this CPU has)")
       ->delimiter(',');
   sub->add_option("--reps", opt->reps, "interleaved samples per variant (default 7)");
   sub->add_option("--sample-ms", opt->min_sample_ms, "minimum duration of one sample (default 20)");

@@ -185,7 +185,7 @@ void job_range(const MatmulJob& j, const IsaKernels* isa, int64_t n0, int64_t n1
                const Q8Rows& xq) {
   const Matrix& w = *j.w;
   if (xq.format != Q8Format::none) {
-    if (const Q8Kernels* k = q8_kernels()) return k->rows(quant_view(w), xq, j.y, n0, n1);
+    if (const Q8Kernels* k = q8_kernels()) return k->rows(quant_view(w), xq, j.y, n0, n1, scratch);
     return q8matmul_ref_range(quant_view(w), xq, j.y, n0, n1);
   }
   if (!isa) return matmul_scalar_range(w, j.x, j.m, j.y, n0, n1);

@@ -85,7 +85,10 @@ void q8matmul_ref_range(const QuantView& w, const Q8Rows& x, float* y, int64_t n
 // The SIMD versions, bit for bit the references (q8matmul_simd.h).
 struct Q8Kernels {
   void (*quantize)(const float* x, const Q8Rows& out, int64_t r0, int64_t r1);
-  void (*rows)(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1);
+  // scratch: kQScratchFloats floats, where Q8_0's prefill transposes its operands; nullptr sends
+  // Q8_0 down the decode kernel (the same bits, slower).
+  void (*rows)(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1,
+               float* scratch);
 };
 extern const Q8Kernels kQ8KernelsAvx2;
 extern const Q8Kernels kQ8KernelsAvx512;

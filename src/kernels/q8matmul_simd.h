@@ -10,7 +10,9 @@
 //
 // Each weight row is decoded once per group of up to 4 activation rows (the group's integer
 // accumulators side by side); a group of rows whose codes fit about 256 KiB runs over every output
-// of the range before the next group, so the codes stay in L2 while the weights stream.
+// of the range before the next group, so the codes stay in L2 while the weights stream. More than
+// 4 rows go through tiles of 8 outputs (AVX-512 2 rows × 4 weight rows, AVX2 4 × 2;
+// q8matmul_kquant_prefill.h, q8matmul_q8_0_prefill.h).
 #pragma once
 
 #include <algorithm>
@@ -22,37 +24,12 @@
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
 #include "core/quant_blocks.h"
 #include "kernels/q8matmul.h"
+#include "kernels/q8matmul_kquant_prefill.h"
+#include "kernels/q8matmul_q8_0_prefill.h"
+#include "kernels/q8matmul_simd_base.h"
 
 namespace invar::q8simd {
 namespace {
-
-#define Q8_INLINE inline __attribute__((always_inline))
-
-Q8_INLINE int32_t hsum8(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
-}
-Q8_INLINE float f16_at(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
-Q8_INLINE __m256i load(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-
-// acc + Σ pairs of (p16 · s16) as int32.
-template <bool kVnni>
-Q8_INLINE __m256i madd_acc(__m256i acc, __m256i p16, __m256i s16) {
-  if constexpr (kVnni) {
-#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
-    return _mm256_dpwssd_epi32(acc, p16, s16);
-#endif
-  }
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, s16));
-}
 
 // ---- quantiser ----
 
@@ -269,14 +246,6 @@ Q8_INLINE __m256i dot32(__m256i aw, __m256i w, __m256i xv) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1));
 }
 
-// The 8 totals of p[0..8) in order (exact integer sums).
-Q8_INLINE __m256i totals8(const __m256i* p) {
-  const __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-  const __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(p[4], p[5]), _mm256_hadd_epi32(p[6], p[7]));
-  return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
-                          _mm256_permute2x128_si256(a, b, 0x31));
-}
-
 template <bool kVnni, int R>
 Q8_INLINE void q8_0_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* y, int64_t ldy) {
   constexpr int64_t kBytes = sizeof(BlockQ8_0);
@@ -328,287 +297,6 @@ Q8_INLINE void q8_0_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* 
   }
 }
 
-// ---- prefill: K-quants ----
-//
-// For many activation rows each superblock of P weight rows is decoded once per row block into
-// codes (kQ4..6: 8 vectors of 32 unsigned codes) and int16 scale vectors, then runs over every
-// group of up to 4 activation rows (R × P integer accumulators); each superblock's float step is
-// done for the R × P outputs at once in 8 lanes, lane 2r + p (P = 2), the same IEEE operations
-// as the reference's on each lane, into per-output float accumulators that live in a small
-// buffer across superblocks.
-
-// Superblock b of one weight row, decoded: codes, scale vectors, d, dmin, mins.
-struct KPanel {
-  alignas(64) uint8_t codes[8][32];   // vector v: weights 32v .. 32v + 31, unsigned
-  alignas(64) int16_t scales[8][16];  // the int16 scale of each weight's sub-block, per vector
-  __m128i mins;                       // Q4_K/Q5_K: the 8 mins, int16
-  __m256i sc16;                       // Q6_K: the 16 scales, int16
-  float d, dmin;
-};
-
-template <int kKind>  // 0 Q4_K, 1 Q5_K, 2 Q6_K
-Q8_INLINE void kpanel_fill(const uint8_t* blk, KPanel& o) {
-  const __m256i m4 = _mm256_set1_epi8(0x0f);
-  if constexpr (kKind == 2) {
-    const auto* q6 = reinterpret_cast<const BlockQ6_K*>(blk);
-    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q6->scales));
-    o.sc16 = _mm256_cvtepi8_epi16(sc8);
-    const __m256i m3 = _mm256_set1_epi8(3);
-    for (int h = 0; h < 2; ++h) {
-      const __m256i a = load(q6->ql + 64 * h), bq = load(q6->ql + 64 * h + 32);
-      const __m256i hb = load(q6->qh + 32 * h);
-      const __m256i u[4] = {
-          _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4)),
-          _mm256_or_si256(_mm256_and_si256(bq, m4),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 4), m3), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 4), m4),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 6), m3), 4))};
-      for (int g = 0; g < 4; ++g) {
-        const int s = 8 * h + 2 * g;
-        _mm256_store_si256(reinterpret_cast<__m256i*>(o.codes[4 * h + g]), u[g]);
-        const __m128i pick =
-            _mm_setr_epi8(char(s), char(s), char(s), char(s), char(s), char(s), char(s), char(s),
-                          char(s + 1), char(s + 1), char(s + 1), char(s + 1), char(s + 1),
-                          char(s + 1), char(s + 1), char(s + 1));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(o.scales[4 * h + g]),
-                           _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pick)));
-      }
-    }
-    uint16_t dh;
-    std::memcpy(&dh, &q6->d, 2);
-    o.d = _cvtsh_ss(dh);
-    o.dmin = 0.0f;
-    return;
-  } else {
-    constexpr uint32_t kMask1 = 0x3f3f3f3f, kMask2 = 0x0f0f0f0f, kMask3 = 0x03030303;
-    uint32_t u[4];
-    std::memcpy(u, blk + 4, 12);
-    u[3] = ((u[2] >> 4) & kMask2) | (((u[1] >> 6) & kMask3) << 4);
-    const uint32_t mins03 = u[1] & kMask1;
-    u[1] = (u[2] & kMask2) | (((u[0] >> 6) & kMask3) << 4);
-    u[2] = mins03;
-    u[0] &= kMask1;
-    const __m256i sm16 =
-        _mm256_cvtepu8_epi16(_mm_setr_epi32(int(u[0]), int(u[1]), int(u[2]), int(u[3])));
-    o.mins = _mm256_extracti128_si256(sm16, 1);
-    const __m256i sc2 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
-    const uint8_t* qs = blk + (kKind == 1 ? 48 : 16);
-    __m256i hbits = _mm256_setzero_si256();
-    if constexpr (kKind == 1) hbits = load(blk + 16);
-    const __m256i one8 = _mm256_set1_epi8(1);
-    for (int j = 0; j < 4; ++j) {
-      const __m256i qv = load(qs + 32 * j);
-      __m256i lo = _mm256_and_si256(qv, m4);
-      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qv, 4), m4);
-      if constexpr (kKind == 1) {
-        lo = _mm256_or_si256(
-            lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j), one8), 4));
-        hi = _mm256_or_si256(
-            hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * j + 1), one8), 4));
-      }
-      _mm256_store_si256(reinterpret_cast<__m256i*>(o.codes[2 * j]), lo);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(o.codes[2 * j + 1]), hi);
-      _mm256_store_si256(
-          reinterpret_cast<__m256i*>(o.scales[2 * j]),
-          _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(int16_t((4 * j + 1) << 8 | 4 * j))));
-      _mm256_store_si256(
-          reinterpret_cast<__m256i*>(o.scales[2 * j + 1]),
-          _mm256_shuffle_epi8(sc2, _mm256_set1_epi16(int16_t((4 * j + 3) << 8 | (4 * j + 2)))));
-    }
-    o.d = f16_at(blk);
-    o.dmin = f16_at(blk + 2);
-  }
-}
-
-// Totals of up to 4 int32 xmm vectors (missing ones zero), in order.
-Q8_INLINE __m128i totals4(__m128i a, __m128i b, __m128i c, __m128i d) {
-  return _mm_hadd_epi32(_mm_hadd_epi32(a, b), _mm_hadd_epi32(c, d));
-}
-
-// Superblock b of P panels × activation rows r0 .. r0 + R − 1: facc[(r − rb)·P + p] += t.
-template <bool kVnni, int kKind, int R, int P>
-Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, float* facc) {
-  static_assert(R * P <= 8);
-  __m256i a[R][P];
-#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
-  // AVX-512: two vectors of codes (64 weights) per instruction; the halves' sums are added at
-  // the end (integers: exact).
-  __m512i z[R][P];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int p = 0; p < P; ++p) z[r][p] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-  for (int v = 0; v < 8; v += 2) {
-    __m512i w[P], s[P];
-#pragma GCC unroll 2
-    for (int p = 0; p < P; ++p) {
-      w[p] = _mm512_load_si512(pan[p].codes[v]);
-      s[p] = _mm512_load_si512(pan[p].scales[v]);
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const __m512i xv = _mm512_loadu_si512(x.row_q(r0 + r) + b * 256 + 32 * v);
-#pragma GCC unroll 2
-      for (int p = 0; p < P; ++p)
-        z[r][p] = _mm512_dpwssd_epi32(z[r][p], _mm512_maddubs_epi16(w[p], xv), s[p]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 2
-    for (int p = 0; p < P; ++p) {
-      a[r][p] =
-          _mm256_add_epi32(_mm512_castsi512_si256(z[r][p]), _mm512_extracti64x4_epi64(z[r][p], 1));
-    }
-  }
-#else
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-    for (int p = 0; p < P; ++p) a[r][p] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-  for (int v = 0; v < 8; ++v) {
-    __m256i w[P], s[P];
-#pragma GCC unroll 2
-    for (int p = 0; p < P; ++p) {
-      w[p] = load(pan[p].codes[v]);
-      s[p] = load(pan[p].scales[v]);
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const __m256i xv = load(x.row_q(r0 + r) + b * 256 + 32 * v);
-#pragma GCC unroll 2
-      for (int p = 0; p < P; ++p)
-        a[r][p] = madd_acc<kVnni>(a[r][p], _mm256_maddubs_epi16(w[p], xv), s[p]);
-    }
-  }
-#endif
-  if constexpr (kKind == 2) {
-    // − 32 · Σ_s sc_s · (x-sum of group s): the codes' offset.
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-      for (int p = 0; p < P; ++p) {
-        const __m256i c = _mm256_madd_epi16(pan[p].sc16, load(x.row_sums(r0 + r) + 16 * b));
-        a[r][p] = _mm256_sub_epi32(a[r][p], _mm256_slli_epi32(c, 5));
-      }
-  }
-  // The float step for lane r·P + p.
-  if constexpr (R == 4 && P == 2) {
-    // The full tile: lanes (r, p) = 2r + p, built with vector operations.
-    __m256i all[8];
-#pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) {
-      all[2 * r] = a[r][0];
-      all[2 * r + 1] = a[r][1];
-    }
-    const __m256 is = _mm256_cvtepi32_ps(totals8(all));
-    const __m128 dx4 =
-        _mm_setr_ps(x.row_d(r0)[b], x.row_d(r0 + 1)[b], x.row_d(r0 + 2)[b], x.row_d(r0 + 3)[b]);
-    const __m256 dxv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(dx4),
-                                                _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3));
-    const __m256 dv = _mm256_setr_ps(pan[0].d, pan[1].d, pan[0].d, pan[1].d, pan[0].d, pan[1].d,
-                                     pan[0].d, pan[1].d);
-    __m256 t = _mm256_mul_ps(_mm256_mul_ps(dv, dxv), is);
-    if constexpr (kKind != 2) {
-      // im of (r, p): [mins_p0 | mins_p1] · [sub_r | sub_r], reduced to lanes 2r + p.
-      const __m256i mm = _mm256_set_m128i(pan[1].mins, pan[0].mins);
-      __m256i v[4];
-#pragma GCC unroll 4
-      for (int r = 0; r < 4; ++r)
-        v[r] = _mm256_madd_epi16(
-            mm, _mm256_broadcastsi128_si256(_mm_loadu_si128(
-                    reinterpret_cast<const __m128i*>(x.row_sums32(r0 + r) + 8 * b))));
-      const __m256i h =
-          _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-      const __m256i im = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-      const __m256 dmv = _mm256_setr_ps(pan[0].dmin, pan[1].dmin, pan[0].dmin, pan[1].dmin,
-                                        pan[0].dmin, pan[1].dmin, pan[0].dmin, pan[1].dmin);
-      t = _mm256_fnmadd_ps(_mm256_mul_ps(dmv, dxv), _mm256_cvtepi32_ps(im), t);
-    }
-    _mm256_storeu_ps(facc, _mm256_add_ps(_mm256_loadu_ps(facc), t));
-    return;
-  }
-  __m256i all[8];
-  alignas(32) float dv[8] = {}, dmv[8] = {}, dxv[8] = {};
-  __m128i im4[8];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    const float dx = x.row_d(r0 + r)[b];
-    __m128i sub = _mm_setzero_si128();
-    if constexpr (kKind != 2)
-      sub = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.row_sums32(r0 + r) + 8 * b));
-#pragma GCC unroll 2
-    for (int p = 0; p < P; ++p) {
-      all[r * P + p] = a[r][p];
-      dv[r * P + p] = pan[p].d;
-      dmv[r * P + p] = pan[p].dmin;
-      dxv[r * P + p] = dx;
-      if constexpr (kKind != 2) im4[r * P + p] = _mm_madd_epi16(pan[p].mins, sub);
-    }
-  }
-#pragma GCC unroll 8
-  for (int i = R * P; i < 8; ++i) {
-    all[i] = _mm256_setzero_si256();
-    im4[i] = _mm_setzero_si128();
-  }
-  const __m256 is = _mm256_cvtepi32_ps(totals8(all));
-  const __m256 dd = _mm256_mul_ps(_mm256_load_ps(dv), _mm256_load_ps(dxv));
-  __m256 t = _mm256_mul_ps(dd, is);
-  if constexpr (kKind != 2) {
-    const __m256i im = _mm256_set_m128i(totals4(im4[4], im4[5], im4[6], im4[7]),
-                                        totals4(im4[0], im4[1], im4[2], im4[3]));
-    const __m256 dm = _mm256_mul_ps(_mm256_load_ps(dmv), _mm256_load_ps(dxv));
-    t = _mm256_fnmadd_ps(dm, _mm256_cvtepi32_ps(im), t);
-  }
-  _mm256_storeu_ps(facc, _mm256_add_ps(_mm256_loadu_ps(facc), t));
-}
-
-// Outputs [n0, n1) × activation rows [rb, re) of a K-quant matrix, P = 2 weight rows at a time.
-template <bool kVnni, int kKind>
-void krows_prefill(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1,
-                   int64_t rb, int64_t re) {
-  constexpr int64_t kBytes = kKind == 0   ? sizeof(BlockQ4_K)
-                             : kKind == 1 ? sizeof(BlockQ5_K)
-                                          : sizeof(BlockQ6_K);
-  constexpr int64_t kMaxRows = 256;
-  alignas(32) float facc[kMaxRows * 2 + 8];
-  KPanel pan[2];
-  for (int64_t n = n0; n < n1; n += 2) {
-    const int np = n + 1 < n1 ? 2 : 1;
-    std::fill(facc, facc + (re - rb) * np + 8, 0.0f);
-    for (int64_t b = 0; b < x.k / 256; ++b) {
-      for (int p = 0; p < np; ++p)
-        kpanel_fill<kKind>(w.data + (n + p) * w.row_bytes + b * kBytes, pan[p]);
-      int64_t r = rb;
-      if (np == 2) {
-        for (; r + 4 <= re; r += 4) ktile<kVnni, kKind, 4, 2>(pan, x, b, r, facc + (r - rb) * 2);
-        switch (re - r) {
-          case 3:
-            ktile<kVnni, kKind, 3, 2>(pan, x, b, r, facc + (r - rb) * 2);
-            break;
-          case 2:
-            ktile<kVnni, kKind, 2, 2>(pan, x, b, r, facc + (r - rb) * 2);
-            break;
-          case 1:
-            ktile<kVnni, kKind, 1, 2>(pan, x, b, r, facc + (r - rb) * 2);
-            break;
-          default:
-            break;
-        }
-      } else {
-        for (; r + 4 <= re; r += 4) ktile<kVnni, kKind, 4, 1>(pan, x, b, r, facc + (r - rb));
-        for (; r < re; ++r) ktile<kVnni, kKind, 1, 1>(pan, x, b, r, facc + (r - rb));
-      }
-    }
-    for (int64_t r = rb; r < re; ++r)
-      for (int p = 0; p < np; ++p) y[r * w.n + n + p] = facc[(r - rb) * np + p];
-  }
-}
-
 // ---- driver ----
 
 template <bool kVnni, int R>
@@ -627,11 +315,17 @@ Q8_INLINE void one_row(DType t, const uint8_t* row, const Q8Rows& x, int64_t r0,
 }
 
 template <bool kVnni>
-void rows(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1) {
+void rows(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1, float* scratch) {
   // Row blocks whose codes fit about 256 KiB (at most 256 rows: the prefill path's buffer).
   const int64_t block = std::clamp<int64_t>((256 * 1024 / w.k) / 4 * 4, 4, 256);
   for (int64_t rb = 0; rb < x.m; rb += block) {
     const int64_t re = std::min(x.m, rb + block);
+    if (re - rb > 4 && w.type == DType::Q8_0 && scratch != nullptr &&
+        q80_scratch_bytes(re - rb, w.k) <= kQScratchFloats * int64_t(sizeof(float))) {
+      auto* at = reinterpret_cast<uint8_t*>(scratch);
+      q80_prefill(w, x, y, n0, n1, rb, re, at + (64 - reinterpret_cast<uintptr_t>(at) % 64) % 64);
+      continue;
+    }
     if (re - rb > 4 && w.type != DType::Q8_0) {
       if (w.type == DType::Q4_K) krows_prefill<kVnni, 0>(w, x, y, n0, n1, rb, re);
       if (w.type == DType::Q5_K) krows_prefill<kVnni, 1>(w, x, y, n0, n1, rb, re);
