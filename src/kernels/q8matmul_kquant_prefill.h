@@ -68,16 +68,7 @@ Q8_INLINE void kpanel_fill(const uint8_t* blk, KPanel& o) {
     o.dmin = 0.0f;
     return;
   } else {
-    constexpr uint32_t kMask1 = 0x3f3f3f3f, kMask2 = 0x0f0f0f0f, kMask3 = 0x03030303;
-    uint32_t u[4];
-    std::memcpy(u, blk + 4, 12);
-    u[3] = ((u[2] >> 4) & kMask2) | (((u[1] >> 6) & kMask3) << 4);
-    const uint32_t mins03 = u[1] & kMask1;
-    u[1] = (u[2] & kMask2) | (((u[0] >> 6) & kMask3) << 4);
-    u[2] = mins03;
-    u[0] &= kMask1;
-    const __m256i sm16 =
-        _mm256_cvtepu8_epi16(_mm_setr_epi32(int(u[0]), int(u[1]), int(u[2]), int(u[3])));
+    const __m256i sm16 = k4_scales_mins(blk);
     o.mins = _mm256_extracti128_si256(sm16, 1);
     const __m256i sc2 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
     const uint8_t* qs = blk + (kKind == 1 ? 48 : 16);

@@ -104,23 +104,13 @@ template <bool kVnni, bool kFifth, int R>
 Q8_INLINE void q45k_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* y, int64_t ldy) {
   constexpr int64_t kBytes = kFifth ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   constexpr int kQs = kFifth ? 48 : 16;
-  constexpr uint32_t kMask1 = 0x3f3f3f3f, kMask2 = 0x0f0f0f0f, kMask3 = 0x03030303;
   const __m256i m4 = _mm256_set1_epi8(0x0f), one8 = _mm256_set1_epi8(1);
   float acc[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
   for (int64_t b = 0; b < x.k / 256; ++b) {
     const uint8_t* blk = row + b * kBytes;
-    // The 8 scales and 8 mins as bytes (llama.cpp's unpacking of get_scale_min_k4).
-    uint32_t u[4];
-    std::memcpy(u, blk + 4, 12);
-    u[3] = ((u[2] >> 4) & kMask2) | (((u[1] >> 6) & kMask3) << 4);
-    const uint32_t mins03 = u[1] & kMask1;
-    u[1] = (u[2] & kMask2) | (((u[0] >> 6) & kMask3) << 4);
-    u[2] = mins03;
-    u[0] &= kMask1;
-    const __m256i sm16 =
-        _mm256_cvtepu8_epi16(_mm_setr_epi32(int(u[0]), int(u[1]), int(u[2]), int(u[3])));
+    const __m256i sm16 = k4_scales_mins(blk);
     const __m128i mins16 = _mm256_extracti128_si256(sm16, 1);
     const __m256i sc2 = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(sm16));
     __m256i is[R];

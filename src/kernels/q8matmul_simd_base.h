@@ -47,5 +47,19 @@ Q8_INLINE __m256i totals8(const __m256i* p) {
                           _mm256_permute2x128_si256(a, b, 0x31));
 }
 
+// A Q4_K/Q5_K superblock's 12 packed bytes at blk + 4 as 16 16-bit lanes: the 8 scales in the
+// low half, the 8 mins in the high half (llama.cpp's unpacking of get_scale_min_k4).
+Q8_INLINE __m256i k4_scales_mins(const uint8_t* blk) {
+  constexpr uint32_t kMask1 = 0x3f3f3f3f, kMask2 = 0x0f0f0f0f, kMask3 = 0x03030303;
+  uint32_t u[4];
+  std::memcpy(u, blk + 4, 12);
+  u[3] = ((u[2] >> 4) & kMask2) | (((u[1] >> 6) & kMask3) << 4);
+  const uint32_t mins03 = u[1] & kMask1;
+  u[1] = (u[2] & kMask2) | (((u[0] >> 6) & kMask3) << 4);
+  u[2] = mins03;
+  u[0] &= kMask1;
+  return _mm256_cvtepu8_epi16(_mm_setr_epi32(int(u[0]), int(u[1]), int(u[2]), int(u[3])));
+}
+
 }  // namespace
 }  // namespace invar::q8simd
