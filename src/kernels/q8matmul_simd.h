@@ -8,6 +8,8 @@
 // AVX-512 VNNI, `vpdpwssd` fuses that multiply-add with the accumulation and Q8_0 uses
 // `vpdpbusd` (|w| × sign-adjusted x, summed to int32): the same integers.
 //
+// Q8_0 on AVX-512 takes two blocks to a 512-bit register (q80_totals8).
+//
 // Each weight row is decoded once per group of up to 4 activation rows (the group's integer
 // accumulators side by side); a group of rows whose codes fit about 256 KiB runs over every output
 // of the range before the next group, so the codes stay in L2 while the weights stream. More than
@@ -236,6 +238,75 @@ Q8_INLINE __m256i dot32(__m256i aw, __m256i w, __m256i xv) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1));
 }
 
+// The F16 scales of the cnt (≤ 8) Q8_0 blocks from p, zeros after: assembled in general
+// registers, since eight 2-byte stores read back as one vector would stall on store forwarding.
+Q8_INLINE __m128i q80_scales8(const uint8_t* p, int cnt) {
+  uint64_t h[2] = {0, 0};
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    uint16_t v = 0;
+    if (i < cnt) std::memcpy(&v, p + i * int64_t(sizeof(BlockQ8_0)), 2);
+    h[i / 4] |= uint64_t(v) << (16 * (i % 4));
+  }
+  return _mm_set_epi64x(int64_t(h[1]), int64_t(h[0]));
+}
+
+// Integer totals of the 8 Q8_0 blocks at w (weight row) × the blocks at xq[r] (activation rows):
+// tot[r] lane i = block i's Σ q_j·x_j. Blocks ≥ cnt are zero.
+template <bool kVnni, int R>
+Q8_INLINE void q80_totals8(const uint8_t* w, const int8_t* const* xq, int cnt, __m256i* tot) {
+  constexpr int64_t kBytes = sizeof(BlockQ8_0);
+#if defined(__AVX512BW__) && defined(__AVX512VNNI__)
+  if (cnt == 8) {
+    // Two blocks to a register: 16 int32 lanes, block 2k in 0-7 and 2k + 1 in 8-15.
+    const __m512i zero = _mm512_setzero_si512();
+    __m512i q[R][4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const uint8_t* blk = w + 2 * k * kBytes + 2;
+      const __m512i wv =
+          _mm512_inserti64x4(_mm512_castsi256_si512(load(blk)), load(blk + kBytes), 1);
+      const __m512i aw = _mm512_abs_epi8(wv);
+      const __mmask64 neg = _mm512_movepi8_mask(wv);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m512i xv = _mm512_loadu_si512(xq[r] + 64 * k);
+        const __m512i p = _mm512_dpbusd_epi32(zero, aw, _mm512_mask_sub_epi8(xv, neg, zero, xv));
+        // 128-bit lanes [A0+A1, ·, B0+B1, ·]: each block's 4 partial sums in lanes 0 and 2.
+        q[r][k] = _mm512_add_epi32(p, _mm512_shuffle_i32x4(p, p, 0xb1));
+      }
+    }
+    // Lanes 2·r0 + 1 and 2·r0 + 3 taken from the next pair: blocks [0, 2, 1, 3] and [4, 6, 5, 7].
+    const __m512i order = _mm512_setr_epi32(0, 8, 4, 12, 1, 9, 5, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512i a = _mm512_mask_blend_epi32(0xf0f0, q[r][0], q[r][1]);
+      const __m512i b = _mm512_mask_blend_epi32(0xf0f0, q[r][2], q[r][3]);
+      __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+      u = _mm512_add_epi32(u, _mm512_shuffle_epi32(u, _MM_PERM_BADC));
+      // lane L holds a's and b's block totals at 4L and 4L + 1
+      tot[r] = _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, u));
+    }
+    return;
+  }
+#endif
+  __m256i p[R][8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    if (i < cnt) {
+      const __m256i wv = load(w + i * kBytes + 2);
+      const __m256i aw = _mm256_sign_epi8(wv, wv);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) p[r][i] = dot32<kVnni>(aw, wv, load(xq[r] + 32 * i));
+    } else {
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) p[r][i] = _mm256_setzero_si256();
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) tot[r] = totals8(p[r]);
+}
+
 template <bool kVnni, int R>
 Q8_INLINE void q8_0_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* y, int64_t ldy) {
   constexpr int64_t kBytes = sizeof(BlockQ8_0);
@@ -245,24 +316,12 @@ Q8_INLINE void q8_0_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* 
   for (int r = 0; r < R; ++r) lane[r] = _mm256_setzero_ps();
   for (int64_t b0 = 0; b0 < nb; b0 += 8) {
     const int cnt = int(std::min<int64_t>(8, nb - b0));
-    alignas(16) uint16_t dh[8] = {};
-    __m256i p[R][8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) {
-      if (i < cnt) {
-        const uint8_t* blk = row + (b0 + i) * kBytes;
-        std::memcpy(&dh[i], blk, 2);
-        const __m256i w = load(blk + 2);
-        const __m256i aw = _mm256_sign_epi8(w, w);
+    const int8_t* xq[R];
 #pragma GCC unroll 4
-        for (int r = 0; r < R; ++r)
-          p[r][i] = dot32<kVnni>(aw, w, load(x.row_q(r0 + r) + (b0 + i) * 32));
-      } else {
-#pragma GCC unroll 4
-        for (int r = 0; r < R; ++r) p[r][i] = _mm256_setzero_si256();
-      }
-    }
-    const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dh)));
+    for (int r = 0; r < R; ++r) xq[r] = x.row_q(r0 + r) + b0 * 32;
+    __m256i tot[R];
+    q80_totals8<kVnni, R>(row + b0 * kBytes, xq, cnt, tot);
+    const __m256 dw = _mm256_cvtph_ps(q80_scales8(row + b0 * kBytes, cnt));
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       alignas(32) float dx[8] = {};
@@ -274,7 +333,7 @@ Q8_INLINE void q8_0_row(const uint8_t* row, const Q8Rows& x, int64_t r0, float* 
         std::memcpy(dx, d, size_t(cnt) * 4);
         dxv = _mm256_load_ps(dx);
       }
-      const __m256 t = _mm256_mul_ps(_mm256_mul_ps(dw, dxv), _mm256_cvtepi32_ps(totals8(p[r])));
+      const __m256 t = _mm256_mul_ps(_mm256_mul_ps(dw, dxv), _mm256_cvtepi32_ps(tot[r]));
       lane[r] = _mm256_add_ps(lane[r], t);
     }
   }
