@@ -104,9 +104,30 @@ Q8_INLINE __m128i totals4(__m128i a, __m128i b, __m128i c, __m128i d) {
   return _mm_hadd_epi32(_mm_hadd_epi32(a, b), _mm_hadd_epi32(c, d));
 }
 
+// What a full tile's float step takes from its P panels, lane r·P + p (the same for every group
+// of rows: built once per superblock, not once per tile).
+struct KTileConst {
+  __m256 d, dmin;   // the panel's d and dmin in each lane
+  __m256i mins[2];  // Q4_K/Q5_K: [mins of panel 2q | mins of panel 2q + 1]
+};
+template <int P>
+Q8_INLINE KTileConst ktile_const(const KPanel* pan) {
+  KTileConst c;
+  c.d = _mm256_setr_ps(pan[0 % P].d, pan[1 % P].d, pan[2 % P].d, pan[3 % P].d, pan[4 % P].d,
+                       pan[5 % P].d, pan[6 % P].d, pan[7 % P].d);
+  c.dmin = _mm256_setr_ps(pan[0 % P].dmin, pan[1 % P].dmin, pan[2 % P].dmin, pan[3 % P].dmin,
+                          pan[4 % P].dmin, pan[5 % P].dmin, pan[6 % P].dmin, pan[7 % P].dmin);
+#pragma GCC unroll 2
+  for (int q = 0; q < 2; ++q)
+    c.mins[q] = 2 * q + 1 < P ? _mm256_set_m128i(pan[2 * q + 1].mins, pan[2 * q].mins)
+                              : _mm256_setzero_si256();
+  return c;
+}
+
 // Superblock b of P panels × activation rows r0 .. r0 + R − 1: facc[(r − rb)·P + p] += t.
 template <bool kVnni, int kKind, int R, int P>
-Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, float* facc) {
+Q8_INLINE void ktile(const KPanel* pan, const KTileConst& kc, const Q8Rows& x, int64_t b,
+                     int64_t r0, float* facc) {
   static_assert(R * P <= 8);
   __m256i a[R][P];
 #if defined(__AVX512BW__) && defined(__AVX512VNNI__)
@@ -188,9 +209,7 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
     const __m256 dxv = _mm256_permutevar8x32_ps(
         _mm256_castps128_ps256(dx4),
         _mm256_setr_epi32(0 / P, 1 / P, 2 / P, 3 / P, 4 / P, 5 / P, 6 / P, 7 / P));
-    const __m256 dv = _mm256_setr_ps(pan[0 % P].d, pan[1 % P].d, pan[2 % P].d, pan[3 % P].d,
-                                     pan[4 % P].d, pan[5 % P].d, pan[6 % P].d, pan[7 % P].d);
-    __m256 t = _mm256_mul_ps(_mm256_mul_ps(dv, dxv), is);
+    __m256 t = _mm256_mul_ps(_mm256_mul_ps(kc.d, dxv), is);
     if constexpr (kKind != 2) {
       // im of (r, p): v[r·P/2 + q] = [mins_2q | mins_2q+1] · [sub_r | sub_r]; the two hadd
       // levels leave (r, 2q) in the low half and (r, 2q + 1) in the high half, in the order
@@ -201,17 +220,12 @@ Q8_INLINE void ktile(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t r0, 
         const __m256i sub = _mm256_broadcastsi128_si256(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.row_sums32(r0 + r) + 8 * b)));
 #pragma GCC unroll 2
-        for (int q = 0; q < P / 2; ++q)
-          v[r * (P / 2) + q] =
-              _mm256_madd_epi16(_mm256_set_m128i(pan[2 * q + 1].mins, pan[2 * q].mins), sub);
+        for (int q = 0; q < P / 2; ++q) v[r * (P / 2) + q] = _mm256_madd_epi16(kc.mins[q], sub);
       }
       const __m256i h =
           _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
       const __m256i im = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-      const __m256 dmv =
-          _mm256_setr_ps(pan[0 % P].dmin, pan[1 % P].dmin, pan[2 % P].dmin, pan[3 % P].dmin,
-                         pan[4 % P].dmin, pan[5 % P].dmin, pan[6 % P].dmin, pan[7 % P].dmin);
-      t = _mm256_fnmadd_ps(_mm256_mul_ps(dmv, dxv), _mm256_cvtepi32_ps(im), t);
+      t = _mm256_fnmadd_ps(_mm256_mul_ps(kc.dmin, dxv), _mm256_cvtepi32_ps(im), t);
     }
     _mm256_storeu_ps(facc, _mm256_add_ps(_mm256_loadu_ps(facc), t));
     return;
@@ -257,9 +271,10 @@ template <bool kVnni, int kKind, int P>
 Q8_INLINE void ktiles(const KPanel* pan, const Q8Rows& x, int64_t b, int64_t rb, int64_t re,
                       float* facc) {
   constexpr int R = std::min(4, 8 / P);
+  const KTileConst kc = ktile_const<P>(pan);
   int64_t r = rb;
-  for (; r + R <= re; r += R) ktile<kVnni, kKind, R, P>(pan, x, b, r, facc + (r - rb) * P);
-  for (; r < re; ++r) ktile<kVnni, kKind, 1, P>(pan, x, b, r, facc + (r - rb) * P);
+  for (; r + R <= re; r += R) ktile<kVnni, kKind, R, P>(pan, kc, x, b, r, facc + (r - rb) * P);
+  for (; r < re; ++r) ktile<kVnni, kKind, 1, P>(pan, kc, x, b, r, facc + (r - rb) * P);
 }
 
 // Weight rows per tile: AVX-512 4 (2 activation rows × 4: the activations stream from L2 once
