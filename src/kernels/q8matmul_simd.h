@@ -276,7 +276,8 @@ Q8_INLINE void q80_totals8(const uint8_t* w, const int8_t* const* xq, int cnt, _
         q[r][k] = _mm512_add_epi32(p, _mm512_shuffle_i32x4(p, p, 0xb1));
       }
     }
-    // Lanes 2·r0 + 1 and 2·r0 + 3 taken from the next pair: blocks [0, 2, 1, 3] and [4, 6, 5, 7].
+    // Blends take 128-bit lanes 1 and 3 from the odd register of each pair, so a holds blocks
+    // [0, 2, 1, 3] (one per 128-bit lane) and b blocks [4, 6, 5, 7].
     const __m512i order = _mm512_setr_epi32(0, 8, 4, 12, 1, 9, 5, 13, 0, 0, 0, 0, 0, 0, 0, 0);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
