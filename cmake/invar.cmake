@@ -44,10 +44,12 @@ endfunction()
 # INVAR_UNITY_BATCH, one translation unit each, so the templates and inline functions of the
 # heavy headers (nlohmann/json, CLI11, the standard library) are instantiated and optimised once
 # per batch instead of once per file: src/probe's 11 files took 45 s of CPU apart and 17 s as one
-# unit (GCC 12, -O2). Files built for one ISA keep their own flags and stay apart, as do the
-# files given (names in an anonymous namespace that another file of the target also defines).
+# unit (GCC 12, -O2). Batches of 16 rather than 8: 16% less CPU over the same targets of the
+# release tree (614 → 513 s; two batches of server tests 46.8 s apart, 40.0 s as one). Files built
+# for one ISA keep their own flags and stay apart, as do the files given (names in an anonymous
+# namespace that another file of the target also defines).
 option(INVAR_UNITY_BUILD "compile each library and the invar binary in unity batches" ON)
-set(INVAR_UNITY_BATCH 8 CACHE STRING "files per unity translation unit")
+set(INVAR_UNITY_BATCH 16 CACHE STRING "files per unity translation unit")
 # A unity batch #includes its .cpp files, so GCC takes each for a header and warns about a class
 # whose member has a type of the file's anonymous namespace (a real ODR hazard only in headers).
 if(INVAR_UNITY_BUILD)

@@ -137,18 +137,18 @@ void mask_table(const grammar::Vocabulary& vocab, const std::string& label,
   }
 }
 
-struct Decoded {
+struct GrammarRun {
   double tok_s = 0;
   int64_t tokens = 0;
 };
 
 // One greedy request: decode tokens/s from its first token to its last.
-Decoded decode_once(Engine& e, const std::vector<int32_t>& prompt, int64_t n,
-                    std::shared_ptr<const grammar::Grammar> g) {
+GrammarRun decode_once(Engine& e, const std::vector<int32_t>& prompt, int64_t n,
+                       std::shared_ptr<const grammar::Grammar> g) {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
-  Decoded d;
+  GrammarRun d;
   std::string error;
   Clock::time_point first, last;
   GenerationRequest r;
@@ -231,7 +231,7 @@ void decode_table(const GrammarBenchArgs& a) {
   std::vector<int64_t> peer_tokens(peer_runs.size());
   for (int r = 0; r < a.rounds; ++r) {
     for (size_t i = 0; i < runs.size(); ++i) {
-      const Decoded d = decode_once(*runs[i].engine, prompt, a.decode, runs[i].g);
+      const GrammarRun d = decode_once(*runs[i].engine, prompt, a.decode, runs[i].g);
       tok_s[i].push_back(d.tok_s);
       tokens[i] = d.tokens;
       ratio[i].push_back(d.tok_s / tok_s[0].back());

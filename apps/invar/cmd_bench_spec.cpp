@@ -188,7 +188,7 @@ class OracleDrafter : public Drafter {
   int64_t n_vocab_;
 };
 
-struct Decoded {
+struct SpecRun {
   std::vector<int32_t> tokens;  // prompt + completion
   double tok_s = 0;
   int64_t drafted = 0, accepted = 0;
@@ -196,11 +196,11 @@ struct Decoded {
 };
 
 // One request in engine e, waited for.
-Decoded decode_in(Engine& e, const std::vector<int32_t>& prompt, int64_t n) {
+SpecRun decode_in(Engine& e, const std::vector<int32_t>& prompt, int64_t n) {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
-  Decoded d;
+  SpecRun d;
   d.tokens = prompt;
   std::string error;
   Clock::time_point first;
@@ -229,7 +229,7 @@ Decoded decode_in(Engine& e, const std::vector<int32_t>& prompt, int64_t n) {
   return d;
 }
 
-Decoded decode_run(const Model& m, const EngineConfig& cfg, std::unique_ptr<Drafter> drafter,
+SpecRun decode_run(const Model& m, const EngineConfig& cfg, std::unique_ptr<Drafter> drafter,
                    const std::vector<int32_t>& prompt, int64_t n) {
   Engine e(m, nullptr, cfg, std::move(drafter));
   return decode_in(e, prompt, n);
@@ -298,12 +298,12 @@ void decode_table(const Model& m, const SpecBenchOptions& o, const std::vector<i
     cfg.threads = static_cast<int>(t);
     cfg.draft.max_k = o.k;
     cfg.prefix_cache = false;
-    const Decoded plain = decode_run(m, cfg, nullptr, prompt, o.decode);
+    const SpecRun plain = decode_run(m, cfg, nullptr, prompt, o.decode);
     struct Arm {
       std::string name;
       std::function<std::unique_ptr<Drafter>()> make;
       std::vector<double> tok_s;
-      Decoded last;
+      SpecRun last;
     };
     std::vector<Arm> arms;
     arms.push_back({"off", [] { return std::unique_ptr<Drafter>(); }, {}, {}});
@@ -377,12 +377,12 @@ void mtp_warm_table(const Model& m, const SpecBenchOptions& o,
       "warm drafted | warm accepted | warm acceptance |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   Engine warm(m, nullptr, cfg, drafter_make("mtp", m, cfg.draft));
-  Decoded cold_all, warm_all;
+  SpecRun cold_all, warm_all;
   for (int64_t q = 0; q < o.questions; ++q) {
     std::vector<int32_t> prompt = doc;
     for (int i = 0; i < 16; ++i) prompt.push_back(static_cast<int32_t>(rng() % V));
-    const Decoded c = decode_run(m, cfg, drafter_make("mtp", m, cfg.draft), prompt, o.decode);
-    const Decoded w = decode_in(warm, prompt, o.decode);
+    const SpecRun c = decode_run(m, cfg, drafter_make("mtp", m, cfg.draft), prompt, o.decode);
+    const SpecRun w = decode_in(warm, prompt, o.decode);
     if (c.tokens != w.tokens) throw Error("bench spec: a cache hit changed the answer (a bug)");
     std::printf("| %lld | %lld | %lld | %s | %lld | %lld | %lld | %s |\n",
                 static_cast<long long>(q + 1), static_cast<long long>(c.drafted),
