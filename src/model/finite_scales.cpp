@@ -10,15 +10,20 @@
 namespace invar {
 namespace {
 
+// ThreadSanitizer does not watch this scan (CI time: it was 6% of the TSan suite's CPU, every
+// model load reading each F32 element of the test models through TSan's hooks). It reads the
+// read-only mapping on the loading thread, before any other thread can see the model.
+#define INVAR_TSAN_UNWATCHED __attribute__((no_sanitize("thread")))
+
 // An F16 with every exponent bit set is ±Inf or NaN.
-bool f16_nonfinite(uint16_t h) {
+INVAR_TSAN_UNWATCHED bool f16_nonfinite(uint16_t h) {
   return (h & 0x7C00) == 0x7C00;
 }
-bool bf16_nonfinite(uint16_t h) {
+INVAR_TSAN_UNWATCHED bool bf16_nonfinite(uint16_t h) {
   return (h & 0x7F80) == 0x7F80;
 }
 
-uint16_t load_u16(const uint8_t* p) {
+INVAR_TSAN_UNWATCHED uint16_t load_u16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);
   return v;
@@ -33,7 +38,7 @@ const char* field_name(DType t, size_t index) {
 
 }  // namespace
 
-std::optional<NonFiniteScale> first_nonfinite_scale(const GgufTensorInfo& t) {
+INVAR_TSAN_UNWATCHED std::optional<NonFiniteScale> first_nonfinite_scale(const GgufTensorInfo& t) {
   const uint8_t* p = t.data;
   const int64_t n = t.n_elements();
   switch (t.type) {
@@ -102,3 +107,5 @@ void check_finite_scales(const GgufFile& f) {
 }
 
 }  // namespace invar
+
+#undef INVAR_TSAN_UNWATCHED
