@@ -55,6 +55,10 @@ TEST(QuantMatmul, EveryPathEqualsReferenceBitExact) {
         for (SimdLevel level : available_levels()) {
           simd_set(level);
           for (ThreadPool* pool : pools) {
+            // The scalar level runs the reference itself per thread's range of outputs: the
+            // 3-thread split is the case there (CI time: the reference is most of this test
+            // under ASan).
+            if (level == SimdLevel::scalar && pool != &p3) continue;
             std::vector<float> y(size_t(m * n), std::numeric_limits<float>::quiet_NaN());
             matmul(w.m, x.data(), m, y.data(), *pool);
             EXPECT_EQ(bits_diff(y.data(), ref.data(), m * n, n), "")
