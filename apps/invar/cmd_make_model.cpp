@@ -107,6 +107,12 @@ int run_make_model(MakeModelOptions& o) {
     for (size_t i = 0; i < o.sections.size(); ++i) c.rope_sections[i] = o.sections[i];
   }
 
+  // A tower alone needs no vocabulary (the 11 MB tokenizer.json is not parsed for it).
+  if (o.out.empty()) {
+    if (!o.mmproj.empty()) write_mmproj(o);
+    return 0;
+  }
+
   // The vocabulary is read once; its keys are written after the model keys, as in converted files.
   std::unique_ptr<GgufFile> vocab_gguf;
   Vocab vocab;
@@ -119,9 +125,8 @@ int run_make_model(MakeModelOptions& o) {
     vocab = vocab_from_tokenizer_json(o.vocab);
     n_vocab = int64_t(vocab.tokens.size());
   }
-
+  // Written after the vocabulary is read: a bad --vocab leaves neither file.
   if (!o.mmproj.empty()) write_mmproj(o);
-  if (o.out.empty()) return 0;
 
   GgufWriter w;
   make_model(c, n_vocab, w);
