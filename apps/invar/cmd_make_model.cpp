@@ -33,6 +33,7 @@ struct MakeModelOptions {
   std::string arch = "qwen3next";
   std::string type = "bf16";
   std::string vocab = std::string(INVAR_SOURCE_DIR) + "/data/qwen3/tokenizer.json";
+  bool vocab_given = false;  // --vocab on the command line (a tower alone has no use for it)
   std::string out;
   std::string mmproj;  // also (or only) a random vision tower for this text width
   MakeMmprojConfig vision;
@@ -109,6 +110,8 @@ int run_make_model(MakeModelOptions& o) {
 
   // A tower alone needs no vocabulary (the 11 MB tokenizer.json is not parsed for it).
   if (o.out.empty()) {
+    if (o.vocab_given)
+      throw Error("make-model: --vocab is the language model's (--out); a tower alone has none");
     if (!o.mmproj.empty()) write_mmproj(o);
     return 0;
   }
@@ -268,7 +271,10 @@ Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
   s->add_flag("--mtp-own-head", c.mtp_own_head,
               "the MTP block also gets nextn.embed_tokens and nextn.shared_head_head (otherwise "
               "it uses token_embd and output)");
-  return [o]() { return run_make_model(*o); };
+  return [o, s]() {
+    o->vocab_given = s->count("--vocab") > 0;
+    return run_make_model(*o);
+  };
 });
 
 }  // namespace

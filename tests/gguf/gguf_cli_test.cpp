@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "gguf_test_util.h"
 #include "model/hparams.h"
@@ -143,6 +144,13 @@ TEST(GgufCli, MakeModelRejectsBadFlags) {
                   "iq2_xxs, iq1_m, iq1_s, tq2_0, tq1_0, mxfp4_moe) or a weight type (f32, f16, "
                   "q4_0"))
       << r.out;
+  // A tower alone has no vocabulary: --vocab there is refused, and nothing is written.
+  const std::string tower = test::temp_path("tower.gguf");
+  std::remove(tower.c_str());
+  r = run("make-model --mmproj " + tower + " --vocab " + kData + "/models/qwen35-tiny.gguf");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.out, "--vocab is the language model's (--out)")) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(tower));
 }
 
 TEST(GgufCli, InspectPrintsTheReferenceHparams) {
