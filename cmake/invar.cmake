@@ -44,8 +44,9 @@ endfunction()
 # INVAR_UNITY_BATCH, one translation unit each, so the templates and inline functions of the
 # heavy headers (nlohmann/json, CLI11, the standard library) are instantiated and optimised once
 # per batch instead of once per file: src/probe's 11 files took 45 s of CPU apart and 17 s as one
-# unit (GCC 12, -O2). Batches of 16 rather than 8: 16% less CPU over the same targets of the
-# release tree (614 → 513 s; two batches of server tests 46.8 s apart, 40.0 s as one). Files built
+# unit (GCC 12, -O2). Batches of 16 rather than 8: the whole release tree 743 → 700 s of CPU
+# (ISA files, which stay apart, included), two batches of server tests 46.8 s apart and 40.0 s as
+# one. Files built
 # for one ISA keep their own flags and stay apart, as do the files given (names in an anonymous
 # namespace that another file of the target also defines).
 option(INVAR_UNITY_BUILD "compile each library and the invar binary in unity batches" ON)

@@ -112,7 +112,7 @@ int run_make_model(MakeModelOptions& o) {
   if (o.out.empty()) {
     if (o.vocab_given)
       throw Error("make-model: --vocab is the language model's (--out); a tower alone has none");
-    if (!o.mmproj.empty()) write_mmproj(o);
+    write_mmproj(o);  // one of --out and --mmproj is given (checked above)
     return 0;
   }
 

@@ -12,7 +12,8 @@ namespace {
 
 // ThreadSanitizer does not watch this scan (CI time: it was 6% of the TSan suite's CPU, every
 // model load reading each F32 element of the test models through TSan's hooks). It reads the
-// read-only mapping on the loading thread, before any other thread can see the model.
+// read-only mapping on the loading thread, before any other thread can see the model. The helpers
+// carry the attribute too: GCC inlines only between functions with the same sanitizer settings.
 #define INVAR_TSAN_UNWATCHED __attribute__((no_sanitize("thread")))
 
 // An F16 with every exponent bit set is ±Inf or NaN.
