@@ -195,6 +195,11 @@ function(invar_test name)
   else()
     set(exe ${name})
     add_executable(${exe} ${A_SOURCES})
+    # An executable only soak tests run is built by `make soak` (target tests-soak), not by
+    # `make test`, which never runs it.
+    if("soak" IN_LIST A_LABELS)
+      set_target_properties(${exe} PROPERTIES EXCLUDE_FROM_ALL ON)
+    endif()
     target_link_libraries(${exe} PRIVATE ${A_LIBS})
     invar_test_target(${exe} SOURCES ${A_SOURCES})
     add_test(NAME ${name} COMMAND ${exe})
