@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 # sockets and child processes (the release suite used 1.7 of 2 cores at -j2: 124 s, 101 s at -j3,
 # 95 s at -j4). The sanitizer suites keep the cores busy and stay at JOBS (TSan at -j4: 130 s
 # against 125 at -j2, its threaded engine tests 3-4 times as long each).
-TEST_JOBS  ?= $(shell echo $$(( $$(nproc) * 2 )))
+TEST_JOBS  ?= $(shell echo $$(( $(JOBS) * 2 )))
 INVAR      := $(BUILD)/apps/invar/invar
 MODEL      ?= models/default.gguf
 # Extra configure arguments for every build tree (e.g. -DCMAKE_CXX_COMPILER_LAUNCHER=ccache).

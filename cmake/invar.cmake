@@ -46,9 +46,8 @@ endfunction()
 # per batch instead of once per file: src/probe's 11 files took 45 s of CPU apart and 17 s as one
 # unit (GCC 12, -O2). Batches of 16 rather than 8: the whole release tree 743 → 700 s of CPU
 # (ISA files, which stay apart, included), two batches of server tests 46.8 s apart and 40.0 s as
-# one. Files built
-# for one ISA keep their own flags and stay apart, as do the files given (names in an anonymous
-# namespace that another file of the target also defines).
+# one. Files built for one ISA keep their own flags and stay apart, as do the files given (names
+# in an anonymous namespace that another file of the target also defines).
 option(INVAR_UNITY_BUILD "compile each library and the invar binary in unity batches" ON)
 set(INVAR_UNITY_BATCH 16 CACHE STRING "files per unity translation unit")
 # A unity batch #includes its .cpp files, so GCC takes each for a header and warns about a class
