@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -138,8 +139,16 @@ ArmResult arm_run(const FleetBenchOptions& o, const Arm& arm, const fs::path& di
     serve_args.insert(serve_args.end(), {"--cache-dir", (dir / "cache").string()});
   } else if (arm.shared == "redis") {
     const int port = redis_start(redis, o.redis_server, dir);
+    // Replicas sharing Redis share the secret its records are sealed with.
+    const fs::path key = dir / "tier.key";
+    {
+      std::ofstream out(key);
+      out << std::string(64, 'b') << "\n";
+    }
+    fs::permissions(key, fs::perms::owner_read | fs::perms::owner_write);
     serve_args.insert(serve_args.end(),
-                      {"--cache-redis", "redis://127.0.0.1:" + std::to_string(port)});
+                      {"--cache-redis", "redis://127.0.0.1:" + std::to_string(port),
+                       "--cache-tier-key", key.string()});
   }
   std::vector<ChildProcess> replicas(size_t(o.replicas));
   std::vector<int> ports;

@@ -247,7 +247,12 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
   s->add_option("--port", o->server.port, "port (0: any free port, printed on stderr)")
       ->capture_default_str();
   s->add_option("--api-key", o->server.api_key,
-                "require 'Authorization: Bearer KEY' on /v1/* and /metrics");
+                "require 'Authorization: Bearer KEY' on /v1/* and /metrics (one tenant: every "
+                "request shares one prefix cache)");
+  s->add_option("--api-key-file", o->server.api_key_file,
+                "FILE of API keys, one tenant per line (`NAME KEY` or `KEY`): each tenant's "
+                "prefix, grammar and image caches are its own, so no tenant can hit, count or "
+                "time another's (docs/security.md)");
   s->add_flag("--metrics-public", o->server.metrics_public, "serve /metrics without the API key");
   s->add_option("--max-connections", o->server.max_connections,
                 "open connections before new ones get 503")
@@ -358,8 +363,21 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
                 "byte budget of --cache-dir for this model (least recently used records go)")
       ->capture_default_str();
   s->add_option("--cache-redis", e.tiers.redis_url,
-                "redis://HOST[:PORT][/DB]: third cache tier shared by a fleet (budget: the "
-                "server's maxmemory with an LRU policy)");
+                "redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB]: third cache tier shared by a "
+                "fleet (budget: the server's maxmemory with an LRU policy; rediss: TLS, the "
+                "certificate checked). Needs --cache-tier-key");
+  s->add_option("--cache-tier-key", e.tiers.key_file,
+                "FILE of at least 32 secret bytes (e.g. `openssl rand -hex 32`): records of the "
+                "disk and Redis tiers are sealed (AES-256-GCM) and named with keys derived from "
+                "it, so whoever can write a tier cannot forge, plant or read one. Every replica "
+                "sharing a tier holds the same file. Default with --cache-dir alone: DIR/tier.key, "
+                "made on first use (docs/security.md)");
+  s->add_option("--cache-redis-password-file", e.tiers.redis_password_file,
+                "FILE whose first line is the Redis password (AUTH; with USER@ in the URL, an ACL "
+                "user's), kept off the command line");
+  s->add_option("--cache-redis-ca", e.tiers.redis_ca_file,
+                "PEM FILE of the CAs a rediss:// server's certificate must chain to (default: the "
+                "system's)");
   s->add_option("--cache-tier-timeout", e.tiers.read_timeout_s,
                 "seconds a prefix lookup waits for the disk and Redis tiers before recomputing")
       ->capture_default_str();

@@ -16,8 +16,8 @@ constexpr size_t kSpareBuffers = 8;  // written records' buffers kept for the ne
 
 }  // namespace
 
-LowerTiers::LowerTiers(const TierConfig& cfg, TierShape shape)
-    : cfg_(cfg), shape_(std::move(shape)) {
+LowerTiers::LowerTiers(const TierConfig& cfg, TierShape shape, TierSecret secret)
+    : cfg_(cfg), shape_(std::move(shape)), secret_(std::move(secret)) {
   if (!(cfg_.read_timeout_s > 0)) throw Error("--cache-tier-timeout must be > 0");
   if (cfg_.write_queue_bytes < 0) throw Error("--cache-tier-queue-bytes must be ≥ 0");
   if (cfg_.commit_delay_ms < 0) throw Error("--cache-dir-commit-ms must be ≥ 0");
@@ -38,9 +38,13 @@ LowerTiers::LowerTiers(const TierConfig& cfg, TierShape shape)
     r.url = cfg_.redis_url;
     r.fingerprint = shape_.fingerprint;
     r.timeout_s = cfg_.redis_timeout_s;
+    r.password_file = cfg_.redis_password_file;
+    r.ca_file = cfg_.redis_ca_file;
+    r.value_bytes_max = tier_record_bytes_max(shape_);
     stores_.push_back(std::make_unique<RedisTier>(r));
   }
   failing_.assign(stores_.size(), {0, 0});
+  corrupt_logged_.assign(stores_.size(), false);
   writer_ = std::thread([this] { writer_loop(); });
   reader_ = std::thread([this] { reader_loop(); });
 }
@@ -89,8 +93,9 @@ void LowerTiers::block_offer(const TierBlock& block) {
       spare_.pop_back();
     }
   }
-  tier_record_encode(shape_, block, buf, /*seal=*/false);
-  write_enqueue(block.key, std::move(buf), 0, stores_.size(), /*sealed=*/false);
+  tier_record_encode(shape_, block, buf);
+  write_enqueue(tier_record_name(secret_, block.key), std::move(buf), 0, stores_.size(),
+                /*sealed=*/false);
 }
 
 size_t LowerTiers::batch_count() const {
@@ -137,7 +142,7 @@ void LowerTiers::writer_loop() {
 
 void LowerTiers::batch_write(std::vector<WriteJob>& batch) {
   for (WriteJob& job : batch)
-    if (!job.sealed) tier_record_seal(job.record);
+    if (!job.sealed) tier_record_seal(secret_, job.key, job.record);
   std::vector<TierPutItem> items;
   std::vector<TierPut> results;
   for (size_t t = 0; t < stores_.size(); ++t) {
@@ -204,34 +209,43 @@ void LowerTiers::reader_loop() {
 
 void LowerTiers::fetch_run(FetchJob& job) {
   const auto bs = static_cast<size_t>(shape_.block_size);
+  std::vector<char> sealed;  // a record as read; got.record holds it opened
   for (size_t i = 0; i < job.keys.size(); ++i) {
     {
       std::lock_guard<std::mutex> lock(fetch_mu_);
       if (job.abandoned || reader_stop_) return;
     }
     const std::span<const int32_t> tokens(job.tokens.data() + i * bs, bs);
+    const uint64_t name = tier_record_name(secret_, job.keys[i]);
     FetchedBlock got;
     size_t found_in = stores_.size();
     for (size_t t = 0; t < stores_.size() && found_in == stores_.size(); ++t) {
       TierStore& s = *stores_[t];
-      const TierGet r = s.get(job.keys[i], got.record);
+      const TierGet r = s.get(name, sealed);
       if (r == TierGet::failed) ++s.counters.errors;
       health_note(t, /*write=*/false, r == TierGet::failed);
       if (r != TierGet::found) {
         ++s.counters.misses;
         continue;
       }
-      switch (
-          tier_record_check(shape_, got.record, job.keys[i], job.parents[i], tokens, got.block)) {
+      switch (tier_record_open(secret_, shape_, sealed, name, job.keys[i], job.parents[i], tokens,
+                               got.record, got.block)) {
         case RecordCheck::ok:
           ++s.counters.hits;
           found_in = t;
           break;
         case RecordCheck::corrupt:
+          // Never used, and removed: a forged or planted record denies nothing for long. Logged
+          // once per tier; the counter says how many followed.
           ++s.counters.corrupt;
-          s.remove(job.keys[i]);
-          log_line(std::string("cache tier ") + s.name() + ": record " + tier_key_hex(job.keys[i]) +
-                   " is truncated, corrupt or foreign: removed, the block is recomputed");
+          s.remove(name);
+          if (!corrupt_logged_[t]) {
+            corrupt_logged_[t] = true;
+            log_line(std::string("cache tier ") + s.name() + ": record " + tier_key_hex(name) +
+                     " is truncated, corrupt, foreign or not sealed with this deployment's key: "
+                     "removed, the block is recomputed (further ones are counted in "
+                     "invar_cache_tier_corrupt_total, not logged)");
+          }
           break;
         case RecordCheck::mismatch:
           ++mismatches_;
@@ -240,7 +254,7 @@ void LowerTiers::fetch_run(FetchJob& job) {
       }
     }
     if (found_in == stores_.size()) return;
-    if (found_in > 0) write_enqueue(job.keys[i], std::vector<char>(got.record), 0, found_in, true);
+    if (found_in > 0) write_enqueue(name, std::vector<char>(sealed), 0, found_in, true);
     std::lock_guard<std::mutex> lock(fetch_mu_);
     if (job.abandoned) return;
     job.got.push_back(std::move(got));
@@ -294,7 +308,8 @@ TiersReport LowerTiers::report() const {
 }
 
 std::string LowerTiers::describe() const {
-  std::string out = "cache tiers:";
+  std::string out =
+      "cache tiers (records sealed with key " + secret_.id + " from " + secret_.origin + "):";
   for (const auto& s : stores_) out += " " + s->describe() + ";";
   char buf[160];
   std::snprintf(buf, sizeof buf,

@@ -3,21 +3,21 @@
 // for a read at most the read timeout.
 //
 // Writes: block_offer() copies the block into a buffer of a bounded queue and returns (the
-// writer thread computes the checksum); when
-// the queue is full the record is dropped (counted), never waited for. The writer thread files
+// writer thread seals it: tier_record.h); when the queue is full the record is dropped
+// (counted), never waited for. The writer thread files
 // the records in every tier in batches, one group commit each (TierStore::put_batch): what is
 // queued, up to commit_records and commit_bytes, waiting at most commit_delay_ms after the first
 // record was queued for more to come. On destruction the queue is written out (SIGTERM keeps
 // the work done); a killed process loses only the queue and the temporary files of one batch.
 // Reads: prefix_fetch() hands the reader thread the keys of consecutive blocks; for each block
-// the reader tries the tiers in order and checks the record (checksum, fingerprint, shape, key,
-// parent key, tokens). It stops at the first block no tier holds. A record found in a lower tier
-// only is copied into the tiers above it. Records that fail their checks are removed and counted,
-// never returned. At the timeout the engine takes what has arrived and the reader stops.
-// Failures reach the log once per episode, never once per request (a tier that is down fails
-// every lookup): the first failed read (or write) of a tier that worked, with the reason, and
-// the first success after it, with how many failed in between; each corrupt record once, as it
-// is removed when met.
+// the reader tries the tiers in order under the block's name (tier_record_name) and opens the
+// record (seal, fingerprint, shape, key, parent key, tokens). It stops at the first block no tier
+// holds. A record found in a lower tier only is copied into the tiers above it, sealed as it was.
+// Records that fail their checks are removed and counted (the first one logged), never returned. At
+// the timeout the engine takes what has arrived and the reader stops. Failures reach the log once
+// per episode, never once per request (a tier that is down fails every lookup): the first failed
+// read (or write) of a tier that worked, with the reason, and the first success after it, with how
+// many failed in between; each corrupt record once, as it is removed when met.
 #pragma once
 
 #include <array>
@@ -39,7 +39,7 @@
 
 namespace invar {
 
-// A block read back from a tier: the record's bytes and views into them.
+// A block read back from a tier: the record opened (decrypted) and views into it.
 struct FetchedBlock {
   std::vector<char> record;
   TierBlock block;
@@ -48,7 +48,8 @@ struct FetchedBlock {
 class LowerTiers {
  public:
   // Opens the tiers (throws Error for a bad directory or URL) and starts the threads.
-  LowerTiers(const TierConfig& cfg, TierShape shape);
+  // secret: tier_secret_resolve(cfg), the same one the prefix cache keys its chains with.
+  LowerTiers(const TierConfig& cfg, TierShape shape, TierSecret secret);
   ~LowerTiers();  // writes out the queue, stops the threads
   LowerTiers(const LowerTiers&) = delete;
   LowerTiers& operator=(const LowerTiers&) = delete;
@@ -69,7 +70,7 @@ class LowerTiers {
 
  private:
   struct WriteJob {
-    uint64_t key = 0;
+    uint64_t key = 0;  // the record's name (tier_record_name)
     std::vector<char> record;
     size_t first_tier = 0, end_tier = 0;  // tiers [first, end) get it
     bool sealed = true;                   // false: the writer computes the checksum
@@ -96,10 +97,12 @@ class LowerTiers {
 
   TierConfig cfg_;
   TierShape shape_;
+  TierSecret secret_;
   std::vector<std::unique_ptr<TierStore>> stores_;  // read order: disk, then Redis
   // Per tier and direction: failures since the last success (0: working). [tier][write]; the
   // reader thread owns [t][0], the writer thread [t][1].
   std::vector<std::array<int64_t, 2>> failing_;
+  std::vector<bool> corrupt_logged_;  // [tier]: the reader thread has logged a corrupt record
 
   mutable std::mutex write_mu_;
   std::condition_variable write_cv_;

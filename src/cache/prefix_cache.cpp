@@ -78,9 +78,11 @@ PrefixCache::PrefixCache(const CacheConfig& cfg)
               cfg.key_bits >= 0 && cfg.key_bits <= 64);
 }
 
-uint64_t PrefixCache::salt_key(std::string_view salt) {
-  // A fixed seed keeps the unsalted chain distinct from a chain salted with "".
-  return XXH3_64bits_withSeed(salt.data(), salt.size(), 0x696e766172ull /* "invar" */);
+uint64_t PrefixCache::salt_key(std::string_view salt) const {
+  // Keyed: two salts' chains meet only if HMAC-SHA256 collides in 64 bits, and no request can
+  // choose a salt to make that happen, nor compute a chain key to plant a record under.
+  return keyed_hash64(cfg_.chain_secret, "salt",
+                      {reinterpret_cast<const unsigned char*>(salt.data()), salt.size()});
 }
 
 uint64_t PrefixCache::block_key(uint64_t parent_key, std::span<const int32_t> tokens) {

@@ -33,6 +33,7 @@
 
 #include "cache/lru_list.h"
 #include "cache/slot_arena.h"
+#include "cache/tier_secret.h"
 
 namespace invar {
 
@@ -44,6 +45,9 @@ struct CacheConfig {
   int64_t checkpoint_every = 1;  // checkpoints at boundaries that are multiples of N blocks
   int64_t cache_bytes = 0;       // budget for every block (referenced or cached) + checkpoints
   int key_bits = 64;             // chain keys keep their low key_bits bits (tests force collisions)
+  // Keys the salt key (HMAC-SHA256): no chain key can be computed, nor a salt aimed at another's
+  // chain, without it (docs/security.md). The engine sets tier_secret_resolve()'s.
+  SecretKey chain_secret{};
 };
 
 // What one block and one checkpoint cost against the budget, and what it can hold.
@@ -108,8 +112,9 @@ class PrefixCache {
   PrefixCache(const PrefixCache&) = delete;
   PrefixCache& operator=(const PrefixCache&) = delete;
 
-  // The chain's hash function (XXH3): the first block's parent is salt_key(cache salt).
-  static uint64_t salt_key(std::string_view salt);
+  // The chain's hash function (XXH3): the first block's parent is salt_key(cache salt), a keyed
+  // hash of the salt under config().chain_secret.
+  uint64_t salt_key(std::string_view salt) const;
   static uint64_t block_key(uint64_t parent_key, std::span<const int32_t> tokens);
   // What a cache with this configuration charges per block and per checkpoint.
   static CacheBudget budget_plan(const CacheConfig& cfg);

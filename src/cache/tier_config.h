@@ -10,11 +10,15 @@
 namespace invar {
 
 struct TierConfig {
-  std::string cache_dir;                   // --cache-dir: "" = no disk tier
-  int64_t cache_dir_bytes = 8ll << 30;     // --cache-dir-bytes: disk budget of this model
-  std::string redis_url;                   // --cache-redis: "" = no Redis tier
-  double read_timeout_s = 0.25;            // --cache-tier-timeout: engine's wait for reads
-  double redis_timeout_s = 0.5;            // connect and per-command timeout of Redis
+  std::string cache_dir;                // --cache-dir: "" = no disk tier
+  int64_t cache_dir_bytes = 8ll << 30;  // --cache-dir-bytes: disk budget of this model
+  std::string redis_url;                // --cache-redis: "" = no Redis tier
+  std::string key_file;                 // --cache-tier-key: the deployment's secret (tier_secret.h)
+  std::string redis_password_file;      // --cache-redis-password-file: AUTH's password
+  std::string redis_ca_file;            // --cache-redis-ca: PEM CAs a rediss:// server's
+                                        // certificate must chain to ("": the system's)
+  double read_timeout_s = 0.25;         // --cache-tier-timeout: engine's wait for reads
+  double redis_timeout_s = 0.5;         // connect and per-command timeout of Redis
   int64_t write_queue_bytes = 64ll << 20;  // --cache-tier-queue-bytes: records awaiting write
   int64_t commit_delay_ms = 5;             // --cache-dir-commit-ms: the writer's wait after a
                                            // record for more to file in one group commit (0:

@@ -36,8 +36,10 @@ BlockHidden block_hidden(const Model& m, const EngineConfig& c, const Drafter* d
   return h;
 }
 
-CacheConfig cache_config(const Model& m, const EngineConfig& c, const BlockHidden& h) {
+CacheConfig cache_config(const Model& m, const EngineConfig& c, const BlockHidden& h,
+                         const TierSecret& secret) {
   CacheConfig cc;
+  cc.chain_secret = secret.chain;
   cc.block_size = c.block_size;
   cc.block_floats = m.kv_block_floats(c.block_size);
   cc.hidden_floats = h.floats();
@@ -59,8 +61,8 @@ SchedulerConfig scheduler_config(const Model& m, const EngineConfig& c) {
   return sc;
 }
 
-std::unique_ptr<LowerTiers> tiers_open(const Model& m, const EngineConfig& c,
-                                       const BlockHidden& h) {
+std::unique_ptr<LowerTiers> tiers_open(const Model& m, const EngineConfig& c, const BlockHidden& h,
+                                       const TierSecret& secret) {
   if (!c.prefix_cache || !c.tiers.enabled()) return nullptr;
   TierShape shape;
   shape.fingerprint = c.fingerprint;
@@ -68,7 +70,7 @@ std::unique_ptr<LowerTiers> tiers_open(const Model& m, const EngineConfig& c,
   shape.block_floats = m.kv_block_floats(c.block_size);
   shape.state_floats = m.state_floats();
   shape.hidden_floats = h.on() ? h.row_floats() : 0;
-  return std::make_unique<LowerTiers>(c.tiers, shape);
+  return std::make_unique<LowerTiers>(c.tiers, shape, secret);
 }
 
 EngineConfig config_checked(EngineConfig c) {
@@ -98,6 +100,7 @@ struct Engine::Impl {
   const EngineConfig cfg;
   const BlockHidden hidden;  // the drafter's hidden rows kept with each block (off: none)
   RequestLimits limits;
+  const TierSecret secret;  // keys the chains of the cache and seals the tiers' records
   PrefixCache cache;
   std::unique_ptr<LowerTiers> tiers;  // null without lower tiers
   std::unique_ptr<TierBridge> bridge;
@@ -138,8 +141,10 @@ struct Engine::Impl {
       : tokenizer(t),
         cfg(config_checked(c)),
         hidden(block_hidden(m, cfg, drafter.get())),
-        cache(cache_config(m, cfg, hidden)),
-        tiers(tiers_open(m, cfg, hidden)),
+        secret(cfg.prefix_cache && cfg.tiers.enabled() ? tier_secret_resolve(cfg.tiers)
+                                                       : tier_secret_random()),
+        cache(cache_config(m, cfg, hidden, secret)),
+        tiers(tiers_open(m, cfg, hidden, secret)),
         bridge(tiers ? std::make_unique<TierBridge>(cache, *tiers) : nullptr),
         sched(scheduler_config(m, cfg), cache),
         queue(cfg.max_queue),

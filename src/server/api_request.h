@@ -76,6 +76,9 @@ struct ApiRequest {
   // Set by the server: who asks, for the engine's fairness (API key, else peer address, else
   // user; http_server.cpp).
   std::string client_key;
+  // The tenant whose key the request presented ("": no auth); cache_salt is already in its
+  // namespace, and the grammar and image caches key by it too.
+  std::string tenant;
   // Set by the server: the chat's images (ChatInput::images) as read, PNG or JPEG bytes; the
   // prompt's maker encodes them (off the IO threads) once the template has rendered their
   // pads. Null: none.

@@ -24,6 +24,7 @@
 #include "server/prompt_limits.h"
 #include "server/props_api.h"
 #include "server/server_metrics.h"
+#include "server/tenants.h"
 #include "server/tokenize_api.h"
 #include "server/vllm_metrics.h"
 
@@ -68,14 +69,6 @@ std::string endpoint_label(const std::string& path) {
     if (path == p) return p;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
   return "other";
-}
-
-// Equal whole values, in time that does not depend on where they differ or on their lengths.
-bool same_secret(const std::string& a, const std::string& b) {
-  unsigned char da[SHA256_DIGEST_LENGTH], db[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(a.data()), a.size(), da);
-  SHA256(reinterpret_cast<const unsigned char*>(b.data()), b.size(), db);
-  return CRYPTO_memcmp(da, db, sizeof da) == 0;
 }
 
 std::string percent_decode(const std::string& s) {
@@ -174,6 +167,7 @@ class PendingCompletion : public PendingReply {
 
 struct HttpServer::Impl {
   ServerConfig cfg;
+  Tenants tenants;  // --api-key, --api-key-file (tenants.h)
   Loader loader;
   ServerMetrics metrics;
   std::atomic<State> state{State::loading};
@@ -210,14 +204,19 @@ struct HttpServer::Impl {
                                 " s (--prepare-cpu-seconds): send a smaller request");
   }
   bool authorized(const HttpRequest& req) const {
-    if (cfg.api_key.empty()) return true;
+    if (tenants.list.empty()) return true;
     bool guarded = req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" ||
                    req.path == "/detokenize" || req.path == "/props" ||
                    (req.path == "/metrics" && !cfg.metrics_public);
-    if (!guarded) return true;
+    return !guarded || tenant_of(req) != nullptr;
+  }
+  // The tenant whose key the request presents (one Authorization header, the whole value);
+  // null without auth or without a known key.
+  const Tenant* tenant_of(const HttpRequest& req) const {
+    if (tenants.list.empty()) return nullptr;
     const std::string* auth = req.head.field("Authorization");
-    return auth && req.head.count("Authorization") == 1 &&
-           same_secret(*auth, "Bearer " + cfg.api_key);
+    if (!auth || req.head.count("Authorization") != 1) return nullptr;
+    return tenants.find(*auth);
   }
   bool model_known(const std::string& name) const {
     if (name.empty()) return true;
@@ -237,23 +236,12 @@ struct HttpServer::Impl {
     if (s == State::failed) return unavailable("the model failed to load: " + load_error);
     return unavailable("the server is shutting down");
   }
-  // Who asks, for the engine's fairness: the API key presented (with --api-key every client
-  // presents the one key, so they are one client and share by request), else the peer's
-  // address, else the OpenAI `user` field. Keys are digests: the log and the engine never
-  // hold a secret.
+  // Who asks, for the engine's fairness: the tenant whose API key is presented (with one
+  // --api-key every client presents the one key, so they are one client and share by request),
+  // else the peer's address, else the OpenAI `user` field. The log and the engine never hold a
+  // secret, only the tenant's name.
   std::string client_key(const HttpRequest& req, const ApiRequest& r) const {
-    if (!cfg.api_key.empty())
-      if (const std::string* auth = req.head.field("Authorization")) {
-        unsigned char d[SHA256_DIGEST_LENGTH];
-        SHA256(reinterpret_cast<const unsigned char*>(auth->data()), auth->size(), d);
-        std::string hex = "key:";
-        for (int i = 0; i < 8; ++i) {
-          char b[3];
-          std::snprintf(b, sizeof b, "%02x", d[i]);
-          hex += b;
-        }
-        return hex;
-      }
+    if (const Tenant* t = tenant_of(req)) return "tenant:" + t->name;
     if (!req.peer.empty()) return "peer:" + req.peer;
     return "user:" + r.user;
   }
@@ -507,6 +495,10 @@ Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, 
               nullptr};
     if (!cfg.served_model_names.empty()) r.served_name = cfg.served_model_names.front();
     r.client_key = client_key(req, r);
+    // Every cache a request can hit or time is its tenant's alone (tenants.h).
+    const Tenant* tenant = tenant_of(req);
+    r.tenant = tenant ? tenant->name : std::string();
+    r.cache_salt = tenant_cache_salt(tenant, r.cache_salt);
     if (!r.chat.images.empty()) images_read(r);
     auto job = std::make_unique<CompletionChoices>(*backend, std::move(r), metrics, budget());
     // The tower's time is bounded by the pixel budget, not by this CPU budget: it is left out.
@@ -527,6 +519,7 @@ HttpServer::HttpServer(ServerConfig cfg, Loader loader) : impl_(std::make_unique
   Impl& m = *impl_;
   m.cfg = std::move(cfg);
   m.loader = std::move(loader);
+  m.tenants = tenants_load(m.cfg.api_key, m.cfg.api_key_file);
   TransportConfig t;
   t.host = m.cfg.host;
   t.port = m.cfg.port;

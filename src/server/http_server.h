@@ -20,6 +20,7 @@ struct ServerConfig {
   std::string host = "127.0.0.1";    // loopback unless told otherwise
   int port = 8080;                   // 0: any free port (bind() returns it)
   std::string api_key;               // "" → no auth; else /v1/* and /metrics need "Bearer <key>"
+  std::string api_key_file;          // --api-key-file: a tenant per key (tenants.h)
   bool metrics_public = false;       // /metrics open even when api_key is set
   size_t max_body_bytes = 4u << 20;  // larger bodies get 413
   int64_t queue_limit = 256;         // requests in flight before 429 (n choices are one)

@@ -135,7 +135,11 @@ TEST(PrefixCache, HashChainDependsOnParentAndTokens) {
   EXPECT_NE(PrefixCache::block_key(1, a), PrefixCache::block_key(2, a));
   EXPECT_NE(PrefixCache::block_key(1, a), PrefixCache::block_key(1, b));
   EXPECT_EQ(PrefixCache::block_key(1, a), PrefixCache::block_key(1, a));
-  EXPECT_NE(PrefixCache::salt_key(""), PrefixCache::salt_key("x"));
+  CacheConfig cc;
+  cc.block_size = 4;
+  cc.cache_bytes = 1 << 16;
+  const PrefixCache cache(cc);
+  EXPECT_NE(cache.salt_key(""), cache.salt_key("x"));
 }
 
 TEST(PrefixCache, HitIsLongestRunEndingAtCheckpointAndLeavesOneToken) {

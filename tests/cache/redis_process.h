@@ -1,6 +1,7 @@
 // A real redis-server on a free loopback port for tests: no persistence, a byte budget with LRU
 // eviction, stopped (SIGKILL) when the object goes; stop() and restart() (same port, empty) play
-// a crash. Tests skip when redis-server is absent.
+// a crash. Tests skip when redis-server is absent. With a password it requires AUTH; with a TLS
+// directory (cert.pem, key.pem: tls_files_make) it also listens for TLS on tls_port().
 #pragma once
 
 #include <fcntl.h>
@@ -29,10 +30,13 @@ inline std::string redis_server_binary() {
 
 class RedisProcess {
  public:
-  explicit RedisProcess(const std::string& maxmemory = "64mb") : maxmemory_(maxmemory) {
+  explicit RedisProcess(const std::string& maxmemory = "64mb", std::string password = "",
+                        std::string tls_dir = "")
+      : maxmemory_(maxmemory), password_(std::move(password)), tls_dir_(std::move(tls_dir)) {
     if (redis_server_binary().empty()) return;
     for (int attempt = 0; attempt < 5 && port_ == 0; ++attempt) {
       const int port = invar::test::port_free();
+      if (!tls_dir_.empty()) tls_port_ = invar::test::port_free();
       if (spawn(port)) port_ = port;
     }
   }
@@ -54,13 +58,14 @@ class RedisProcess {
   RedisProcess& operator=(const RedisProcess&) = delete;
 
   int port() const { return port_; }  // 0: not running
+  int tls_port() const { return tls_port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
 
   // One command's reply as a string ("" for nil or error); integer replies in decimal.
   std::string command(const std::vector<std::string>& argv) const {
     redisContext* c = redisConnect("127.0.0.1", port_);
     std::string out;
-    if (c && !c->err) {
+    if (c && !c->err && auth(c)) {
       std::vector<const char*> a;
       std::vector<size_t> len;
       for (auto& s : argv) {
@@ -89,11 +94,18 @@ class RedisProcess {
   }
 
  private:
-  static bool ping(int port) {
+  bool auth(redisContext* c) const {
+    if (password_.empty()) return true;
+    auto* r = static_cast<redisReply*>(redisCommand(c, "AUTH %s", password_.c_str()));
+    const bool ok = r && r->type == REDIS_REPLY_STATUS;
+    if (r) freeReplyObject(r);
+    return ok;
+  }
+  bool ping(int port) const {
     timeval tv{0, 200000};
     redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
     bool ok = false;
-    if (c && !c->err) {
+    if (c && !c->err && auth(c)) {
       auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
       ok = r && r->type == REDIS_REPLY_STATUS;
       if (r) freeReplyObject(r);
@@ -118,6 +130,12 @@ class RedisProcess {
                                      "allkeys-lru",
                                      "--loglevel",
                                      "warning"};
+    if (!password_.empty()) args.insert(args.end(), {"--requirepass", password_});
+    if (!tls_dir_.empty())
+      args.insert(args.end(),
+                  {"--tls-port", std::to_string(tls_port_), "--tls-cert-file",
+                   tls_dir_ + "/cert.pem", "--tls-key-file", tls_dir_ + "/key.pem",
+                   "--tls-ca-cert-file", tls_dir_ + "/cert.pem", "--tls-auth-clients", "no"});
     pid_ = fork();
     if (pid_ == 0) {
       const int null = ::open("/dev/null", O_WRONLY);  // its start-up chatter
@@ -138,9 +156,19 @@ class RedisProcess {
     return false;
   }
 
-  std::string maxmemory_;
+  std::string maxmemory_, password_, tls_dir_;
   pid_t pid_ = -1;
-  int port_ = 0;
+  int port_ = 0, tls_port_ = 0;
 };
+
+// A self-signed certificate for 127.0.0.1 and localhost in dir (cert.pem, key.pem), made by the
+// openssl command (Debian's openssl, installed by install-deps); false if it failed.
+inline bool tls_files_make(const std::string& dir) {
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout '" +
+      dir + "/key.pem' -out '" + dir + "/cert.pem' >/dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
 
 }  // namespace invar::testing

@@ -35,6 +35,19 @@ const TierShape& shape() {
   return s;
 }
 
+const TierSecret& secret() {
+  static const TierSecret s = tier_secret_derive(std::vector<unsigned char>(32, 'c'), "test");
+  return s;
+}
+
+// The name a chain key is filed under, as LowerTiers files it.
+uint64_t name_of(uint64_t key) {
+  return tier_record_name(secret(), key);
+}
+
+// Record i sealed for its name.
+void record_make(uint64_t i, std::vector<char>& out);
+
 using testing::files_under;
 using testing::tier_temp_dir;
 
@@ -55,15 +68,25 @@ Block block_make(uint64_t i) {
   return b;
 }
 
+void record_make(uint64_t i, std::vector<char>& out) {
+  const Block b = block_make(i);
+  tier_record_encode(shape(), b.view(), out);
+  tier_record_seal(secret(), name_of(b.key), out);
+}
+
 // Every record 0..n-1 reads back whole from a fresh tier over dir.
 void expect_records_whole(const std::string& dir, uint64_t n) {
   DiskTier d({dir, 1 << 30, shape().fingerprint, 0});
   std::vector<char> back;
+  std::vector<char> plain;
   TierBlock got;
   for (uint64_t i = 0; i < n; ++i) {
     const Block b = block_make(i);
-    ASSERT_EQ(d.get(b.key, back), TierGet::found) << "record " << i;
-    EXPECT_EQ(tier_record_check(shape(), back, b.key, 0, b.tokens, got), RecordCheck::ok) << i;
+    ASSERT_EQ(d.get(name_of(b.key), back), TierGet::found) << "record " << i;
+    EXPECT_EQ(
+        tier_record_open(secret(), shape(), back, name_of(b.key), b.key, 0, b.tokens, plain, got),
+        RecordCheck::ok)
+        << i;
   }
 }
 
@@ -73,8 +96,8 @@ TEST(TierCommit, ABatchCostsTwoSyncsAndReadsBackWhole) {
   std::vector<std::vector<char>> records(kRecords);
   std::vector<TierPutItem> items;
   for (uint64_t i = 0; i < kRecords; ++i) {
-    tier_record_encode(shape(), block_make(i).view(), records[i]);
-    items.push_back({block_make(i).key, records[i]});
+    record_make(i, records[i]);
+    items.push_back({name_of(block_make(i).key), records[i]});
   }
   {
     DiskTier d({dir, 1 << 30, shape().fingerprint, 0});
@@ -86,9 +109,9 @@ TEST(TierCommit, ABatchCostsTwoSyncsAndReadsBackWhole) {
 
     // Again, with a new record twice: the others are present, the new one written once.
     std::vector<char> extra;
-    tier_record_encode(shape(), block_make(kRecords).view(), extra);
-    items.push_back({block_make(kRecords).key, extra});
-    items.push_back({block_make(kRecords).key, extra});
+    record_make(kRecords, extra);
+    items.push_back({name_of(block_make(kRecords).key), extra});
+    items.push_back({name_of(block_make(kRecords).key), extra});
     results.assign(items.size(), TierPut::failed);
     d.put_batch(items, results);
     for (uint64_t i = 0; i < kRecords; ++i) EXPECT_EQ(results[i], TierPut::present) << i;
@@ -121,7 +144,7 @@ TEST(TierCommit, RecordsQueuedTogetherShareCommits) {
   const std::string dir = tier_temp_dir("commit-together");
   constexpr uint64_t kRecords = 20;
   {
-    LowerTiers tiers(writer_config(dir, kForever, 8), shape());
+    LowerTiers tiers(writer_config(dir, kForever, 8), shape(), secret());
     for (uint64_t i = 0; i < kRecords; ++i) tiers.block_offer(block_make(i).view());
     tiers.writes_wait();
     const TierReport r = tiers.report().tiers.at(0);
@@ -140,7 +163,7 @@ TEST(TierCommit, RecordsQueuedTogetherShareCommits) {
 TEST(TierCommit, ALoneRecordIsWrittenAfterTheDelay) {
   for (const int64_t delay_ms : {int64_t{0}, int64_t{20}}) {
     const std::string dir = tier_temp_dir("commit-lone");
-    LowerTiers tiers(writer_config(dir, delay_ms, 32), shape());
+    LowerTiers tiers(writer_config(dir, delay_ms, 32), shape(), secret());
     tiers.block_offer(block_make(0).view());
     while (tiers.report().tiers.at(0).writes == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -156,7 +179,7 @@ TEST(TierCommit, ALoneRecordIsWrittenAfterTheDelay) {
 TEST(TierCommit, DestructionWritesTheQueueOutWithoutWaiting) {
   const std::string dir = tier_temp_dir("commit-destroy");
   {
-    LowerTiers tiers(writer_config(dir, kForever, 32), shape());
+    LowerTiers tiers(writer_config(dir, kForever, 32), shape(), secret());
     for (uint64_t i = 0; i < 5; ++i) tiers.block_offer(block_make(i).view());
   }
   expect_records_whole(dir, 5);
@@ -175,8 +198,8 @@ TEST(TierCommit, KillInTheMiddleOfABatchLeavesWholeFilesAndTemporaries) {
     std::vector<std::vector<char>> records(2 * kBatch);
     std::vector<TierPutItem> items;
     for (uint64_t i = 0; i < 2 * kBatch; ++i) {
-      tier_record_encode(shape(), block_make(i).view(), records[i]);
-      items.push_back({block_make(i).key, records[i]});
+      record_make(i, records[i]);
+      items.push_back({name_of(block_make(i).key), records[i]});
     }
     std::vector<TierPut> results(kBatch);
     d.put_batch(std::span(items).first(kBatch), results);

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <atomic>
 #include <chrono>
@@ -30,6 +31,7 @@
 #include "cache/tier_bridge.h"
 #include "cache/tier_files.h"
 #include "cache/tier_record.h"
+#include "cache/tier_secret.h"
 
 namespace invar {
 namespace tier_test {
@@ -42,6 +44,35 @@ constexpr int64_t kStateFloats = 40;
 
 TierShape shape_make(int64_t block_floats = kBlockFloats) {
   return TierShape{"fp_test0123456789", kBs, block_floats, kStateFloats};
+}
+
+// One deployment's secret, as --cache-tier-key gives it.
+const TierSecret& test_secret() {
+  static const TierSecret s = [] {
+    std::vector<unsigned char> master(32, 'k');
+    return tier_secret_derive(master, "test");
+  }();
+  return s;
+}
+
+// The name block `key` is filed under, as the tiers spell it.
+std::string name_hex(uint64_t key) {
+  return tier_key_hex(tier_record_name(test_secret(), key));
+}
+
+// A record as the tiers file it under `name`: encoded, then sealed.
+void record_sealed(const TierShape& shape, const TierBlock& b, uint64_t name,
+                   std::vector<char>& rec, const TierSecret& secret = test_secret()) {
+  tier_record_encode(shape, b, rec);
+  tier_record_seal(secret, name, rec);
+}
+
+// Opens a record read under `name` as the reader does.
+RecordCheck record_open(const TierShape& shape, std::span<const char> rec, uint64_t name,
+                        uint64_t key, uint64_t parent, std::span<const int32_t> tokens,
+                        TierBlock& view, const TierSecret& secret = test_secret()) {
+  static thread_local std::vector<char> plain;
+  return tier_record_open(secret, shape, rec, name, key, parent, tokens, plain, view);
 }
 
 using testing::files_under;
@@ -135,8 +166,8 @@ struct Tiered {
   PrefixCache cache;
   LowerTiers tiers;
   TierBridge bridge;
-  Tiered(const TierConfig& tc, int64_t budget = 1 << 20)
-      : cache(cache_config(budget)), tiers(tc, shape_make()), bridge(cache, tiers) {}
+  Tiered(const TierConfig& tc, int64_t budget = 1 << 20, const TierSecret& secret = test_secret())
+      : cache(cache_config(budget)), tiers(tc, shape_make(), secret), bridge(cache, tiers) {}
   const TierReport& tier(size_t i) {
     report = tiers.report();
     return report.tiers.at(i);
@@ -150,32 +181,97 @@ TEST(TierRecord, ChecksCatchEveryDamage) {
   std::vector<float> kv(kBlockFloats, 1.5f), state(kStateFloats, -2.0f);
   TierBlock b{42, 7, tokens, kv, state, true, {}};
   std::vector<char> rec;
-  tier_record_encode(shape, b, rec);
+  record_sealed(shape, b, 1000, rec);
   ASSERT_EQ(static_cast<int64_t>(rec.size()), tier_record_bytes(shape, true));
   TierBlock got;
-  ASSERT_EQ(tier_record_check(shape, rec, 42, 7, tokens, got), RecordCheck::ok);
+  ASSERT_EQ(record_open(shape, rec, 1000, 42, 7, tokens, got), RecordCheck::ok);
   EXPECT_TRUE(got.checkpoint);
   EXPECT_EQ(std::memcmp(got.kv.data(), kv.data(), kv.size() * 4), 0);
   EXPECT_EQ(std::memcmp(got.state.data(), state.data(), state.size() * 4), 0);
   for (size_t at = 0; at < rec.size(); at += 13) {  // any flipped byte
     auto bad = rec;
     bad[at] ^= 0x10;
-    EXPECT_EQ(tier_record_check(shape, bad, 42, 7, tokens, got), RecordCheck::corrupt) << at;
+    EXPECT_EQ(record_open(shape, bad, 1000, 42, 7, tokens, got), RecordCheck::corrupt) << at;
   }
   for (size_t len : {size_t{0}, size_t{100}, rec.size() - 1})  // truncated
-    EXPECT_EQ(tier_record_check(shape, std::span(rec.data(), len), 42, 7, tokens, got),
+    EXPECT_EQ(record_open(shape, std::span(rec.data(), len), 1000, 42, 7, tokens, got),
               RecordCheck::corrupt);
   TierShape other = shape;
   other.fingerprint = "fp_othermodel0000";  // a whole record of another model
-  EXPECT_EQ(tier_record_check(other, rec, 42, 7, tokens, got), RecordCheck::corrupt);
-  EXPECT_EQ(tier_record_check(shape, rec, 43, 7, tokens, got), RecordCheck::corrupt);
-  EXPECT_EQ(tier_record_check(shape, rec, 42, 8, tokens, got), RecordCheck::mismatch);
+  EXPECT_EQ(record_open(other, rec, 1000, 42, 7, tokens, got), RecordCheck::corrupt);
+  EXPECT_EQ(record_open(shape, rec, 1000, 43, 7, tokens, got), RecordCheck::corrupt);
+  EXPECT_EQ(record_open(shape, rec, 1000, 42, 8, tokens, got), RecordCheck::mismatch);
   std::vector<int32_t> other_tokens = {1, 2, 3, 5};
-  EXPECT_EQ(tier_record_check(shape, rec, 42, 7, other_tokens, got), RecordCheck::mismatch);
+  EXPECT_EQ(record_open(shape, rec, 1000, 42, 7, other_tokens, got), RecordCheck::mismatch);
   TierBlock no_state{42, 7, tokens, kv, {}, false, {}};
-  tier_record_encode(shape, no_state, rec);
-  ASSERT_EQ(tier_record_check(shape, rec, 42, 7, tokens, got), RecordCheck::ok);
+  record_sealed(shape, no_state, 1000, rec);
+  ASSERT_EQ(record_open(shape, rec, 1000, 42, 7, tokens, got), RecordCheck::ok);
   EXPECT_FALSE(got.checkpoint);
+}
+
+// What a writer of the tier without the key can do, tried: edit a record's bytes (its KV
+// negated, or scaled by 1.001 — a different answer, were it believed), then reseal it as the
+// unkeyed format did (XXH3 over the record) or with another key; move a whole record to another
+// name; none opens. The names themselves are keyed: a key of another secret files elsewhere.
+TEST(TierRecord, ForgeriesWithoutTheKeyAreRefused) {
+  const TierShape shape = shape_make();
+  std::vector<int32_t> tokens = {11, 12, 13, 14};
+  std::vector<float> kv(kBlockFloats, 1.5f), state(kStateFloats, -2.0f);
+  const TierBlock b{42, 7, tokens, kv, state, true, {}};
+  const uint64_t name = tier_record_name(test_secret(), 42);
+  std::vector<char> rec;
+  record_sealed(shape, b, name, rec);
+  TierBlock got;
+  ASSERT_EQ(record_open(shape, rec, name, 42, 7, tokens, got), RecordCheck::ok);
+
+  // The attacker's edit: the clear record (as an attacker who had the plaintext would write
+  // it) with its KV changed, then "sealed" the old way (XXH3-64 over all but the last 8 bytes).
+  for (const float factor : {-1.0f, 1.001f}) {
+    std::vector<float> edited = kv;
+    for (float& x : edited) x *= factor;
+    std::vector<char> forged;
+    tier_record_encode(shape, TierBlock{42, 7, tokens, edited, state, true, {}}, forged);
+    const uint64_t sum = XXH3_64bits(forged.data(), forged.size() - 8);
+    std::memcpy(forged.data() + forged.size() - 8, &sum, 8);
+    EXPECT_EQ(record_open(shape, forged, name, 42, 7, tokens, got), RecordCheck::corrupt)
+        << "resealed with the unkeyed checksum";
+    // Sealed properly, but with a key of the attacker's own.
+    const TierSecret theirs = tier_secret_derive(std::vector<unsigned char>(32, 'a'), "attacker");
+    record_sealed(shape, TierBlock{42, 7, tokens, edited, state, true, {}}, name, forged, theirs);
+    EXPECT_EQ(record_open(shape, forged, name, 42, 7, tokens, got), RecordCheck::corrupt)
+        << "sealed with another key";
+    EXPECT_NE(tier_record_name(theirs, 42), name) << "another key files under other names";
+  }
+  // A whole, honest record moved to another record's name.
+  const uint64_t elsewhere = tier_record_name(test_secret(), 43);
+  EXPECT_EQ(record_open(shape, rec, elsewhere, 42, 7, tokens, got), RecordCheck::corrupt);
+  // Not a token id is readable: the record holds none of the block's bytes in clear, nor its
+  // fingerprint.
+  const std::string bytes(rec.begin(), rec.end());
+  EXPECT_EQ(bytes.find(std::string(reinterpret_cast<const char*>(tokens.data()), 16)),
+            std::string::npos);
+  EXPECT_EQ(bytes.find(std::string(reinterpret_cast<const char*>(&tokens[1]), 4)),
+            std::string::npos);
+  EXPECT_EQ(bytes.find(shape.fingerprint), std::string::npos);
+  // A value longer than any record of the shape is refused before anything is decrypted.
+  std::vector<char> huge(static_cast<size_t>(tier_record_bytes_max(shape)) + 1, 'x');
+  EXPECT_EQ(record_open(shape, huge, name, 42, 7, tokens, got), RecordCheck::corrupt);
+}
+
+// Chain keys are keyed: another secret gives other keys for the same salt and tokens, and two
+// salts never share a first block's parent.
+TEST(TierRecord, ChainKeysNeedTheSecret) {
+  const auto tokens = tokens_make(5, 3 * kBs);
+  CacheConfig a = cache_config(), b = cache_config();
+  b.chain_secret = test_secret().chain;
+  std::vector<uint64_t> ka, kb;
+  PrefixCache(a).chain_keys(tokens, "s", 3, ka);
+  PrefixCache(b).chain_keys(tokens, "s", 3, kb);
+  ASSERT_EQ(ka.size(), kb.size());
+  for (size_t i = 0; i < ka.size(); ++i) EXPECT_NE(ka[i], kb[i]) << i;
+  PrefixCache c(b);
+  EXPECT_NE(c.salt_key(""), c.salt_key("x"));
+  EXPECT_EQ(c.salt_key("x"), PrefixCache(b).salt_key("x")) << "the same secret, the same key";
 }
 
 // A drafter's hidden rows ride after the state: a reader that wants them gets them, or an empty
@@ -189,25 +285,25 @@ TEST(TierRecord, HiddenRowsAreOptional) {
   std::vector<float> kv(kBlockFloats, 1.5f), state(kStateFloats, -2.0f), hidden(kBs * 3, 0.25f);
   TierBlock b{42, 7, tokens, kv, state, true, hidden};
   std::vector<char> rec;
-  tier_record_encode(with, b, rec);
+  record_sealed(with, b, 9, rec);
   ASSERT_EQ(static_cast<int64_t>(rec.size()), tier_record_bytes(with, true, true));
   TierBlock got;
-  ASSERT_EQ(tier_record_check(with, rec, 42, 7, tokens, got), RecordCheck::ok);
+  ASSERT_EQ(record_open(with, rec, 9, 42, 7, tokens, got), RecordCheck::ok);
   ASSERT_EQ(got.hidden.size(), hidden.size());
   EXPECT_EQ(std::memcmp(got.hidden.data(), hidden.data(), hidden.size() * 4), 0);
   EXPECT_EQ(std::memcmp(got.state.data(), state.data(), state.size() * 4), 0);
-  ASSERT_EQ(tier_record_check(without, rec, 42, 7, tokens, got), RecordCheck::ok);
+  ASSERT_EQ(record_open(without, rec, 9, 42, 7, tokens, got), RecordCheck::ok);
   EXPECT_TRUE(got.hidden.empty());
   EXPECT_EQ(std::memcmp(got.kv.data(), kv.data(), kv.size() * 4), 0);
   TierShape other = with;
   other.hidden_floats = kBs * 2;
-  EXPECT_EQ(tier_record_check(other, rec, 42, 7, tokens, got), RecordCheck::corrupt);
+  EXPECT_EQ(record_open(other, rec, 9, 42, 7, tokens, got), RecordCheck::corrupt);
   for (size_t len : {rec.size() - 4, rec.size() - 12})  // truncated rows
-    EXPECT_EQ(tier_record_check(with, std::span(rec.data(), len), 42, 7, tokens, got),
+    EXPECT_EQ(record_open(with, std::span(rec.data(), len), 9, 42, 7, tokens, got),
               RecordCheck::corrupt);
   TierBlock plain{42, 7, tokens, kv, {}, false, {}};
-  tier_record_encode(without, plain, rec);
-  ASSERT_EQ(tier_record_check(with, rec, 42, 7, tokens, got), RecordCheck::ok);
+  record_sealed(without, plain, 9, rec);
+  ASSERT_EQ(record_open(with, rec, 9, 42, 7, tokens, got), RecordCheck::ok);
   EXPECT_TRUE(got.hidden.empty()) << "a record without rows says so";
   EXPECT_FALSE(got.checkpoint);
 }
@@ -217,10 +313,29 @@ TEST(TierRedisUrl, ParsesAndRefuses) {
   EXPECT_EQ(u.host, "10.0.0.2");
   EXPECT_EQ(u.port, 6380);
   EXPECT_EQ(u.db, 3);
+  EXPECT_FALSE(u.tls);
+  EXPECT_TRUE(u.password.empty());
   EXPECT_EQ(redis_url_parse("redis://cache").port, 6379);
-  for (const char* bad :
-       {"http://x", "redis://", "redis://h:0", "redis://h:x", "redis://h/-1", "redis://u@h"})
+  const RedisUrl t = redis_url_parse("rediss://invar:p%40ss%3Aw@cache.local:6380/2");
+  EXPECT_TRUE(t.tls);
+  EXPECT_EQ(t.user, "invar");
+  EXPECT_EQ(t.password, "p@ss:w");
+  EXPECT_EQ(t.host, "cache.local");
+  EXPECT_EQ(t.port, 6380);
+  EXPECT_EQ(t.db, 2);
+  const RedisUrl p = redis_url_parse("redis://:secret@[::1]:7000");
+  EXPECT_TRUE(p.user.empty());
+  EXPECT_EQ(p.password, "secret");
+  EXPECT_EQ(p.host, "::1");
+  EXPECT_EQ(p.port, 7000);
+  for (const char* bad : {"http://x", "redis://", "redis://h:0", "redis://h:x", "redis://h/-1",
+                          "redis://u@h", "redis://u:@h", "redis://:p%zz@h", "redis://[::1"})
     EXPECT_THROW(redis_url_parse(bad), Error) << bad;
+  try {
+    redis_url_parse("redis://user:hunter2@h:x");
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
+  }
 }
 
 TEST(TierDisk, BudgetLruRestartAndStaleTemporaries) {
@@ -233,7 +348,7 @@ TEST(TierDisk, BudgetLruRestartAndStaleTemporaries) {
   {
     DiskTier d({dir, 5 * rec_bytes, shape.fingerprint, 0});
     for (uint64_t k = 1; k <= 10; ++k) {
-      tier_record_encode(shape, TierBlock{k, 0, tokens, kv, state, true, {}}, rec);
+      record_sealed(shape, TierBlock{k, 0, tokens, kv, state, true, {}}, k, rec);
       EXPECT_EQ(d.put(k, rec), TierPut::written);
       if (k == 9) {
         EXPECT_EQ(d.get(5, back), TierGet::found);  // 5, the oldest, becomes the newest
@@ -263,7 +378,7 @@ TEST(TierDisk, BudgetLruRestartAndStaleTemporaries) {
   EXPECT_FALSE(fs::exists(tmp));
   EXPECT_EQ(again.get(5, back), TierGet::found);
   TierBlock view;
-  EXPECT_EQ(tier_record_check(shape, back, 5, 0, tokens, view), RecordCheck::ok);
+  EXPECT_EQ(record_open(shape, back, 5, 5, 0, tokens, view), RecordCheck::ok);
   // A smaller budget at restart is kept at once.
   DiskTier smaller({dir, 2 * rec_bytes, shape.fingerprint, 0});
   EXPECT_EQ(smaller.files_known(), 2);
@@ -300,7 +415,7 @@ TEST(TierBridge, DiskRestoresAfterRestartSaltsApartCorruptSkipped) {
   // Damage block 6's file: the restore stops before it, counts it and removes the file.
   std::vector<uint64_t> keys;
   PrefixCache(cache_config()).chain_keys(tokens, "s1", 10, keys);
-  const std::string hex = tier_key_hex(keys[7]);
+  const std::string hex = name_hex(keys[7]);
   const std::string victim = dir + "/fp_test0123456789/" + hex.substr(0, 2) + "/" + hex + ".blk";
   ASSERT_TRUE(fs::exists(victim));
   const auto read_all = [](const std::string& path) {
@@ -322,7 +437,10 @@ TEST(TierBridge, DiskRestoresAfterRestartSaltsApartCorruptSkipped) {
     // once the writes are done, the intact record again, not on its absence in between.
     c.tiers.writes_wait();
     EXPECT_EQ(c.tier(0).writes, 1) << "the removed record is written again, the others stay";
-    EXPECT_EQ(read_all(victim), intact) << "the damaged record is replaced, not kept";
+    // Sealed afresh (a new nonce): whole again, not the same bytes; the next run opens it.
+    const std::string rewritten = read_all(victim);
+    EXPECT_EQ(rewritten.size(), intact.size()) << "the damaged record is replaced, not kept";
+    EXPECT_NE(rewritten, intact);
   }
   {
     Tiered d(tc);
@@ -377,7 +495,7 @@ TEST(TierBridge, RedisSharesBetweenCachesAndFillsTheDisk) {
   // A damaged value in Redis is skipped, counted and deleted.
   std::vector<uint64_t> ck;
   PrefixCache(cache_config()).chain_keys(tokens, "t", 8, ck);
-  const std::string key = "invar:fp_test0123456789:" + tier_key_hex(ck[4]);
+  const std::string key = "invar:fp_test0123456789:" + name_hex(ck[4]);
   const std::string whole = redis.command({"GET", key});
   ASSERT_FALSE(whole.empty());
   std::string damaged = whole;
@@ -387,7 +505,171 @@ TEST(TierBridge, RedisSharesBetweenCachesAndFillsTheDisk) {
   EXPECT_EQ(seq_run(e.cache, &e.bridge, tokens, "t"), 3 * kBs);
   EXPECT_EQ(e.tier(0).corrupt, 1);
   e.tiers.writes_wait();
-  EXPECT_EQ(redis.command({"GET", key}), whole) << "removed, then written again whole";
+  const std::string rewritten = redis.command({"GET", key});
+  EXPECT_EQ(rewritten.size(), whole.size()) << "removed, then written again whole";
+  EXPECT_NE(rewritten, damaged);
+  Tiered f(tc);
+  EXPECT_EQ(seq_run(f.cache, &f.bridge, tokens, "t"), 8 * kBs) << "the rewritten record opens";
+  fs::remove_all(dir);
+}
+
+// Redis as a deployment runs it: a password (AUTH) and TLS with a self-signed certificate the
+// tier is told to trust. Records round-trip between two caches; a wrong password, no password,
+// and an untrusted certificate each fail with the reason in the log (and the request is
+// computed); a value far longer than any record is refused unread, counted and deleted.
+TEST(TierBridge, RedisWithPasswordAndTls) {
+  const std::string dir = tier_temp_dir("tls");
+  ASSERT_TRUE(testing::tls_files_make(dir)) << "openssl could not make a certificate";
+  testing::RedisProcess redis("64mb", "s3cret", dir);
+  ASSERT_NE(redis.port(), 0) << "redis-server with TLS did not start";
+  std::mutex mu;
+  std::vector<std::string> lines;
+  TierConfig tc;
+  tc.redis_url = "rediss://:s3cret@127.0.0.1:" + std::to_string(redis.tls_port());
+  tc.redis_ca_file = dir + "/cert.pem";
+  tc.read_timeout_s = 5;
+  tc.log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.push_back(line);
+  };
+  const auto tokens = tokens_make(6, 5 * kBs + 1);
+  {
+    Tiered a(tc);
+    EXPECT_NE(a.tiers.describe().find("rediss default@127.0.0.1"), std::string::npos)
+        << a.tiers.describe();
+    EXPECT_EQ(a.tiers.describe().find("s3cret"), std::string::npos) << "the password is shown";
+    EXPECT_EQ(seq_run(a.cache, &a.bridge, tokens, "t"), 0);
+    a.tiers.writes_wait();
+    EXPECT_EQ(a.tier(0).writes, 5);
+    EXPECT_EQ(redis.command({"DBSIZE"}), "5");
+    Tiered b(tc);
+    std::vector<float> state;
+    EXPECT_EQ(seq_run(b.cache, &b.bridge, tokens, "t", &state), 5 * kBs);
+    expect_hit_bits(b.cache, tokens, "t", state);
+    EXPECT_EQ(b.tier(0).hits, 5);
+  }
+  EXPECT_TRUE(lines.empty()) << lines.front();
+  const auto failure_logged = [&](const TierConfig& bad, const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.clear();
+    }
+    Tiered t(bad);
+    EXPECT_EQ(seq_run(t.cache, &t.bridge, tokens, "t"), 0) << why;
+    t.tiers.writes_wait();
+    EXPECT_GT(t.tier(0).write_failures, 0) << why;
+    EXPECT_EQ(t.tier(0).hits, 0) << why;
+    std::lock_guard<std::mutex> lock(mu);
+    std::string all;
+    for (const auto& l : lines) all += l + "\n";
+    EXPECT_NE(all.find(why), std::string::npos) << all;
+  };
+  TierConfig wrong = tc;
+  wrong.redis_url = "rediss://:guess@127.0.0.1:" + std::to_string(redis.tls_port());
+  failure_logged(wrong, "AUTH: WRONGPASS");
+  TierConfig none = tc;
+  none.redis_url = "redis://127.0.0.1:" + std::to_string(redis.port());
+  none.redis_ca_file.clear();
+  failure_logged(none, "NOAUTH");
+  TierConfig untrusted = tc;
+  untrusted.redis_ca_file.clear();  // the system's CAs do not sign this certificate
+  failure_logged(untrusted, "certificate");
+
+  // A 3 MiB value planted under the first block's name: refused without being read whole.
+  std::vector<uint64_t> ck;
+  PrefixCache(cache_config()).chain_keys(tokens, "t", 5, ck);
+  const std::string key = "invar:fp_test0123456789:" + name_hex(ck[1]);
+  redis.command({"SET", key, std::string(3 << 20, 'x')});
+  Tiered c(tc);
+  EXPECT_EQ(seq_run(c.cache, &c.bridge, tokens, "t"), 0);
+  EXPECT_EQ(c.tier(0).corrupt, 1);
+  c.tiers.writes_wait();
+  EXPECT_EQ(redis.command({"STRLEN", key}), std::to_string(tier_record_bytes(shape_make(), true)))
+      << "the planted value is deleted and the block written whole";
+  fs::remove_all(dir);
+}
+
+// The attack the unkeyed scheme allowed: chain keys computed offline from the victim's prompt
+// (XXH3 with its public seeds), records planted under them in the disk tier. The keyed names
+// never meet them: the victim's request finds nothing, reads nothing, and computes.
+TEST(TierBridge, RecordsPlantedUnderOfflineKeysAreNeverRead) {
+  const std::string dir = tier_temp_dir("planted");
+  TierConfig tc;
+  tc.cache_dir = dir;
+  const auto victim = tokens_make(7, 6 * kBs + 1);
+  const auto attacker = tokens_make(8, 6 * kBs + 1);
+  {
+    Tiered a(tc);  // the attacker's own request fills the tier with honest records
+    EXPECT_EQ(seq_run(a.cache, &a.bridge, attacker, ""), 0);
+    a.tiers.writes_wait();
+  }
+  const auto honest = files_under(dir, ".blk");
+  ASSERT_EQ(honest.size(), 6u);
+  // The old scheme's chain: salt key XXH3(salt, "invar"), then XXH3(tokens, parent).
+  uint64_t parent = XXH3_64bits_withSeed("", 0, 0x696e766172ull);
+  int64_t planted = 0;
+  for (int64_t i = 0; i < 6; ++i) {
+    parent = XXH3_64bits_withSeed(victim.data() + i * kBs, kBs * sizeof(int32_t), parent);
+    const std::string hex = tier_key_hex(parent);
+    const std::string path = dir + "/fp_test0123456789/" + hex.substr(0, 2) + "/" + hex + ".blk";
+    fs::create_directories(fs::path(path).parent_path());
+    fs::copy_file(honest[static_cast<size_t>(i)], path, fs::copy_options::overwrite_existing);
+    ++planted;
+  }
+  ASSERT_EQ(files_under(dir, ".blk").size(), 12u);
+  Tiered v(tc);
+  EXPECT_EQ(seq_run(v.cache, &v.bridge, victim, ""), 0) << "the victim was served a planted block";
+  EXPECT_EQ(v.tier(0).hits, 0);
+  EXPECT_EQ(v.tier(0).corrupt, 0) << "the planted names are not even looked up";
+  EXPECT_EQ(planted, 6);
+  fs::remove_all(dir);
+}
+
+// Rotation: a process with a new key neither finds nor trusts the old key's records; they are
+// recomputed and filed under the new names beside the old, which age out of the budget.
+TEST(TierBridge, ANewKeyIgnoresTheOldRecords) {
+  const std::string dir = tier_temp_dir("rotate");
+  TierConfig tc;
+  tc.cache_dir = dir;
+  const auto tokens = tokens_make(9, 4 * kBs + 1);
+  {
+    Tiered a(tc);
+    EXPECT_EQ(seq_run(a.cache, &a.bridge, tokens, ""), 0);
+    a.tiers.writes_wait();
+    EXPECT_EQ(a.tier(0).writes, 4);
+  }
+  const TierSecret rotated = tier_secret_derive(std::vector<unsigned char>(32, 'r'), "rotated");
+  Tiered b(tc, 1 << 20, rotated);
+  EXPECT_EQ(seq_run(b.cache, &b.bridge, tokens, ""), 0);
+  EXPECT_EQ(b.tier(0).hits, 0);
+  EXPECT_EQ(b.tier(0).corrupt, 0) << "the old names are not looked up";
+  b.tiers.writes_wait();
+  EXPECT_EQ(b.tier(0).writes, 4) << "recomputed blocks filed under the new names";
+  EXPECT_EQ(files_under(dir, ".blk").size(), 8u);
+  fs::remove_all(dir);
+}
+
+// A lone --cache-dir makes its key once: a second process, and a restart, read the same one.
+TEST(TierSecret, DirectoryKeyIsMadeOnceAndKept) {
+  const std::string dir = tier_temp_dir("dirkey");
+  const TierSecret a = tier_secret_for_dir(dir), b = tier_secret_for_dir(dir);
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_EQ(a.seal, b.seal);
+  EXPECT_EQ(fs::status(dir + "/tier.key").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_NE(tier_secret_random().id, tier_secret_random().id);
+  // A key file others may write is refused, as is a short one.
+  const std::string loose = dir + "/loose.key";
+  std::ofstream(loose) << std::string(64, 'a');
+  fs::permissions(loose, fs::perms::owner_all | fs::perms::group_write);
+  EXPECT_THROW(tier_secret_load(loose), Error);
+  const std::string shorty = dir + "/short.key";
+  std::ofstream(shorty) << "tooshort";
+  fs::permissions(shorty, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_THROW(tier_secret_load(shorty), Error);
+  TierConfig redis_only;
+  redis_only.redis_url = "redis://127.0.0.1:1";
+  EXPECT_THROW(tier_secret_resolve(redis_only), Error) << "--cache-redis needs --cache-tier-key";
   fs::remove_all(dir);
 }
 
@@ -451,7 +733,7 @@ TEST(TierBridge, FailuresAreLoggedOncePerEpisode) {
   std::vector<uint64_t> ck;
   const auto tokens = tokens_make(30, 6 * kBs);
   PrefixCache(cache_config()).chain_keys(tokens, "", 6, ck);
-  const std::string key = "invar:fp_test0123456789:" + tier_key_hex(ck[1]);
+  const std::string key = "invar:fp_test0123456789:" + name_hex(ck[1]);
   std::string damaged = redis.command({"GET", key});
   ASSERT_FALSE(damaged.empty());
   damaged[damaged.size() / 2] ^= 1;
@@ -461,7 +743,7 @@ TEST(TierBridge, FailuresAreLoggedOncePerEpisode) {
     seq_run(b.cache, &b.bridge, tokens, "");
     b.tiers.writes_wait();
   }
-  EXPECT_EQ(count("cache tier redis: record " + tier_key_hex(ck[1]) + " is truncated"), 1);
+  EXPECT_EQ(count("cache tier redis: record " + name_hex(ck[1]) + " is truncated"), 1);
   EXPECT_EQ(count("is truncated"), 1);
 }
 
@@ -509,7 +791,7 @@ TEST(TierDisk, SharedDirectoryWritersAndReaders) {
     for (uint64_t k = 1; k <= kKeys; ++k) {
       std::vector<int32_t> tokens(kBs, static_cast<int32_t>(k));
       std::vector<float> kv(kBlockFloats, static_cast<float>(k)), st(kStateFloats, 1.0f);
-      tier_record_encode(shape, TierBlock{k, 0, tokens, kv, st, true, {}}, rec);
+      record_sealed(shape, TierBlock{k, 0, tokens, kv, st, true, {}}, k, rec);
       EXPECT_NE(d.put(k, rec), TierPut::failed);
     }
   };
@@ -521,7 +803,7 @@ TEST(TierDisk, SharedDirectoryWritersAndReaders) {
         if (r.get(k, back) != TierGet::found) continue;
         ++seen;
         std::vector<int32_t> tokens(kBs, static_cast<int32_t>(k));
-        bad += tier_record_check(shape, back, k, 0, tokens, view) != RecordCheck::ok;
+        bad += record_open(shape, back, k, k, 0, tokens, view) != RecordCheck::ok;
       }
     }
   });

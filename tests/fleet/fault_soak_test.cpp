@@ -102,6 +102,13 @@ struct Replica {
   fs::path log(int life) const {
     return dir / ("replica" + std::to_string(index) + "." + std::to_string(life) + ".log");
   }
+  // The fleet's --cache-tier-key: the same secret for every replica (they share Redis).
+  fs::path tier_key() const {
+    const fs::path key = dir / "tier.key";
+    std::ofstream(key) << std::string(64, 'f') << "\n";
+    fs::permissions(key, fs::perms::owner_read | fs::perms::owner_write);
+    return key;
+  }
   bool start() {
     pid = process_spawn({kInvarBin,
                          "serve",
@@ -126,7 +133,9 @@ struct Replica {
                          "--cache-dir-bytes",
                          std::to_string(kDiskBudget),
                          "--cache-redis",
-                         redis_url},
+                         redis_url,
+                         "--cache-tier-key",
+                         tier_key().string()},
                         log(lives++));
     const auto deadline = Clock::now() + std::chrono::seconds(60);
     while (Clock::now() < deadline && waitpid(pid, nullptr, WNOHANG) == 0) {

@@ -130,6 +130,15 @@ std::vector<fs::path> files_with(const std::string& dir, const std::string& ext)
   return out;
 }
 
+// --cache-tier-key: one deployment's secret, every replica of a test holds it.
+std::string tier_key() {
+  const std::string path = std::string(INVAR_BINARY_DIR) + "/tests/server/tier-test.key";
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << std::string(64, 'e') << "\n";
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  return path;
+}
+
 std::string fresh_dir(const std::string& name) {
   const std::string d = std::string(INVAR_BINARY_DIR) + "/tests/server/tier-" + name;
   fs::remove_all(d);
@@ -168,7 +177,7 @@ TEST_F(TierServe, RestartAfterSigtermServesThePrefixFromDisk) {
     EXPECT_EQ(cached_of(r), 0);
     expect_cold_bits(r, "first run");
     EXPECT_EQ(a.stop(SIGTERM, 60), 0) << a.log();  // the write queue is written out
-    EXPECT_NE(a.log().find("cache tiers: disk"), std::string::npos) << a.log();
+    EXPECT_NE(a.log().find("/tier.key): disk"), std::string::npos) << a.log();
   }
   EXPECT_EQ(static_cast<int64_t>(files_with(dir, ".blk").size()), kFullHit / kBlock);
   ServeProcess b(serve_args({"--cache-dir", dir}), "tier_sigterm_b");
@@ -253,12 +262,14 @@ TEST_F(TierServe, DamagedFileIsSkippedCountedAndRemoved) {
 TEST_F(TierServe, PrefixWarmedOnOneServerIsAHitOnAnotherThroughRedis) {
   invar::testing::RedisProcess redis;
   if (redis.port() == 0) GTEST_SKIP() << "redis-server not installed";
-  ServeProcess a(serve_args({"--cache-redis", redis.url()}), "tier_redis_a");
+  ServeProcess a(serve_args({"--cache-redis", redis.url(), "--cache-tier-key", tier_key()}),
+                 "tier_redis_a");
   ASSERT_NE(a.port(), 0) << a.log();
-  EXPECT_NE(a.log().find("cache tiers: redis 127.0.0.1"), std::string::npos) << a.log();
+  EXPECT_NE(a.log().find("): redis 127.0.0.1"), std::string::npos) << a.log();
   expect_cold_bits(complete(a, long_prompt(), "fleet"), "server A");
   EXPECT_EQ(writes_settle(a, "redis"), kFullHit / kBlock);
-  ServeProcess b(serve_args({"--cache-redis", redis.url()}), "tier_redis_b");
+  ServeProcess b(serve_args({"--cache-redis", redis.url(), "--cache-tier-key", tier_key()}),
+                 "tier_redis_b");
   ASSERT_NE(b.port(), 0) << b.log();
   const json r = complete(b, long_prompt(), "fleet");
   EXPECT_EQ(cached_of(r), kFullHit) << "server B must find A's prefix in Redis";
@@ -271,7 +282,9 @@ TEST_F(TierServe, SaltsStayApartInMemoryOnDiskAndInRedis) {
   if (redis.port() == 0) GTEST_SKIP() << "redis-server not installed";
   const std::string dir = fresh_dir("salt");
   {
-    ServeProcess a(serve_args({"--cache-dir", dir, "--cache-redis", redis.url()}), "tier_salt_a");
+    ServeProcess a(serve_args({"--cache-dir", dir, "--cache-redis", redis.url(), "--cache-tier-key",
+                               tier_key()}),
+                   "tier_salt_a");
     ASSERT_NE(a.port(), 0) << a.log();
     complete(a, long_prompt(), "tenant-a");
     const json other = complete(a, long_prompt(), "tenant-b");
@@ -285,13 +298,16 @@ TEST_F(TierServe, SaltsStayApartInMemoryOnDiskAndInRedis) {
   fs::remove_all(dir);
   redis.command({"FLUSHALL"});
   {
-    ServeProcess a(serve_args({"--cache-dir", dir, "--cache-redis", redis.url()}), "tier_salt_w");
+    ServeProcess a(serve_args({"--cache-dir", dir, "--cache-redis", redis.url(), "--cache-tier-key",
+                               tier_key()}),
+                   "tier_salt_w");
     ASSERT_NE(a.port(), 0) << a.log();
     complete(a, long_prompt(), "tenant-a");
     EXPECT_EQ(a.stop(SIGTERM, 60), 0) << a.log();
   }
   {
-    ServeProcess disk(serve_args({"--cache-dir", dir}), "tier_salt_disk");
+    ServeProcess disk(serve_args({"--cache-dir", dir, "--cache-tier-key", tier_key()}),
+                      "tier_salt_disk");
     ASSERT_NE(disk.port(), 0) << disk.log();
     const json b = complete(disk, long_prompt(), "tenant-b");
     EXPECT_EQ(cached_of(b), 0) << "disk: another salt";
@@ -299,7 +315,8 @@ TEST_F(TierServe, SaltsStayApartInMemoryOnDiskAndInRedis) {
     EXPECT_EQ(cached_of(complete(disk, long_prompt(), "")), 0) << "disk: no salt";
     EXPECT_EQ(tier_metric(metrics_of(disk), "invar_cache_tier_hits_total", "disk"), 0);
   }
-  ServeProcess red(serve_args({"--cache-redis", redis.url()}), "tier_salt_redis");
+  ServeProcess red(serve_args({"--cache-redis", redis.url(), "--cache-tier-key", tier_key()}),
+                   "tier_salt_redis");
   ASSERT_NE(red.port(), 0) << red.log();
   const json b = complete(red, long_prompt(), "tenant-b");
   EXPECT_EQ(cached_of(b), 0) << "Redis: another salt";
@@ -339,7 +356,8 @@ TEST(TierServeSoak, BudgetsHoldWithoutGrowth) {
   std::vector<std::string> extra = {
       "--cache-dir",   dir,       "--cache-dir-bytes",        std::to_string(dir_budget),
       "--cache-bytes", "4000000", "--cache-tier-queue-bytes", "1000000"};
-  if (redis.port() != 0) extra.insert(extra.end(), {"--cache-redis", redis.url()});
+  if (redis.port() != 0)
+    extra.insert(extra.end(), {"--cache-redis", redis.url(), "--cache-tier-key", tier_key()});
   ServeProcess s(serve_args(extra, 16), "tier_soak");
   ASSERT_NE(s.port(), 0) << s.log();
   std::mt19937 rng(11);
