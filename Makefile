@@ -25,7 +25,7 @@ SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_chec
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
 .PHONY: all deps configure build test test-sanitize test-asan test-tsan soak format check-format \
-  run bench clean
+  run bench clean golden
 
 all: build
 
@@ -63,6 +63,12 @@ test-tsan: configure
 	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target tests-engine tests-server tests-hostile
 	@cd $(TSAN_BUILD) && XDG_CACHE_HOME=$(abspath $(TSAN_BUILD))/test-cache $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) \
 	  -L 'engine|server|hostile' -LE soak
+
+# Rewrites tests/data/golden/<numerics version>/ from this build's logits: only on purpose, with a
+# new kNumericsVersion (tests/model/golden_test.cpp says why).
+golden: build
+	@cmake --build $(BUILD) -j $(JOBS) --target model_golden
+	@cd $(BUILD) && INVAR_GOLDEN_WRITE=1 ./tests/model/model_golden
 
 # The long fuzz / soak runs, which stay out of `make test`.
 soak: build
