@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <filesystem>
 #include <fstream>
@@ -257,6 +258,56 @@ TEST_F(TierServe, DamagedFileIsSkippedCountedAndRemoved) {
   EXPECT_EQ(cached_of(whole), kFullHit);
   expect_cold_bits(whole, "after the rewrite");
   EXPECT_EQ(tier_metric(metrics_of(c), "invar_cache_tier_corrupt_total", "disk"), 0);
+}
+
+// The forgery the unkeyed records allowed, end to end: an attacker who can write the cache
+// directory computes the victim prompt's chain keys offline (XXH3 with the public seeds) and
+// files its own prompt's records under them, each edited the old way (the KV bytes changed, the
+// XXH3 checksum recomputed). The victim's first-ever request is answered cold, bit for bit, and
+// never reads them; a record of the tier, edited and resealed alike, is refused when met.
+TEST_F(TierServe, ForgedAndPlantedRecordsNeverAnswer) {
+  const std::string dir = fresh_dir("forged");
+  {
+    ServeProcess a(serve_args({"--cache-dir", dir}), "tier_forged_attacker");
+    ASSERT_NE(a.port(), 0) << a.log();
+    complete(a, prompt_make(2, kPromptTokens), "");
+    EXPECT_EQ(a.stop(SIGTERM, 60), 0) << a.log();
+  }
+  auto files = files_with(dir, ".blk");
+  ASSERT_EQ(static_cast<int64_t>(files.size()), kFullHit / kBlock);
+  const fs::path model_dir = files[0].parent_path().parent_path();
+  const auto forge = [](const fs::path& from, const fs::path& to) {
+    std::ifstream in(from, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 64; ++i) bytes[i] ^= 0x40;
+    const uint64_t sum = XXH3_64bits(bytes.data(), bytes.size() - 8);
+    std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
+    fs::create_directories(to.parent_path());
+    std::ofstream(to, std::ios::binary) << bytes;
+  };
+  const std::vector<int32_t>& victim = long_prompt();
+  uint64_t parent = XXH3_64bits_withSeed("", 0, 0x696e766172ull);
+  for (int64_t i = 0; i < kFullHit / kBlock; ++i) {
+    parent = XXH3_64bits_withSeed(victim.data() + i * kBlock, kBlock * sizeof(int32_t), parent);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(parent));
+    forge(files[static_cast<size_t>(i)],
+          model_dir / std::string(hex, 2) / (std::string(hex) + ".blk"));
+  }
+  forge(files[0], files[0]);  // and one of the tier's own records, edited in place
+  ServeProcess b(serve_args({"--cache-dir", dir}), "tier_forged_victim");
+  ASSERT_NE(b.port(), 0) << b.log();
+  const json r = complete(b, long_prompt(), "");
+  EXPECT_EQ(cached_of(r), 0) << "the victim was answered from planted records";
+  expect_cold_bits(r, "beside planted records");
+  const std::string m = metrics_of(b);
+  EXPECT_EQ(tier_metric(m, "invar_cache_tier_hits_total", "disk"), 0);
+  EXPECT_EQ(tier_metric(m, "invar_cache_tier_corrupt_total", "disk"), 0)
+      << "planted names are read";
+  const json own = complete(b, prompt_make(2, kPromptTokens), "");
+  EXPECT_EQ(tier_metric(metrics_of(b), "invar_cache_tier_corrupt_total", "disk"), 1)
+      << "the edited record is refused and counted when met";
+  EXPECT_LT(cached_of(own), kFullHit) << "the restore stops at the edited record";
 }
 
 TEST_F(TierServe, PrefixWarmedOnOneServerIsAHitOnAnotherThroughRedis) {
