@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "grammar/error.h"
 #include "tokenizer/token_types.h"
 #include "tokenizer/tokenizer.h"
 
@@ -26,14 +27,32 @@ std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const Tokenizer& t
 
 SeqConstraint::SeqConstraint(std::shared_ptr<const grammar::Grammar> g,
                              std::shared_ptr<const grammar::Vocabulary> vocab, int32_t after_token)
-    : m_(std::move(g), vocab),
+    : m_(g, vocab, g->limits()),
       words_(vocab->mask_words()),
       after_(after_token),
       active_(after_token < 0) {}
 
+namespace {
+
+// A grammar's run-time bound (Limits::max_stacks_per_state) is the request's own fault, found
+// while its tokens are generated: as an EngineError it ends this sequence with a 400, and the
+// step's other sequences never see it (engine.cpp catches it per chunk).
+[[noreturn]] void grammar_failed(const grammar::Error& e) {
+  throw EngineError(ErrorKind::invalid_request, "",
+                    std::string("the output grammar cannot be followed: ") + e.what());
+}
+
+}  // namespace
+
 const float* SeqConstraint::masked(const float* row, int64_t n_vocab, std::vector<float>& scratch) {
   if (!active_) return row;
-  if (!words_ready_) m_.fill_mask(words_);
+  if (!words_ready_) {
+    try {
+      m_.fill_mask(words_);
+    } catch (const grammar::Error& e) {
+      grammar_failed(e);
+    }
+  }
   words_ready_ = true;
   bool any = false;
   for (uint64_t w : words_) any |= w != 0;
@@ -69,7 +88,13 @@ void SeqConstraint::advance(int32_t token) {
     active_ = token == after_;
     return;
   }
-  if (!m_.accept_token(token))
+  bool accepted = false;
+  try {
+    accepted = m_.accept_token(token);
+  } catch (const grammar::Error& e) {
+    grammar_failed(e);
+  }
+  if (!accepted)
     throw EngineError(ErrorKind::internal, "",
                       "token " + std::to_string(token) + " was sampled but the grammar forbids it");
 }

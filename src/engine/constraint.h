@@ -41,9 +41,11 @@ class SeqConstraint {
 
   // The row to sample from: `row` itself while the constraint has not started, else a copy in
   // `scratch` with forbidden ids (and ids past the grammar's vocabulary) at −inf. Throws
-  // EngineError(internal) if the grammar allows no token at all.
+  // EngineError(invalid_request) if the grammar allows no token at all, or passes a run-time
+  // limit (grammar::Limits::max_stacks_per_state): errors of this sequence alone.
   const float* masked(const float* row, int64_t n_vocab, std::vector<float>& scratch);
   // The token sampled from masked(): advances the grammar (or starts it at after_token).
+  // Throws EngineError: invalid_request past a run-time limit, internal for a forbidden token.
   void advance(int32_t token);
   // Computes the current state's mask ahead of masked(), which then only applies it: called on
   // another thread while nothing else touches this object. A failure is not reported here:

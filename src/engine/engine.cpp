@@ -218,14 +218,16 @@ struct Engine::Impl {
       try {
         o = post.process(c, runner.logits(static_cast<int64_t>(k)), live.at(s.id).text.get(),
                          events[k]);
-      } catch (const EngineError& e) {
-        // A non-finite logit, or a grammar with no way on: the verified positions are kept
-        // (what they hold is a function of the tokens), nothing of this chunk is reported, and
-        // the request ends with the error once the step is committed. The other requests of
-        // the step go on.
+      } catch (const std::exception& e) {
+        // A non-finite logit, a grammar with no way on or past a run-time limit, or any other
+        // failure of this chunk's sampling (ErrorKind::internal): the verified positions are
+        // kept (what they hold is a function of the tokens), nothing of this chunk is
+        // reported, and the request ends with the error once the step is committed. The other
+        // requests of the step go on: a request can fail only itself.
+        const auto* ee = dynamic_cast<const EngineError*>(&e);
         events[k].clear();
-        errors[k] = e.what();
-        error_kinds[k] = e.kind();
+        errors[k] = *e.what() ? e.what() : "sampling failed";
+        error_kinds[k] = ee ? ee->kind() : ErrorKind::internal;
         o = ChunkOutcome{FinishReason::error, c.n_tokens - c.n_draft, 0};
       }
       c.n_kept = o.n_kept;

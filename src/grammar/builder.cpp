@@ -111,6 +111,27 @@ ExprId Builder::ref(RuleId r) {
   return add(Node{Op::ref, r, 0, 0, {}});
 }
 
+namespace {
+constexpr int64_t kStatesCap = int64_t{1} << 45;  // far above any limit; keeps products in range
+}  // namespace
+
+int64_t Builder::states_add(int64_t a, int64_t b) {
+  return std::min(kStatesCap, a + b);
+}
+
+int64_t Builder::states_repeat(int64_t inner, int64_t min, int64_t max, const std::string& where,
+                               const std::string& what) const {
+  const int64_t bound = std::clamp<int64_t>(max == kUnbounded ? min : max, 1, limits_.max_repeat);
+  const int64_t states = std::min(kStatesCap, inner * bound);
+  if (bound > 1 && states > limits_.max_repeat_states) {
+    throw LimitError(where + ": " + what + " repeats " + std::to_string(inner) + " states " +
+                     std::to_string(bound) + " times (" + std::to_string(states) +
+                     " states), more than " + std::to_string(limits_.max_repeat_states) +
+                     " (max_repeat_states): nested counted repetitions multiply");
+  }
+  return states;
+}
+
 ExprId Builder::repeat(ExprId e, int64_t min, int64_t max) {
   const int64_t bound = max == kUnbounded ? min : max;
   if (min < 0 || (max != kUnbounded && max < min)) {

@@ -53,6 +53,17 @@ class Builder {
   ExprId alt(std::vector<ExprId> kids);  // no kids: the empty language
   ExprId ref(RuleId r);
   ExprId repeat(ExprId e, int64_t min, int64_t max);  // checks max_repeat
+
+  // The states a regex / GBNF construct can expand to (Limits::max_repeat_states): an atom is
+  // one per character, a sequence or an alternation the sum of its parts, a repetition its
+  // bound (max, or min when unbounded, at least 1) times what it repeats. Saturating, so no
+  // input overflows them.
+  static int64_t states_add(int64_t a, int64_t b);
+  // The states of `inner` repeated {min,max}; LimitError naming max_repeat_states and `what`
+  // (the quantifier as written) past the limit. A bound of 1 (`?`, `*`, `+`) is not checked:
+  // it copies nothing.
+  int64_t states_repeat(int64_t inner, int64_t min, int64_t max, const std::string& where,
+                        const std::string& what) const;
   ExprId empty();
   ExprId opt(ExprId e) { return repeat(e, 0, 1); }
   ExprId star(ExprId e) { return repeat(e, 0, kUnbounded); }

@@ -28,8 +28,8 @@ class GbnfParser {
       skip_space(true);
       const RuleId r = b_.rule(name);
       if (!defined_.insert(name).second) fail("rule '" + name + "' is defined twice");
-      int64_t product = 1;
-      b_.define(r, alternatives(0, product));
+      int64_t states = 0;
+      b_.define(r, alternatives(0, states));
       if (pos_ < t_.size() && t_[pos_] != '\n' && t_[pos_] != '\r') fail("unexpected character");
       skip_space(true);
     }
@@ -75,18 +75,20 @@ class GbnfParser {
     return std::string(t_.substr(s, pos_ - s));
   }
 
-  ExprId alternatives(int depth, int64_t& product) {
+  // `states`: what the parsed construct can expand to (Builder::states_repeat). A rule name
+  // counts one: its own repetitions are checked where it is defined.
+  ExprId alternatives(int depth, int64_t& states) {
     if (depth > b_.limits().max_nesting) {
       throw LimitError("gbnf: groups nested deeper than " +
                        std::to_string(b_.limits().max_nesting) + " (max_nesting)");
     }
     const bool nested = depth > 0;
     std::vector<ExprId> alts;
-    product = 1;
+    states = 0;
     for (;;) {
-      int64_t p = 1;
-      alts.push_back(sequence(depth, nested, p));
-      product = std::max(product, p);
+      int64_t s = 0;
+      alts.push_back(sequence(depth, nested, s));
+      states = Builder::states_add(states, s);
       if (pos_ < t_.size() && t_[pos_] == '|') {
         ++pos_;
         skip_space(true);
@@ -97,25 +99,26 @@ class GbnfParser {
     return b_.alt(std::move(alts));
   }
 
-  ExprId sequence(int depth, bool nested, int64_t& product) {
+  ExprId sequence(int depth, bool nested, int64_t& states) {
     std::vector<ExprId> seq;
-    product = 1;
+    states = 1;  // an empty branch is one state
     while (pos_ < t_.size()) {
       const char c = t_[pos_];
       if (c == '|' || c == ')' || c == '\n' || c == '\r') break;
-      int64_t p = 1;
-      ExprId e = primary(depth, p);
+      int64_t s = 1;
+      ExprId e = primary(depth, s);
       skip_space(nested);
-      e = quantifiers(e, p, nested);
-      product = std::max(product, p);
+      e = quantifiers(e, s, nested);
+      states = seq.empty() ? s : Builder::states_add(states, s);
       seq.push_back(e);
     }
     if (seq.empty()) return b_.empty();
     return b_.seq(std::move(seq));
   }
 
-  ExprId quantifiers(ExprId e, int64_t& product, bool nested) {
+  ExprId quantifiers(ExprId e, int64_t& states, bool nested) {
     while (pos_ < t_.size()) {
+      const size_t start = pos_;
       const char c = t_[pos_];
       int64_t min, max;
       if (c == '*') {
@@ -141,13 +144,9 @@ class GbnfParser {
       } else {
         break;
       }
-      const int64_t bound = std::max<int64_t>(1, max == kUnbounded ? min : max);
-      product *= bound;
-      if (product > b_.limits().max_repeat_product) {
-        throw LimitError("gbnf: nested repetitions multiply to more than " +
-                         std::to_string(b_.limits().max_repeat_product) + " (max_repeat_product)");
-      }
       e = b_.repeat(e, min, max);
+      states =
+          b_.states_repeat(states, min, max, "gbnf", std::string(t_.substr(start, pos_ - start)));
       skip_space(nested);
     }
     return e;
@@ -210,7 +209,7 @@ class GbnfParser {
     }
   }
 
-  ExprId primary(int depth, int64_t& product) {
+  ExprId primary(int depth, int64_t& states) {
     const char c = t_[pos_];
     if (c == '"') {
       ++pos_;
@@ -221,6 +220,7 @@ class GbnfParser {
         append_utf8(bytes, char_at());
       }
       ++pos_;
+      states = std::max<int64_t>(1, static_cast<int64_t>(bytes.size()));
       return bytes.empty() ? b_.empty() : b_.literal(bytes);
     }
     if (c == '[') {
@@ -253,7 +253,7 @@ class GbnfParser {
     if (c == '(') {
       ++pos_;
       skip_space(true);
-      ExprId e = alternatives(depth + 1, product);
+      ExprId e = alternatives(depth + 1, states);
       if (pos_ >= t_.size() || t_[pos_] != ')') fail("expected ')'");
       ++pos_;
       return e;

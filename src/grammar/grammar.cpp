@@ -35,6 +35,7 @@ class Lowering {
     }
     Grammar g;
     g.root_ = root;
+    g.limits_ = b_.limits();
     g.names_ = names_;
     for (size_t i = 0; i < b_.n_sets(); ++i) g.sets_.push_back(b_.set(static_cast<int32_t>(i)));
     g.alts_.resize(alts_.size());

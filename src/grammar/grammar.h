@@ -39,6 +39,10 @@ class Grammar {
   size_t n_rules() const { return alts_.size(); }
   const std::string& rule_name(RuleId r) const { return names_[r]; }
   size_t size_bytes() const;  // memory of the program, for reports
+  // The limits it was compiled under; the engine's matchers of it run under them too, so a
+  // test can lower a run-time bound (max_stacks_per_state) for one grammar. compile_cached
+  // compiles under the defaults.
+  const Limits& limits() const { return limits_; }
 
   // The program as GBNF-like text (one line per rule; byte sets as [..] of bytes), for tests
   // and error reports.
@@ -54,6 +58,7 @@ class Grammar {
   std::vector<std::vector<int32_t>> alts_;
   std::vector<std::string> names_;
   RuleId root_ = 0;
+  Limits limits_;
 };
 
 // Lowers the builder's rules reachable from `root` into a Grammar. Throws Error for a rule used

@@ -15,7 +15,12 @@ struct Limits {
   size_t max_expr_nodes = 1 << 20;        // front-end expression nodes before lowering
   int max_nesting = 128;  // groups / parentheses / schema nesting / $ref chain depth in a front end
   int64_t max_repeat = 10000;  // a bound of {m,n}, minLength, maxItems... above it: LimitError
-  int64_t max_repeat_product = 100000;  // product of nested counted repetitions in one regex/GBNF
+  // States a counted repetition of a regex / GBNF can expand to: its bound times the states of
+  // what it repeats (Builder::states_repeat; nested repetitions multiply). Live parses are
+  // positions of that expansion, so beyond max_stacks_per_state a repetition could exceed the
+  // run-time limit below: refusing it here makes `([a-z]{0,300}){0,300}` (90000) a compile
+  // error, a 400, instead of a failure in the middle of generation.
+  int64_t max_repeat_states = 16384;
   // Matcher: a stack deeper than this is a dead path (the language is cut at this nesting; JSON
   // nested deeper than ~max_stack_depth/4 levels cannot be produced). A pure function of the
   // bytes, so masks stay a pure function of the tokens.

@@ -46,9 +46,9 @@ class RegexParser {
       end -= 2;
     }
     limit_ = end;
-    int64_t product = 1;
+    int64_t states = 0;
     bool top_alt = false;
-    ExprId e = alternation(0, product, &top_alt);
+    ExprId e = alternation(0, states, &top_alt);
     if (pos_ != limit_) fail("unbalanced ')'");
     if (!opt_.search) return e;
     if (top_alt && (anchored_start || anchored_end)) {
@@ -95,17 +95,18 @@ class RegexParser {
 
   ExprId any_text() { return b_.star(chars(CodepointSet::all())); }
 
-  ExprId alternation(int depth, int64_t& product, bool* top_alt) {
+  // `states`: what the parsed construct can expand to (Builder::states_repeat).
+  ExprId alternation(int depth, int64_t& states, bool* top_alt) {
     if (depth > b_.limits().max_nesting) {
       throw LimitError(where_ + ": groups nested deeper than " +
                        std::to_string(b_.limits().max_nesting) + " (max_nesting)");
     }
     std::vector<ExprId> alts;
-    int64_t best = 1;
+    states = 0;
     for (;;) {
-      int64_t p = 1;
-      alts.push_back(concat(depth, p));
-      best = std::max(best, p);
+      int64_t s = 0;
+      alts.push_back(concat(depth, s));
+      states = Builder::states_add(states, s);
       if (!at_end() && peek() == '|') {
         ++pos_;
         if (top_alt) *top_alt = true;
@@ -113,18 +114,17 @@ class RegexParser {
       }
       break;
     }
-    product = best;
     return b_.alt(std::move(alts));
   }
 
-  ExprId concat(int depth, int64_t& product) {
+  ExprId concat(int depth, int64_t& states) {
     std::vector<ExprId> seq;
-    product = 1;
+    states = 1;  // an empty branch is one state
     while (!at_end() && peek() != '|' && peek() != ')') {
-      int64_t p = 1;
-      ExprId a = atom(depth, p);
-      a = quantifiers(a, p);
-      product = std::max(product, p);
+      int64_t s = 1;
+      ExprId a = atom(depth, s);
+      a = quantifiers(a, s);
+      states = seq.empty() ? s : Builder::states_add(states, s);
       seq.push_back(a);
     }
     if (seq.empty()) return b_.empty();
@@ -154,8 +154,9 @@ class RegexParser {
     return true;
   }
 
-  ExprId quantifiers(ExprId a, int64_t& product) {
+  ExprId quantifiers(ExprId a, int64_t& states) {
     while (!at_end()) {
+      const size_t start = pos_;
       const char c = peek();
       int64_t min, max;
       if (c == '*') {
@@ -173,13 +174,9 @@ class RegexParser {
       } else if (!at_end() && peek() == '+') {
         fail("possessive quantifiers are not supported");
       }
-      const int64_t bound = std::max<int64_t>(1, max == kUnbounded ? min : max);
-      product *= bound;
-      if (product > b_.limits().max_repeat_product) {
-        throw LimitError(where_ + ": nested repetitions multiply to more than " +
-                         std::to_string(b_.limits().max_repeat_product) + " (max_repeat_product)");
-      }
       a = b_.repeat(a, min, max);
+      states =
+          b_.states_repeat(states, min, max, where_, std::string(p_.substr(start, pos_ - start)));
     }
     return a;
   }
@@ -281,9 +278,9 @@ class RegexParser {
     return true;
   }
 
-  ExprId atom(int depth, int64_t& product) {
+  ExprId atom(int depth, int64_t& states) {
     const char c = peek();
-    if (c == '(') return group(depth, product);
+    if (c == '(') return group(depth, states);
     if (c == '[') return char_class();
     if (c == '.') {
       ++pos_;
@@ -306,7 +303,7 @@ class RegexParser {
     return chars(s);
   }
 
-  ExprId group(int depth, int64_t& product) {
+  ExprId group(int depth, int64_t& states) {
     ++pos_;  // (
     if (!at_end() && peek() == '?') {
       const std::string_view rest = p_.substr(pos_, limit_ - pos_);
@@ -331,7 +328,7 @@ class RegexParser {
         fail("inline flags and other (?...) groups are not supported");
       }
     }
-    ExprId e = alternation(depth + 1, product, nullptr);
+    ExprId e = alternation(depth + 1, states, nullptr);
     if (at_end() || peek() != ')') fail("missing ')'");
     ++pos_;
     return e;

@@ -49,6 +49,7 @@ struct Outcome {
   int64_t prompt_tokens = 0;
   FinishReason finish = FinishReason::none;
   std::string error;
+  ErrorKind error_kind = ErrorKind::internal;  // meaningful when finish is error
   bool done = false;
   int64_t first_event = -1,
           last_event = -1;  // engine-wide event order (overlap = in flight together)
@@ -84,6 +85,7 @@ class Collector {
         o.prompt_tokens = ev.prompt_tokens;
         o.finish = ev.finish;
         o.error = ev.error;
+        o.error_kind = ev.error_kind;
         o.done = true;
         cv_.notify_all();
       }

@@ -187,6 +187,64 @@ TEST(StructuredOutput, SameTokensAndBitsAcrossBatchCacheAndSpeculation) {
   }
 }
 
+// A request can fail only itself (issue 51): a grammar that passes a run-time limit ends its
+// own request with the grammar's error (a 400 at the server), and the four requests sharing its
+// steps, two of them constrained too, give the tokens and bits they give alone.
+//
+// The bomb is the regex that used to reach the engine before max_repeat_states refused it at
+// compile time (`([a-z]{0,300}){0,300}`, 90000 states): compiled here with that check raised
+// back, and with the run-time parse limit lowered from 16384 to 64 (the engine's matchers run
+// under the limits their grammar was compiled with) so that it trips at the first letter of
+// the output: at 16384 it took 22 tokens (~50 letters) and 1.4 s in release.
+TEST(StructuredOutput, AGrammarPastItsRunTimeLimitFailsOnlyItsOwnRequest) {
+  grammar::Limits bomb_limits;
+  bomb_limits.max_repeat_states = int64_t{1} << 20;
+  bomb_limits.max_stacks_per_state = 64;
+  GenerationRequest bomb = constrained(
+      prompt_of(20, 24), 40,
+      grammar::compile(grammar::Kind::regex, "hello ([a-z]{0,300}){0,300}", bomb_limits));
+  std::vector<GenerationRequest> victims = {
+      request_make(prompt_of(21, 30), 16, false),
+      constrained(prompt_of(22, 18), 16, grammar::compile(grammar::Kind::regex, "[a-z ]{8,40}")),
+      constrained(prompt_of(23, 26), 16, grammar::compile(grammar::Kind::json_object, "")),
+      request_make(prompt_of(24, 12), 16, false),
+  };
+  for (auto& v : victims) v.top_logprobs = 2;
+  victims[3].sampling.temperature = 0.9f;
+  victims[3].sampling.seed = 5;
+
+  std::vector<Outcome> alone;
+  for (const auto& v : victims) {
+    alone.push_back(run({v}, config_base())[0]);
+    ASSERT_EQ(alone.back().error, "");
+    ASSERT_GE(alone.back().generated.size(), 4u);
+  }
+  std::vector<GenerationRequest> batch = {victims[0], victims[1], bomb, victims[2], victims[3]};
+  const std::vector<Outcome> got = run(batch, config_base());
+  const Outcome& b = got[2];
+  EXPECT_EQ(b.finish, FinishReason::error);
+  EXPECT_EQ(b.error_kind, ErrorKind::invalid_request) << b.error;
+  EXPECT_NE(b.error.find("max_stacks_per_state"), std::string::npos) << b.error;
+  // It failed in a decode step after the first (it had generated a token), so every victim's
+  // first token came before its end.
+  EXPECT_GE(b.generated.size(), 1u);
+  std::printf("bomb: %zu tokens '%s', then: %s\n", b.generated.size(),
+              tok().decode(b.generated).c_str(), b.error.c_str());
+  for (size_t i : {0u, 1u, 3u, 4u}) {
+    const Outcome& v = got[i];
+    const Outcome& ref = alone[i < 2 ? i : i - 1];
+    SCOPED_TRACE("victim " + std::to_string(i));
+    // The condition is real: the victim was in flight when the bomb failed (events of it
+    // before and after the bomb's end, in the engine's event order).
+    EXPECT_LT(v.first_event, b.last_event);
+    EXPECT_GT(v.last_event, b.last_event);
+    EXPECT_EQ(v.error, "");
+    EXPECT_EQ(v.finish, ref.finish);
+    EXPECT_EQ(v.generated, ref.generated);
+    EXPECT_EQ(digest_of(v), digest_of(ref));
+  }
+}
+
 TEST(StructuredOutput, RefusedWithoutATokenizer) {
   Engine e(tiny(), nullptr, config_base());
   GenerationRequest r = request_make(prompt_of(1, 8), 4, false);

@@ -35,9 +35,9 @@ std::string repeat(const std::string& s, size_t n) {
 }
 
 TEST(GrammarHostile, BlowupsEndInTheLimitError) {
-  expect_limit(Kind::regex, "(a{1000}){1000}", "max_repeat_product", "regex (a{1000}){1000}");
+  expect_limit(Kind::regex, "(a{1000}){1000}", "max_repeat_states", "regex (a{1000}){1000}");
   expect_limit(Kind::regex, "a{100000}", "max_repeat", "regex a{100000}");
-  expect_limit(Kind::gbnf, "root ::= ((\"a\"{100}){100}){100}", "max_repeat_product",
+  expect_limit(Kind::gbnf, "root ::= ((\"a\"{100}){100}){100}", "max_repeat_states",
                "gbnf nested {100}");
   expect_limit(Kind::regex, repeat("(", 5000) + "a" + repeat(")", 5000), "max_nesting",
                "regex 5000 nested groups");
@@ -60,6 +60,51 @@ TEST(GrammarHostile, BlowupsEndInTheLimitError) {
     many += "a" + std::to_string(i) + " ::= [a-z]{0,10000} a" + std::to_string(i + 1) + "\n";
   many += "a200 ::= \"x\"\n";
   expect_limit(Kind::gbnf, many, "max_grammar_elements", "gbnf 200 x {0,10000}");
+}
+
+// Issue 51: ~30 bytes of regex that compiled and then failed in the middle of generation
+// (16384 parallel parses after ~55 letters). Its expansion is known at compile time: 300
+// repetitions of 300 states, refused with the limit's name and the count, in every front end
+// that has counted repetitions (JSON Schema reaches them through `pattern`).
+TEST(GrammarHostile, NestedCountedRepetitionsAreRefusedByTheirStates) {
+  expect_limit(Kind::regex, "hello ([a-z]{0,300}){0,300}", "(90000 states), more than 16384",
+               "regex ([a-z]{0,300}){0,300}");
+  expect_limit(Kind::gbnf, "root ::= \"hello \" ([a-z]{0,300}){0,300}", "max_repeat_states",
+               "gbnf ([a-z]{0,300}){0,300}");
+  expect_limit(Kind::json_schema, R"({"type":"string","pattern":"^([a-z]{0,300}){0,300}$"})",
+               "max_repeat_states", "schema pattern {0,300}x2");
+  // What a repetition repeats is counted whole: an alternation or a sequence adds its parts.
+  expect_limit(Kind::regex, "(ab|[a-z]{0,100}){0,200}", "(20400 states)", "regex alt in {200}");
+  // The bound is exact: 128 x 128 states compile, 128 x 129 do not.
+  EXPECT_NO_THROW(compile(Kind::regex, "([a-z]{0,128}){0,128}"));
+  expect_limit(Kind::regex, "([a-z]{0,128}){0,129}", "max_repeat_states", "regex 128 x 129");
+  // Flat repetitions keep their own bound (max_repeat), and loops copy nothing.
+  EXPECT_NO_THROW(compile(Kind::regex, ".{0,10000}[a-z]{0,10000}(ab|cd|ef)*"));
+}
+
+// The two bounds agree: live parses are positions of the expansion, so a nest of repetitions
+// within max_repeat_states stays within max_stacks_per_state at run time, and one just past it
+// (compiled with the compile-time check raised) passes the run-time limit on the same input.
+// Both bounds at 1024 rather than 16384 keep the walk to milliseconds: the relation is what is
+// tested, and the defaults are equal (asserted).
+TEST(GrammarHostile, TheCompileBoundKeepsRepetitionsUnderTheRunTimeBound) {
+  EXPECT_EQ(static_cast<size_t>(Limits{}.max_repeat_states), Limits{}.max_stacks_per_state);
+  const auto sv = test::synthetic_vocab();
+  const std::string letters(100, 'q');
+  Limits lim;
+  lim.max_repeat_states = 1024;
+  lim.max_stacks_per_state = 1024;
+  Matcher within(compile(Kind::regex, "([a-z]{0,32}){0,32}", lim), sv.vocab, lim);
+  EXPECT_TRUE(within.accept_bytes(letters));
+  EXPECT_THROW(compile(Kind::regex, "([a-z]{0,36}){0,36}", lim), LimitError);
+  lim.max_repeat_states = int64_t{1} << 20;
+  Matcher past(compile(Kind::regex, "([a-z]{0,36}){0,36}", lim), sv.vocab, lim);
+  try {
+    past.accept_bytes(letters);
+    ADD_FAILURE() << "1296 states ran without the run-time limit";
+  } catch (const LimitError& e) {
+    EXPECT_NE(std::string(e.what()).find("max_stacks_per_state"), std::string::npos) << e.what();
+  }
 }
 
 // Catastrophic-backtracking regexes are linear here: parallel parses are deduplicated as

@@ -225,7 +225,12 @@ TEST_F(StructuredServe, BadAndHostileConstraintsAre400NamingTheField) {
        "compact"},
       {{{"guided_regex", "a"}, {"guided_choice", {"b"}}}, "guided_choice", "both constrain"},
       {{{"guided_json", huge}}, "guided_json", "max_input_bytes"},
-      {{{"guided_regex", "((a{1,100}){1,100}){1,100}"}}, "guided_regex", "max_repeat_product"},
+      {{{"guided_regex", "((a{1,100}){1,100}){1,100}"}}, "guided_regex", "max_repeat_states"},
+      // Issue 51: ~30 bytes that once compiled and failed the step they ran in; now refused up
+      // front, naming the limit and what the repetition expands to.
+      {{{"guided_regex", "hello ([a-z]{0,300}){0,300}"}},
+       "guided_regex",
+       "(90000 states), more than 16384 (max_repeat_states)"},
   };
   // A refusal generates nothing: the server's count of generated tokens stands still.
   auto generated = [] {
