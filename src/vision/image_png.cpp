@@ -39,4 +39,14 @@ RgbImage image_decode_png(std::span<const uint8_t> bytes, const ImageLimits& lim
   return out;
 }
 
+ImageDims image_dims_png(std::span<const uint8_t> bytes) {
+  png_image img{};
+  img.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_memory(&img, bytes.data(), bytes.size()))
+    throw Error(std::string("image: PNG header: ") + img.message);
+  const ImageDims d{img.width, img.height};
+  png_image_free(&img);
+  return d;
+}
+
 }  // namespace invar
