@@ -389,7 +389,7 @@ std::string gradient_png(int w, int h) {
   for (int y = 0; y < h; ++y)
     for (int x = 0; x < w; ++x) {
       uint8_t* p = rgb.data() + (size_t(y) * size_t(w) + size_t(x)) * 3;
-      p[0] = uint8_t(x), p[1] = uint8_t(y), p[2] = uint8_t(x ^ y);
+      p[0] = uint8_t(x), p[1] = uint8_t(y), p[2] = 128;
     }
   const std::vector<uint8_t> f = invar::test::png_encode(rgb, w, h, PNG_FORMAT_RGB);
   return {f.begin(), f.end()};
@@ -410,8 +410,8 @@ double metric_wait(const ServeProcess& s, const std::string& name, double want) 
 // counts in --prepare-cpu-seconds, and a request over it ends with the text preparation's error
 // (the tower stopped between its units, counted); the next request is served.
 TEST(VisionServe, TowerWithinTheCpuBudget) {
-  // 0.03 s: parsing this small body takes a fraction of it under any sanitizer; the tower on
-  // 1024 patches takes several times it even in release.
+  // 0.03 s: parsing this small body (a few KB) takes a fraction of it under any sanitizer; the
+  // tower on 1024 patches takes several times it even in release (~0.17 s).
   ServeProcess s(serve_args({"--prepare-cpu-seconds", "0.03"}), "vision_serve_budget");
   ASSERT_NE(s.port(), 0) << s.log();
   Reply r = post(s, chat({png_part(gradient_png(512, 512)), {{"type", "text"}, {"text", "Hi"}}}));
@@ -432,7 +432,8 @@ TEST(VisionServe, TowerWithinTheCpuBudget) {
 TEST(VisionServe, ClientGoneStopsTheTower) {
   ServeProcess s(serve_args({"--prepare-threads", "1", "--ctx-size", "4096"}), "vision_serve_gone");
   ASSERT_NE(s.port(), 0) << s.log();
-  // 2304 patches: each attention half is long enough that the reset lands inside the tower.
+  // 2304 patches (a body of a few KB): each attention half takes ~0.3 s in release, so the reset
+  // lands inside the tower.
   const json big = chat({png_part(gradient_png(768, 768)), {{"type", "text"}, {"text", "Hi"}}});
   const std::string body = big.dump();
   const int fd = connect_local(s.port());
@@ -441,6 +442,7 @@ TEST(VisionServe, ClientGoneStopsTheTower) {
                        "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
                        "Content-Type: application/json\r\nContent-Length: " +
                            std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_LT(body.size(), size_t(64) << 10);
   ASSERT_EQ(metric_wait(s, "invar_image_encodes_started_total", 1), 1);
   const linger reset{1, 0};  // close with RST, as the client in the finding did
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
