@@ -71,11 +71,16 @@ std::pair<int64_t, int64_t> ImageEncoder::grid_of(std::span<const uint8_t> bytes
 
 EncodedImage ImageEncoder::encode(std::span<const uint8_t> bytes, const ImageLimits& limits,
                                   const EncodeBounds& bounds) {
-  return encode(image_decode(bytes, limits), bounds);
+  const double own0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+  return encode_since(image_decode(bytes, limits), bounds, own0);
 }
 
 EncodedImage ImageEncoder::encode(const RgbImage& rgb, const EncodeBounds& bounds) {
-  const double own0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+  return encode_since(rgb, bounds, clock_seconds(CLOCK_THREAD_CPUTIME_ID));
+}
+
+EncodedImage ImageEncoder::encode_since(const RgbImage& rgb, const EncodeBounds& bounds,
+                                        double own0) {
   const VisionImage img = image_preprocess(rgb, m_->hp);
   EncodedImage out;
   const int64_t side = m_->hp.patch * m_->hp.merge;

@@ -72,6 +72,8 @@ class ImageEncoder {
 
  private:
   double pool_cpu_seconds() const;  // CPU the pool's workers have taken since they started
+  // encode() with the calling thread's CPU clock read at own0, before the decode.
+  EncodedImage encode_since(const RgbImage& rgb, const EncodeBounds& bounds, double own0);
 
   std::string path_;
   std::unique_ptr<VisionModel> m_;
