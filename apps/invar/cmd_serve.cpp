@@ -268,13 +268,15 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
       ->capture_default_str();
   s->add_option("--prepare-threads", o->server.prepare_threads,
                 "low-priority threads that parse, render and tokenise request bodies over 64 KiB "
-                "(smaller ones are prepared on the IO threads)")
+                "and decode and encode images (smaller text bodies are prepared on the IO "
+                "threads); 0: min(2, cores)")
       ->capture_default_str();
   s->add_option("--prepare-queue", o->server.prepare_queue,
                 "large request bodies waiting for a preparation thread before 429")
       ->capture_default_str();
   s->add_option("--prepare-cpu-seconds", o->server.prepare_cpu_s,
-                "CPU a request's preparation (parse, template, tokeniser) may take before 400")
+                "CPU a request's preparation (parse, template, tokeniser, the vision tower on "
+                "every thread it runs on) may take before 400")
       ->capture_default_str();
   s->add_option("--idle-trim-seconds", o->server.idle_trim_s,
                 "after load, return freed heap memory to the system (malloc_trim) once the server "

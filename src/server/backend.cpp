@@ -17,7 +17,11 @@ std::vector<RequestId> Backend::submit_group(std::vector<GenerationRequest> reqs
   return ids;
 }
 
-PromptImages Backend::images_encode(std::span<const std::string>) const {
+PromptImages Backend::images_encode(std::span<const std::string>, const EncodeBounds&) const {
+  throw Error("this server has no vision tower: start it with --mmproj FILE to take images");
+}
+
+int64_t Backend::image_tokens(const std::string&) const {
   throw Error("this server has no vision tower: start it with --mmproj FILE to take images");
 }
 

@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "server/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
+#include "vision/encode_bounds.h"
 
 namespace invar::server {
 
@@ -22,12 +23,16 @@ namespace invar::server {
 struct PromptImages {
   int32_t pad_id = -1;  // <|image_pad|>: the token the chat template renders per image
   std::vector<SeqImage> images;
+  double pool_cpu_s = 0;  // CPU the tower took on threads other than the caller's
 };
 
 struct ImageStats {
   int64_t encodes = 0, cache_hits = 0;  // images run through the tower / taken from its cache
   double encode_seconds = 0;
   int64_t cache_bytes = 0, cache_max_bytes = 0;
+  // Encodes that began the tower, and those stopped in it: the client gone, the request's
+  // CPU budget (--prepare-cpu-seconds) spent.
+  int64_t started = 0, cancelled = 0, over_budget = 0;
 };
 
 class Backend {
@@ -67,12 +72,16 @@ class Backend {
   // default per-request budget (invar serve --max-request-tokens).
   virtual int64_t max_running() const = 0;
   // Images: a backend with a vision tower (invar serve --mmproj) encodes them. images_encode
-  // takes the encoded files (PNG or JPEG bytes) and throws invar::Error naming what is wrong
-  // with the first bad one; it runs on a preparation thread, never an IO thread, and may take
-  // seconds.
+  // takes the encoded files (PNG, JPEG or WebP bytes) and throws invar::Error naming what is
+  // wrong with the first bad one, EncodeStopped when `bounds` stop the tower; it runs on a
+  // preparation thread, never an IO thread, and may take seconds. image_tokens is the rows an
+  // image will take in the prompt, from its header alone (microseconds): the context is
+  // checked before anything is decoded or encoded. Throws invar::Error as images_encode does.
   virtual bool vision() const { return false; }
   virtual int32_t image_pad_id() const { return -1; }  // the pad PromptImages::pad_id will be
-  virtual PromptImages images_encode(std::span<const std::string> files) const;
+  virtual PromptImages images_encode(std::span<const std::string> files,
+                                     const EncodeBounds& bounds) const;
+  virtual int64_t image_tokens(const std::string& file) const;
   virtual ImageStats image_stats() const { return {}; }
   virtual void cancel(RequestId id) = 0;
   virtual EngineMetrics metrics() const = 0;

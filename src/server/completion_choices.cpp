@@ -63,7 +63,7 @@ ApiRequest without_prompt(ApiRequest&& r, ApiRequest* with_prompt) {
 }  // namespace
 
 CompletionChoices::CompletionChoices(Backend& backend, ApiRequest req, ServerMetrics& metrics,
-                                     const RequestBudget& budget)
+                                     const RequestBudget& budget, const ImageBounds& images)
     : backend_(backend), metrics_(metrics) {
   if (!req.has_seed) req.seed = random_seed();
   if (req.request_id.empty()) req.request_id = random_request_id();
@@ -77,8 +77,8 @@ CompletionChoices::CompletionChoices(Backend& backend, ApiRequest req, ServerMet
     if (req_.n > 1) one.include_usage = false;
     return one;
   };
-  JobPrompt prompt = job_prompt_make(backend, full);
-  image_cpu_s_ = prompt.image_cpu_s;
+  JobPrompt prompt = job_prompt_make(backend, full, images);
+  image_pool_cpu_s_ = prompt.image_pool_cpu_s;
   full.chat.images.clear();  // encoded into prompt.images: the bytes go
   full.image_files.reset();
   const JobPrompt again = prompt;  // the later choices' (tokens and grammar are shared, const)

@@ -32,10 +32,10 @@ struct RequestBudget {
 
 class CompletionChoices {
  public:
-  // Tokenises the prompt once, checks it against the model and the request against `budget`,
-  // and builds every choice's job. Throws ApiError.
+  // Tokenises the prompt once (its images encoded under `images`), checks it against the model
+  // and the request against `budget`, and builds every choice's job. Throws ApiError.
   CompletionChoices(Backend& backend, ApiRequest req, ServerMetrics& metrics,
-                    const RequestBudget& budget);
+                    const RequestBudget& budget, const ImageBounds& images = {});
   ~CompletionChoices();  // releases the admission slot
   // Admits the request (one slot; 429 when `queue_limit` requests are in flight) and submits
   // its choices as one group. Throws ApiError.
@@ -53,8 +53,8 @@ class CompletionChoices {
   uint64_t seed() const { return req_.seed; }
   std::string id() const;  // the response id
   JobStats stats() const;  // the request's totals, counted as its usage is
-  // CPU time the preparing thread spent encoding the request's images (JobPrompt::image_cpu_s).
-  double image_cpu_seconds() const { return image_cpu_s_; }
+  // CPU the tower's workers spent on the request's images (JobPrompt::image_pool_cpu_s).
+  double image_pool_cpu_seconds() const { return image_pool_cpu_s_; }
 
  private:
   std::string rewrite_chunk(size_t choice, const std::string& data);
@@ -64,7 +64,7 @@ class CompletionChoices {
   Backend& backend_;
   ServerMetrics& metrics_;
   bool admitted_ = false;
-  double image_cpu_s_ = 0;
+  double image_pool_cpu_s_ = 0;
   ApiRequest req_;  // without the prompt (choice 0 holds it)
   std::vector<std::unique_ptr<CompletionJob>> jobs_;
   std::vector<std::optional<std::pair<int, std::string>>> whole_;

@@ -76,9 +76,36 @@ std::optional<OutputConstraint> tool_call_constraint(const Backend& backend, con
   return OutputConstraint{grammar::Kind::tool_calls, spec.dump(), "tool_choice"};
 }
 
+// The completion's length when max_tokens is not given: the rest of the context for a chat
+// (at least 1), OpenAI's 16 for a completion.
+int64_t max_tokens_of(const ApiRequest& req, int64_t n_ctx, int64_t prompt) {
+  if (req.max_tokens) return *req.max_tokens;
+  return req.endpoint == Endpoint::chat ? std::max<int64_t>(n_ctx - prompt, 1) : 16;
+}
+
+// 400 when `prompt` tokens and the completion cannot fit the context.
+void context_check(const ApiRequest& req, int64_t n_ctx, int64_t prompt) {
+  const bool chat = req.endpoint == Endpoint::chat;
+  const int64_t max_tokens = max_tokens_of(req, n_ctx, prompt);
+  if (prompt + max_tokens <= n_ctx) return;
+  const std::string name = prompt >= n_ctx ? (chat ? "messages" : "prompt")
+                                           : (chat && !req.max_tokens ? "messages" : "max_tokens");
+  throw bad_request(name, "this model's maximum context length is " + std::to_string(n_ctx) +
+                              " tokens, but " + std::to_string(prompt + max_tokens) +
+                              " were requested (" + std::to_string(prompt) + " in the prompt, " +
+                              std::to_string(max_tokens) +
+                              " in the completion): shorten the prompt or lower max_tokens");
+}
+
+// The field an image's error names: its part, or the prompt's field.
+std::string image_field(const ApiRequest& req, size_t i, const char* prompt_field) {
+  return i < req.chat.images.size() ? req.chat.images[i].field : prompt_field;
+}
+
 }  // namespace
 
-JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req) {
+JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req,
+                          const ImageBounds& bounds) {
   const bool chat = req.endpoint == Endpoint::chat;
   const char* prompt_field = chat ? "messages" : "prompt";
   JobPrompt out;
@@ -115,19 +142,43 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req) {
       throw bad_request(prompt_field, e.what());
     }
     const std::vector<std::string>& files = *req.image_files;
-    std::vector<SeqImage> images;
-    const double cpu0 = thread_cpu_seconds();
+    // Each image's rows from its header: a prompt whose images cannot fit the context is
+    // refused before anything is decoded or encoded (each pad widens to its image's rows).
+    int64_t widened = int64_t(prompt.size());
     for (size_t i = 0; i < files.size(); ++i) {
       try {
-        PromptImages one = backend.images_encode({&files[i], 1});
-        images.push_back(std::move(one.images.at(0)));
+        widened += backend.image_tokens(files[i]) - 1;
       } catch (const Error& e) {
-        const std::string field =
-            i < req.chat.images.size() ? req.chat.images[i].field : prompt_field;
+        const std::string field = image_field(req, i, prompt_field);
         throw bad_request(field, "'" + field + "': " + e.what());
       }
     }
-    out.image_cpu_s = thread_cpu_seconds() - cpu0;
+    if (req.truncate_prompt_tokens <= 0) context_check(req, backend.n_ctx(), widened);
+    std::vector<SeqImage> images;
+    for (size_t i = 0; i < files.size(); ++i) {
+      // What is left of the request's CPU budget: this thread's since preparation began and
+      // the tower's workers' on the images before.
+      EncodeBounds eb{bounds.cancelled, 0};
+      if (bounds.cpu_budget_s > 0)
+        eb.cpu_budget_s =
+            std::max(1e-9, bounds.cpu_budget_s - (thread_cpu_seconds() - bounds.cpu_start_s) -
+                               out.image_pool_cpu_s);
+      try {
+        PromptImages one = backend.images_encode({&files[i], 1}, eb);
+        images.push_back(std::move(one.images.at(0)));
+        out.image_pool_cpu_s += one.pool_cpu_s;
+      } catch (const EncodeStopped& e) {
+        if (e.why == EncodeStop::cpu_budget)
+          throw prepare_cpu_over(bounds.cpu_budget_s - eb.cpu_budget_s + e.cpu_s,
+                                 bounds.cpu_budget_s, "encoding its images");
+        // Nobody reads it: the connection is gone.
+        throw ApiError{499, "the client closed the request while its images were encoded",
+                       "invalid_request_error", "", "client_closed"};
+      } catch (const Error& e) {
+        const std::string field = image_field(req, i, prompt_field);
+        throw bad_request(field, "'" + field + "': " + e.what());
+      }
+    }
     out.images = std::make_shared<const SeqImages>(
         seq_images_place(prompt, backend.image_pad_id(), std::move(images)));
     if (req.truncate_prompt_tokens > 0 && int64_t(prompt.size()) > req.truncate_prompt_tokens)
@@ -188,22 +239,12 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
       images_(std::move(prompt.images)),
       first_(first) {
   bool chat = req_.endpoint == Endpoint::chat;
-  const char* prompt_field = chat ? "messages" : "prompt";
   if (chat)
     chat_out_ =
         std::make_unique<ChatOutput>(*backend_.chat_template(), req_.chat, prompt.in_reasoning);
-  int64_t n_ctx = backend_.n_ctx();
-  int64_t p = int64_t(prompt_.size());
-  max_tokens_ = req_.max_tokens ? *req_.max_tokens : (chat ? std::max<int64_t>(n_ctx - p, 1) : 16);
-  if (p + max_tokens_ > n_ctx) {
-    std::string name =
-        p >= n_ctx ? prompt_field : (chat && !req_.max_tokens ? "messages" : "max_tokens");
-    throw bad_request(name, "this model's maximum context length is " + std::to_string(n_ctx) +
-                                " tokens, but " + std::to_string(p + max_tokens_) +
-                                " were requested (" + std::to_string(p) + " in the prompt, " +
-                                std::to_string(max_tokens_) +
-                                " in the completion): shorten the prompt or lower max_tokens");
-  }
+  const int64_t n_ctx = backend_.n_ctx(), p = int64_t(prompt_.size());
+  max_tokens_ = max_tokens_of(req_, n_ctx, p);
+  context_check(req_, n_ctx, p);
   if (!req_.ignore_eos) eos_ids_ = backend_.end_of_sequence_ids();
   eos_ids_.insert(eos_ids_.end(), req_.stop_token_ids.begin(), req_.stop_token_ids.end());
   // The first choice asks the engine for the prompt logprobs; the others take its.

@@ -4,6 +4,7 @@
 // the same event processing, so both carry identical tokens and logprobs.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -53,16 +54,27 @@ struct JobPrompt {
   std::shared_ptr<const grammar::Grammar> grammar;
   int32_t grammar_after = -1;
   // The images placed in `tokens` (ApiRequest::image_files encoded, one pad widened per
-  // merged row); null: none. image_cpu_s: this thread's CPU time in their encoding (the tower's
-  // time is bounded by the pixel budget, not by --prepare-cpu-seconds).
+  // merged row); null: none. image_pool_cpu_s: the CPU their encoding took on threads other
+  // than the preparing one (the tower's workers), which --prepare-cpu-seconds counts as well.
   std::shared_ptr<const SeqImages> images;
-  double image_cpu_s = 0;
+  double image_pool_cpu_s = 0;
+};
+
+// What bounds the encoding of a request's images (invar serve): the tower stops between its
+// units once the client is gone or the request's preparation has spent its CPU budget.
+struct ImageBounds {
+  std::shared_ptr<const std::atomic<bool>> cancelled;  // true once the client is gone; null: never
+  double cpu_start_s = 0;   // the preparing thread's thread_cpu_seconds() when preparation began
+  double cpu_budget_s = 0;  // --prepare-cpu-seconds; <= 0: unbounded
 };
 
 // Renders (chat) and tokenises the prompt, truncates it (truncate_prompt_tokens), checks its
 // ids against the vocabulary and compiles the output constraint (grammar/compile.h: bounded
-// time and memory, cached by content hash). Throws ApiError (400) naming the field at fault.
-JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req);
+// time and memory, cached by content hash). Images: their token counts from their headers are
+// checked against the context first, then they are encoded under `bounds`. Throws ApiError
+// (400) naming the field at fault.
+JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req,
+                          const ImageBounds& bounds = {});
 
 class CompletionJob {
  public:

@@ -96,25 +96,35 @@ class EngineBackend : public VocabBackend {
 
   bool vision() const override { return encoder_ != nullptr; }
   int32_t image_pad_id() const override { return image_pad_; }
-  PromptImages images_encode(std::span<const std::string> files) const override {
-    if (!encoder_) return Backend::images_encode(files);
+  PromptImages images_encode(std::span<const std::string> files,
+                             const EncodeBounds& bounds) const override {
+    if (!encoder_) return Backend::images_encode(files, bounds);
     PromptImages out;
     out.pad_id = image_pad_;
     for (const std::string& f : files) {
-      EncodedImage e = encoder_->encode({reinterpret_cast<const uint8_t*>(f.data()), f.size()});
+      EncodedImage e =
+          encoder_->encode({reinterpret_cast<const uint8_t*>(f.data()), f.size()}, {}, bounds);
       SeqImage im;
       im.ny = e.ny;
       im.nx = e.nx;
       im.rows = *e.rows;
       im.pixels_sha256 = std::move(e.pixels_sha256);
       out.images.push_back(std::move(im));
+      out.pool_cpu_s += e.pool_cpu_s;
     }
     return out;
+  }
+  int64_t image_tokens(const std::string& file) const override {
+    if (!encoder_) return Backend::image_tokens(file);
+    const auto [ny, nx] =
+        encoder_->grid_of({reinterpret_cast<const uint8_t*>(file.data()), file.size()});
+    return ny * nx;
   }
   ImageStats image_stats() const override {
     if (!encoder_) return {};
     const ImageEncoderStats s = encoder_->stats();
-    return {s.encodes, s.cache_hits, s.encode_seconds, s.cache_bytes, opts_.image_cache_bytes};
+    return {s.encodes, s.cache_hits, s.encode_seconds, s.cache_bytes, opts_.image_cache_bytes,
+            s.started, s.cancelled,  s.over_budget};
   }
 
  private:

@@ -186,22 +186,21 @@ struct HttpServer::Impl {
 
   Routed route(const HttpRequest& req, const Waker& wake);
   Routed route_logged(const HttpRequest& req, const Waker& wake);
-  Routed handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake);
+  // cancelled: the client's flag while it is prepared on the pool (null inline).
+  Routed handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake,
+                           const PendingPrepared::Cancelled& cancelled);
   Routed handle_tokenize(const HttpRequest& req);
   // The chat's images read (data: or file:// URLs) into r.image_files. Throws ApiError.
   void images_read(ApiRequest& r) const;
   // `handle` inline for a small body, else on the prepare pool (429 when its queue is full).
-  Routed prepared(const HttpRequest& req, const Waker& wake,
-                  std::function<Routed(const HttpRequest&)> handle);
+  using Handle = std::function<Routed(const HttpRequest&, const PendingPrepared::Cancelled&)>;
+  Routed prepared(const HttpRequest& req, const Waker& wake, Handle handle);
   HttpReply readiness();
-  // 400 once the calling thread has spent more than prepare_cpu_s since `t0` on this request.
-  void cpu_check(double t0, const char* what) const {
-    const double used = thread_cpu_seconds() - t0;
-    if (used > cfg.prepare_cpu_s)
-      throw bad_request("", std::string("preparing this request took ") + std::to_string(used) +
-                                " s of CPU (" + what + "), over the per-request budget of " +
-                                std::to_string(cfg.prepare_cpu_s) +
-                                " s (--prepare-cpu-seconds): send a smaller request");
+  // 400 once the request has spent more than prepare_cpu_s of CPU: the calling thread's since
+  // `t0`, and `other_s` on other threads (the vision tower's workers).
+  void cpu_check(double t0, const char* what, double other_s = 0) const {
+    const double used = thread_cpu_seconds() - t0 + other_s;
+    if (used > cfg.prepare_cpu_s) throw prepare_cpu_over(used, cfg.prepare_cpu_s, what);
   }
   bool authorized(const HttpRequest& req) const {
     if (tenants.list.empty()) return true;
@@ -345,13 +344,16 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
   if (p == "/v1/completions" || p == "/v1/chat/completions") {
     if (m != "POST") return wrong_method("POST");
     const Endpoint ep = p == "/v1/completions" ? Endpoint::completions : Endpoint::chat;
-    return prepared(req, wake, [this, ep, wake](const HttpRequest& r) {
-      return handle_completion(r, ep, wake);
-    });
+    return prepared(req, wake,
+                    [this, ep, wake](const HttpRequest& r, const PendingPrepared::Cancelled& c) {
+                      return handle_completion(r, ep, wake, c);
+                    });
   }
   if (p == "/tokenize" || p == "/detokenize" || p == "/v1/tokenize" || p == "/v1/detokenize") {
     if (m != "POST") return wrong_method("POST");
-    return prepared(req, wake, [this](const HttpRequest& r) { return handle_tokenize(r); });
+    return prepared(req, wake, [this](const HttpRequest& r, const PendingPrepared::Cancelled&) {
+      return handle_tokenize(r);
+    });
   }
   if (p == "/props") {
     if (!get) return wrong_method("GET");
@@ -387,19 +389,18 @@ Routed HttpServer::Impl::route_logged(const HttpRequest& req, const Waker& wake)
   return r;
 }
 
-Routed HttpServer::Impl::prepared(const HttpRequest& req, const Waker& wake,
-                                  std::function<Routed(const HttpRequest&)> handle) {
+Routed HttpServer::Impl::prepared(const HttpRequest& req, const Waker& wake, Handle handle) {
   // A chat with an image is decoded and encoded on the pool whatever its size: a tiny PNG can
   // decode into many pixels, and the tower takes seconds. Text that merely mentions an image
   // part's type goes there too, which costs it only a thread hop.
   const bool image = req.path.find("chat") != std::string::npos &&
                      (req.body.find("image_url") != std::string::npos ||
                       req.body.find("input_image") != std::string::npos);
-  if (req.body.size() <= cfg.prepare_inline_bytes && !image) return handle(req);
+  if (req.body.size() <= cfg.prepare_inline_bytes && !image) return handle(req, nullptr);
   const auto t0 = Clock::now();
-  auto work = [handle = std::move(handle), req]() -> Routed {
+  auto work = [handle = std::move(handle), req](const PendingPrepared::Cancelled& c) -> Routed {
     try {
-      return handle(req);
+      return handle(req, c);
     } catch (const std::exception& e) {
       return {error_reply(internal_error(std::string("internal error: ") + e.what())), nullptr};
     }
@@ -482,7 +483,8 @@ void HttpServer::Impl::images_read(ApiRequest& r) const {
   r.image_files = std::move(files);
 }
 
-Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake) {
+Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake,
+                                           const PendingPrepared::Cancelled& cancelled) {
   if (auto e = not_ready()) return {error_reply(*e), nullptr};
   try {
     const double cpu0 = thread_cpu_seconds();
@@ -500,9 +502,12 @@ Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, 
     r.tenant = tenant ? tenant->name : std::string();
     r.cache_salt = tenant_cache_salt(tenant, r.cache_salt);
     if (!r.chat.images.empty()) images_read(r);
-    auto job = std::make_unique<CompletionChoices>(*backend, std::move(r), metrics, budget());
-    // The tower's time is bounded by the pixel budget, not by this CPU budget: it is left out.
-    cpu_check(cpu0 + job->image_cpu_seconds(), "rendering and tokenising the prompt");
+    // The tower runs within the same budget, on this thread and its own workers, and stops
+    // between its units once the budget is spent or the client gone.
+    const ImageBounds images{cancelled, cpu0, cfg.prepare_cpu_s};
+    auto job =
+        std::make_unique<CompletionChoices>(*backend, std::move(r), metrics, budget(), images);
+    cpu_check(cpu0, "rendering and tokenising the prompt", job->image_pool_cpu_seconds());
     job->start(cfg.queue_limit, wake);
     RequestRecord rec;
     rec.method = req.head.method;
@@ -530,8 +535,10 @@ HttpServer::HttpServer(ServerConfig cfg, Loader loader) : impl_(std::make_unique
   t.body_stall_s = m.cfg.body_stall_s;
   t.idle_timeout_s = m.cfg.idle_timeout_s;
   t.allowed_origins = m.cfg.allowed_origins;
-  m.prepare = std::make_unique<PreparePool>(std::max(1, m.cfg.prepare_threads),
-                                            std::max<size_t>(1, m.cfg.prepare_queue));
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  m.prepare = std::make_unique<PreparePool>(
+      m.cfg.prepare_threads > 0 ? m.cfg.prepare_threads : std::min(2, cores),
+      std::max<size_t>(1, m.cfg.prepare_queue));
   m.transport = std::make_unique<HttpTransport>(
       t, [&m](const HttpRequest& req, const Waker& wake) { return m.route_logged(req, wake); },
       [&m](const std::string& method, const std::string& path, int status,

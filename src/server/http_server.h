@@ -29,11 +29,13 @@ struct ServerConfig {
   // at once, every slot at the full context), and logprob candidates ≤ 4 × that.
   int64_t max_request_tokens = 0;
   int64_t max_request_logprobs = 0;
-  // Preparation (prepare_pool.h): bodies over prepare_inline_bytes are parsed, rendered and
-  // tokenised on prepare_threads low-priority threads, at most prepare_queue waiting (then 429);
-  // a request whose preparation takes over prepare_cpu_s of CPU gets 400.
+  // Preparation (prepare_pool.h): bodies over prepare_inline_bytes, and chats with images, are
+  // parsed, rendered, tokenised (and their images encoded) on prepare_threads low-priority
+  // threads (0: min(2, cores), so that one image in the tower does not hold every other large
+  // request), at most prepare_queue waiting (then 429); a request whose preparation takes over
+  // prepare_cpu_s of CPU (the tower's threads included) gets 400.
   size_t prepare_inline_bytes = 64u << 10;
-  int prepare_threads = 1;
+  int prepare_threads = 0;
   size_t prepare_queue = 16;
   double prepare_cpu_s = 2.0;
   // Memory returns after load (memory_return.h): malloc_trim once idle this long (0: never),

@@ -10,7 +10,7 @@ std::unique_ptr<PendingPrepared> PendingPrepared::start(PreparePool& pool, Work 
       std::lock_guard<std::mutex> lock(st->mu);
       if (st->abandoned) return;
     }
-    Routed r = work();
+    Routed r = work(st->cancelled);
     std::unique_ptr<PendingReply> orphan;
     {
       std::lock_guard<std::mutex> lock(st->mu);
@@ -32,7 +32,7 @@ PendingPrepared::~PendingPrepared() {
   std::unique_ptr<PendingReply> orphan;
   {
     std::lock_guard<std::mutex> lock(st_->mu);
-    st_->abandoned = true;
+    st_->abandon();
     if (st_->done) orphan = std::move(st_->result.pending);
   }
   if (orphan) orphan->client_gone();
@@ -63,7 +63,7 @@ bool PendingPrepared::poll(bool tick, std::string* out) {
 void PendingPrepared::client_gone() {
   if (inner_) return inner_->client_gone();
   std::lock_guard<std::mutex> lock(st_->mu);
-  st_->abandoned = true;
+  st_->abandon();
 }
 
 }  // namespace invar::server

@@ -3,6 +3,7 @@
 // then whatever the work routed — a reply, or a pending completion it now polls on.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -14,7 +15,9 @@ namespace invar::server {
 
 class PendingPrepared : public PendingReply {
  public:
-  using Work = std::function<Routed()>;  // on a pool thread; must not throw
+  // True once the client is gone: long work (the vision tower) asks it between its units.
+  using Cancelled = std::shared_ptr<const std::atomic<bool>>;
+  using Work = std::function<Routed(const Cancelled&)>;  // on a pool thread; must not throw
   // On the connection's strand, once, when the work's result is taken (to log or time it).
   using Taken = std::function<void(Routed&)>;
 
@@ -35,6 +38,11 @@ class PendingPrepared : public PendingReply {
     std::mutex mu;
     bool done = false, abandoned = false;
     Routed result;
+    std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+    void abandon() {  // under mu
+      abandoned = true;
+      cancelled->store(true);
+    }
   };
   PendingPrepared(std::shared_ptr<State> st, Taken taken)
       : st_(std::move(st)), taken_(std::move(taken)) {}

@@ -67,4 +67,11 @@ double thread_cpu_seconds() {
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
 }
 
+ApiError prepare_cpu_over(double used_s, double budget_s, const std::string& what) {
+  return bad_request("", "preparing this request took " + std::to_string(used_s) + " s of CPU (" +
+                             what + "), over the per-request budget of " +
+                             std::to_string(budget_s) +
+                             " s (--prepare-cpu-seconds): send a smaller request");
+}
+
 }  // namespace invar::server

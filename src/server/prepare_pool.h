@@ -10,8 +10,11 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "server/api_error.h"
 
 namespace invar::server {
 
@@ -43,5 +46,9 @@ class PreparePool {
 
 // CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
 double thread_cpu_seconds();
+
+// The 400 of a request whose preparation took used_s of CPU, over budget_s
+// (--prepare-cpu-seconds); `what`: the step that found it.
+ApiError prepare_cpu_over(double used_s, double budget_s, const std::string& what);
 
 }  // namespace invar::server

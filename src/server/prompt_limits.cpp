@@ -7,15 +7,28 @@
 namespace invar::server {
 namespace {
 
-// The bytes of every string (keys included) in a JSON value.
+// An image part's URL (chat_request_parse.cpp's image_part): bytes of an image, not text. Its
+// size is bounded by --max-image-bytes and --max-body-bytes, its tokens by its pixel size, which
+// the context is checked against from the image's header before it is decoded
+// (job_prompt_make).
+template <class Json>
+bool image_part(const Json& v) {
+  auto type = v.find("type");
+  return type != v.end() && (*type == "image_url" || *type == "input_image");
+}
+
+// The bytes of every string (keys included) in a JSON value, image URLs left out.
 template <class Json>
 size_t string_bytes(const Json& v) {
   if (v.is_string()) return v.template get_ref<const std::string&>().size();
   size_t n = 0;
-  if (v.is_object())
-    for (auto it = v.begin(); it != v.end(); ++it) n += it.key().size() + string_bytes(*it);
-  else if (v.is_array())
+  if (v.is_object()) {
+    const bool image = image_part(v);
+    for (auto it = v.begin(); it != v.end(); ++it)
+      n += it.key().size() + (image && it.key() == "image_url" ? 0 : string_bytes(*it));
+  } else if (v.is_array()) {
     for (const auto& x : v) n += string_bytes(x);
+  }
   return n;
 }
 

@@ -19,10 +19,10 @@ struct PromptLimits {
 };
 
 // Throws ApiError (400) naming the field: more messages than the context has tokens; message
-// text (every string in `messages`), tool definitions (every string in `tools`) or a prompt
-// string longer than PromptLimits::text_bytes(); more prompt token ids than n_ctx. A prompt
-// with truncate_prompt_tokens may be longer than the context: its text is not bounded here.
-// `body` is a completions or chat body, or a /tokenize one.
+// text (every string in `messages` but an image part's URL), tool definitions (every string in
+// `tools`) or a prompt string longer than PromptLimits::text_bytes(); more prompt token ids than
+// n_ctx. A prompt with truncate_prompt_tokens may be longer than the context: its text is not
+// bounded here. `body` is a completions or chat body, or a /tokenize one.
 void prompt_limits_check(const nlohmann::json& body, const PromptLimits& lim);
 void prompt_limits_check(const nlohmann::ordered_json& body, const PromptLimits& lim);
 

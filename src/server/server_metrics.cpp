@@ -230,6 +230,15 @@ std::string image_metrics_exposition(const ImageStats& s) {
          double(s.cache_hits));
   metric(out, "invar_image_encode_seconds_total", "counter",
          "seconds the vision tower spent encoding", s.encode_seconds);
+  metric(out, "invar_image_encodes_started_total", "counter",
+         "images whose encode began the vision tower (those stopped in it included)",
+         double(s.started));
+  metric(out, "invar_image_encodes_cancelled_total", "counter",
+         "encodes stopped in the vision tower because the client was gone", double(s.cancelled));
+  metric(out, "invar_image_encodes_over_budget_total", "counter",
+         "encodes stopped in the vision tower over the request's CPU budget "
+         "(--prepare-cpu-seconds)",
+         double(s.over_budget));
   metric(out, "invar_image_encode_cache_bytes", "gauge", "bytes of tower output cached",
          double(s.cache_bytes));
   metric(out, "invar_image_encode_cache_max_bytes", "gauge",

@@ -23,21 +23,55 @@ void image_limits_check(int64_t width, int64_t height, const ImageLimits& limits
                 std::to_string(int64_t(limits.max_aspect)) + ":1");
 }
 
-RgbImage image_decode(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+namespace {
+
+enum class Format { png, jpeg, webp };
+
+// The format by its signature, after the encoded size is checked. Throws Error.
+Format format_of(std::span<const uint8_t> bytes, const ImageLimits& limits) {
   if (int64_t(bytes.size()) > limits.max_bytes)
     throw Error("image: " + std::to_string(bytes.size()) + " bytes exceeds the limit of " +
                 std::to_string(limits.max_bytes));
   static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   static const uint8_t kJpeg[3] = {0xff, 0xd8, 0xff};
-  if (bytes.size() >= 8 && std::memcmp(bytes.data(), kPng, 8) == 0)
-    return image_decode_png(bytes, limits);
-  if (bytes.size() >= 3 && std::memcmp(bytes.data(), kJpeg, 3) == 0)
-    return image_decode_jpeg(bytes, limits);
+  if (bytes.size() >= 8 && std::memcmp(bytes.data(), kPng, 8) == 0) return Format::png;
+  if (bytes.size() >= 3 && std::memcmp(bytes.data(), kJpeg, 3) == 0) return Format::jpeg;
   // RIFF, the file's size, WEBP.
   if (bytes.size() >= 12 && std::memcmp(bytes.data(), "RIFF", 4) == 0 &&
       std::memcmp(bytes.data() + 8, "WEBP", 4) == 0)
-    return image_decode_webp(bytes, limits);
+    return Format::webp;
   throw Error("image: not a PNG, JPEG or WebP file (unknown signature)");
+}
+
+}  // namespace
+
+RgbImage image_decode(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+  switch (format_of(bytes, limits)) {
+    case Format::png:
+      return image_decode_png(bytes, limits);
+    case Format::jpeg:
+      return image_decode_jpeg(bytes, limits);
+    case Format::webp:
+      return image_decode_webp(bytes, limits);
+  }
+  INVAR_CHECK(false, "image_decode: unknown format");
+}
+
+ImageDims image_dims(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+  ImageDims d;
+  switch (format_of(bytes, limits)) {
+    case Format::png:
+      d = image_dims_png(bytes);
+      break;
+    case Format::jpeg:
+      d = image_dims_jpeg(bytes);
+      break;
+    case Format::webp:
+      d = image_dims_webp(bytes);
+      break;
+  }
+  image_limits_check(d.width, d.height, limits);
+  return d;
 }
 
 RgbImage image_decode_file(const std::string& path, const ImageLimits& limits) {

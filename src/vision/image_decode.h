@@ -35,9 +35,21 @@ RgbImage image_decode_file(const std::string& path, const ImageLimits& limits = 
 // Checks a decoded size against the limits (throws Error naming the limit).
 void image_limits_check(int64_t width, int64_t height, const ImageLimits& limits);
 
-// The decoders behind image_decode, one file each.
+struct ImageDims {
+  int64_t width = 0, height = 0;  // pixels, as image_decode would return them
+};
+
+// The decoded size from the header alone, no pixel decoded (microseconds, whatever the file):
+// what the server counts an image's tokens from before it decodes or encodes anything. Checked
+// against the limits; throws Error as image_decode does for a header it cannot read.
+ImageDims image_dims(std::span<const uint8_t> bytes, const ImageLimits& limits = {});
+
+// The decoders behind image_decode and their header readers, one file a format.
 RgbImage image_decode_png(std::span<const uint8_t> bytes, const ImageLimits& limits);
 RgbImage image_decode_jpeg(std::span<const uint8_t> bytes, const ImageLimits& limits);
 RgbImage image_decode_webp(std::span<const uint8_t> bytes, const ImageLimits& limits);
+ImageDims image_dims_png(std::span<const uint8_t> bytes);
+ImageDims image_dims_jpeg(std::span<const uint8_t> bytes);
+ImageDims image_dims_webp(std::span<const uint8_t> bytes);
 
 }  // namespace invar

@@ -45,6 +45,24 @@ void jpeg_on_progress(j_common_ptr c) {
 
 }  // namespace
 
+ImageDims image_dims_jpeg(std::span<const uint8_t> bytes) {
+  jpeg_decompress_struct d{};
+  JpegErr err{};
+  d.err = jpeg_std_error(&err.mgr);
+  err.mgr.error_exit = jpeg_on_error;
+  err.mgr.emit_message = jpeg_on_message;
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&d);
+    throw Error(std::string("image: JPEG: ") + err.message);
+  }
+  jpeg_create_decompress(&d);
+  jpeg_mem_src(&d, bytes.data(), (unsigned long)bytes.size());
+  jpeg_read_header(&d, TRUE);  // the markers up to the first scan: no coefficient is decoded
+  const ImageDims out{d.image_width, d.image_height};
+  jpeg_destroy_decompress(&d);
+  return out;
+}
+
 RgbImage image_decode_jpeg(std::span<const uint8_t> bytes, const ImageLimits& limits) {
   jpeg_decompress_struct d{};
   JpegErr err{};

@@ -4,6 +4,8 @@
 // png_image_finish_read with libpng's message.
 #include <png.h>
 
+#include <cstring>
+
 #include "core/error.h"
 #include "vision/image_decode.h"
 
@@ -37,6 +39,19 @@ RgbImage image_decode_png(std::span<const uint8_t> bytes, const ImageLimits& lim
   for (int64_t i = 0; i < w * h; ++i)
     for (int64_t c = 0; c < 3; ++c) out.rgb[size_t(3 * i + c)] = px[size_t(4 * i + c)];
   return out;
+}
+
+// The IHDR chunk alone (PNG spec 11.2.2: it comes first, 13 bytes, width and height big-endian):
+// libpng's reader would go on through every chunk before the first IDAT. The rest of the file
+// is checked when it is decoded.
+ImageDims image_dims_png(std::span<const uint8_t> bytes) {
+  if (bytes.size() < 33 || std::memcmp(bytes.data() + 8, "\0\0\0\x0dIHDR", 8) != 0)
+    throw Error("image: PNG header: no IHDR chunk first");
+  const auto be32 = [&](size_t at) {
+    return int64_t(bytes[at]) << 24 | int64_t(bytes[at + 1]) << 16 | int64_t(bytes[at + 2]) << 8 |
+           int64_t(bytes[at + 3]);
+  };
+  return {be32(16), be32(20)};
 }
 
 }  // namespace invar

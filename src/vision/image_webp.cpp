@@ -10,7 +10,9 @@
 
 namespace invar {
 
-RgbImage image_decode_webp(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+namespace {
+
+WebPBitstreamFeatures features_of(std::span<const uint8_t> bytes) {
   WebPBitstreamFeatures f;
   const VP8StatusCode st = WebPGetFeatures(bytes.data(), bytes.size(), &f);
   if (st != VP8_STATUS_OK)
@@ -18,6 +20,18 @@ RgbImage image_decode_webp(std::span<const uint8_t> bytes, const ImageLimits& li
                                                          ? "truncated"
                                                          : "not a valid WebP bitstream"));
   if (f.has_animation) throw Error("image: animated WebP is not supported (send one frame)");
+  return f;
+}
+
+}  // namespace
+
+ImageDims image_dims_webp(std::span<const uint8_t> bytes) {
+  const WebPBitstreamFeatures f = features_of(bytes);
+  return {f.width, f.height};
+}
+
+RgbImage image_decode_webp(std::span<const uint8_t> bytes, const ImageLimits& limits) {
+  const WebPBitstreamFeatures f = features_of(bytes);
   const int64_t w = f.width, h = f.height;
   image_limits_check(w, h, limits);
   RgbImage out{w, h, std::vector<uint8_t>(size_t(w * h * 3))};

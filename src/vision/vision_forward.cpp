@@ -102,6 +102,12 @@ std::vector<float> vision_encode(const VisionModel& m, const VisionImage& img, T
 
 void vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& pool,
                    VisionBuffers& buf, std::vector<float>& out) {
+  vision_encode_until(m, img, pool, buf, out, VisionStop());
+}
+
+bool vision_encode_until(const VisionModel& m, const VisionImage& img, ThreadPool& pool,
+                         VisionBuffers& buf, std::vector<float>& out, const VisionStop& stop) {
+  const auto stopped = [&stop] { return stop && stop(); };
   const VisionHparams& hp = m.hp;
   const VisionWeights& w = m.w;
   const PatchGrid g = patch_grid_of(hp, img.width, img.height);
@@ -113,6 +119,7 @@ void vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& poo
   float* y = buf.y.data();
   float* h = buf.h.data();
 
+  if (stopped()) return false;
   // Patch embedding: the two temporal halves of the Conv3D kernel over the same frame.
   patch_grid_pixels(hp, g, img, buf.cur.data());
   matmul(w.patch0, buf.cur.data(), T, h, pool, buf.scratch);
@@ -124,6 +131,7 @@ void vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& poo
   for (int64_t l = 0; l < hp.n_layer; ++l) {
     const VisionLayerWeights& lw = w.layers[size_t(l)];
     // Attention block.
+    if (stopped()) return false;
     layernorm_rows(h, lw.ln1_w.data(), lw.ln1_b.data(), T, C, hp.eps, buf.cur.data());
     linear(lw.qkv, lw.qkv_b, buf.cur.data(), T, buf.qkv.data(), pool, buf.scratch);
     for (int64_t t = 0; t < T; ++t) {
@@ -135,6 +143,7 @@ void vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& poo
     linear(lw.out, lw.out_b, buf.attn.data(), T, buf.tmp.data(), pool, buf.scratch);
     add_inplace(h, buf.tmp.data(), T * C);
     // MLP block.
+    if (stopped()) return false;
     layernorm_rows(h, lw.ln2_w.data(), lw.ln2_b.data(), T, C, hp.eps, buf.cur.data());
     linear(lw.up, lw.up_b, buf.cur.data(), T, buf.ff.data(), pool, buf.scratch);
     rows_parallel(buf.ff.data(), T, F, pool, gelu_tanh);
@@ -149,9 +158,11 @@ void vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& poo
   }
 
   // Main merger: the norm runs per patch, then 4 consecutive patches are one row of M.
+  if (stopped()) return false;
   layernorm_rows(h, w.post_ln_w.data(), w.post_ln_b.data(), T, C, hp.eps, buf.merged.data());
   merger_mlp(w.mm0, w.mm0_b, w.mm2, w.mm2_b, buf.merged.data(), N, y, buf, pool);
   place(y, N, P, 0, width, out.data());
+  return true;
 }
 
 }  // namespace invar

@@ -12,6 +12,7 @@
 // a pure function of (file, pixels): the same bits for every thread count (rule N2).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -38,6 +39,17 @@ struct VisionBuffers {
 // the image's sides are not multiples of patch · merge.
 void vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& pool,
                    VisionBuffers& buf, std::vector<float>& out);
+
+// Asked between the tower's units of work: before the patch embedding, before each block's
+// attention and MLP halves, and before the merger (a tiny tower's unit is microseconds, Qwen3.5's
+// at 1200 patches ~0.1 s). True stops the encode. No unit's arithmetic depends on it, so an encode
+// that is never stopped has the bits of vision_encode.
+using VisionStop = std::function<bool()>;
+
+// vision_encode asking `stop` between units: false when it stopped (out then holds nothing of
+// use).
+bool vision_encode_until(const VisionModel& m, const VisionImage& img, ThreadPool& pool,
+                         VisionBuffers& buf, std::vector<float>& out, const VisionStop& stop);
 // The same with buffers for this call.
 std::vector<float> vision_encode(const VisionModel& m, const VisionImage& img, ThreadPool& pool);
 

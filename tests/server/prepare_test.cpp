@@ -47,6 +47,20 @@ TEST(Prepare, StructuralLimitsComeBeforeRenderingAndTokenising) {
     EXPECT_NE(r->body.find("context of 256 tokens"), std::string::npos) << r->body;
   }
   EXPECT_EQ(s.fake->encodes, encodes) << "something was rendered or tokenised first";
+  // An image's URL is not message text (its tokens are counted from its header): a data URL
+  // longer than the text bound passes these limits (and meets the fake's missing tower).
+  for (const json& part :
+       {json{{"type", "image_url"},
+             {"image_url", {{"url", "data:image/png;base64," + std::string(300, 'A')}}}},
+        json{{"type", "input_image"},
+             {"image_url", "data:image/png;base64," + std::string(300, 'A')}}}) {
+    const json body = {
+        {"messages", json::array({{{"role", "user"}, {"content", json::array({part})}}})}};
+    auto r = s.post("/v1/chat/completions", body.dump());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_NE(r->body.find("no vision tower"), std::string::npos) << r->body;
+  }
   // truncate_prompt_tokens keeps the last tokens of a longer prompt: its text is not bounded.
   auto t = s.post(
       "/v1/completions",
@@ -81,6 +95,7 @@ TEST(Prepare, LargeBodiesLeaveTheIoThreadsFree) {
 
 TEST(Prepare, FullQueueIs429AndCpuBudgetIs400) {
   ServerConfig cfg;
+  cfg.prepare_threads = 1;  // one request runs, one waits, the third is over the queue
   cfg.prepare_queue = 1;
   // The budget leaves room for what parsing and tokenising 100 kB costs under ThreadSanitizer
   // (~60 ms of CPU on the CI machine, 5-15x the release build's); the spin below is over it.

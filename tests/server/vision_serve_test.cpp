@@ -14,8 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "command_run.h"
+#include "http_test_util.h"
 #include "image_write.h"
 #include "sanitizer_build.h"
 #include "serve_process.h"
@@ -353,13 +355,18 @@ TEST(VisionServe, HostileImagesAre400s) {
   EXPECT_EQ(r.status, 400);
   EXPECT_NE(r.text.find("System message cannot contain images"), std::string::npos) << r.text;
   EXPECT_EQ(metric_of(s, "invar_image_encodes_total"), 0) << "a refused prompt was encoded";
-  // A prompt too long for the context with an image: its length is known once the image's
-  // size is, after the encode (docs/vision.md, what is left).
+  // A prompt too long for the context with an image, and an image whose header alone says it
+  // cannot fit (4000 × 4000: 4096 tokens at the pixel budget; its data is a 32 × 32 image's, so
+  // a decode would fail on it): both refused from the header's size, before the tower.
   json long_text = chat({png_part(good), {{"type", "text"}, {"text", std::string(3000, 'x')}}});
   long_text["max_tokens"] = 4090;
-  r = post(s, long_text);
-  EXPECT_EQ(r.status, 400);
-  EXPECT_NE(r.text.find("maximum context length"), std::string::npos) << r.text;
+  for (const json& q : {long_text, chat({png_part(png_claiming(4000, 4000)), text})}) {
+    r = post(s, q);
+    EXPECT_EQ(r.status, 400);
+    EXPECT_NE(r.text.find("maximum context length"), std::string::npos) << r.text;
+  }
+  EXPECT_EQ(metric_of(s, "invar_image_encodes_started_total"), 0)
+      << "the tower ran for a prompt the context cannot hold";
   // /tokenize cannot count an image's tokens without decoding it: refused, not miscounted.
   httplib::Client c("127.0.0.1", s.port());
   json tok = chat({png_part(good), text});
@@ -374,6 +381,80 @@ TEST(VisionServe, HostileImagesAre400s) {
   if (!invar::test::kSanitizerBuild) {
     EXPECT_LT(resident_kib(s.pid()), 1 << 20) << "a hostile image took memory";
   }
+}
+
+// A compressible w × h picture: a large image in a small request body.
+std::string gradient_png(int w, int h) {
+  std::vector<uint8_t> rgb(size_t(w) * size_t(h) * 3);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      uint8_t* p = rgb.data() + (size_t(y) * size_t(w) + size_t(x)) * 3;
+      p[0] = uint8_t(x), p[1] = uint8_t(y), p[2] = 128;
+    }
+  const std::vector<uint8_t> f = invar::test::png_encode(rgb, w, h, PNG_FORMAT_RGB);
+  return {f.begin(), f.end()};
+}
+
+// Polls until the counter reaches `want` (or 60 s pass) and returns its value.
+double metric_wait(const ServeProcess& s, const std::string& name, double want) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  double v = metric_of(s, name);
+  while (v < want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    v = metric_of(s, name);
+  }
+  return v;
+}
+
+// The tower runs within the request's budgets (issue 51): its CPU, on every thread it runs on,
+// counts in --prepare-cpu-seconds, and a request over it ends with the text preparation's error
+// (the tower stopped between its units, counted); the next request is served.
+TEST(VisionServe, TowerWithinTheCpuBudget) {
+  // 0.03 s: parsing this small body (a few KB) takes a fraction of it under any sanitizer; the
+  // tower on 1024 patches takes several times it even in release (~0.17 s).
+  ServeProcess s(serve_args({"--prepare-cpu-seconds", "0.03"}), "vision_serve_budget");
+  ASSERT_NE(s.port(), 0) << s.log();
+  Reply r = post(s, chat({png_part(gradient_png(512, 512)), {{"type", "text"}, {"text", "Hi"}}}));
+  EXPECT_EQ(r.status, 400) << r.text;
+  EXPECT_NE(r.text.find("encoding its images"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("--prepare-cpu-seconds"), std::string::npos) << r.text;
+  EXPECT_EQ(metric_of(s, "invar_image_encodes_over_budget_total"), 1);
+  EXPECT_EQ(metric_of(s, "invar_image_encodes_total"), 0) << "the tower ran to its end";
+  r = post(s, chat({png_part(image_a()), {{"type", "text"}, {"text", "Hi"}}}));
+  EXPECT_EQ(r.status, 200) << r.text;
+}
+
+// A client that resets its connection while its image is in the tower: the tower stops at its
+// next unit (counted as cancelled), the only preparation thread is free, and the next image
+// request is encoded and served. That request's data URL is larger than the context's text bound
+// (4096 tokens × the vocabulary's longest token, ~384 KiB): an image's bytes are not message
+// text, only its tokens count.
+TEST(VisionServe, ClientGoneStopsTheTower) {
+  ServeProcess s(serve_args({"--prepare-threads", "1", "--ctx-size", "4096"}), "vision_serve_gone");
+  ASSERT_NE(s.port(), 0) << s.log();
+  // 2304 patches (a body of a few KB): each attention half takes ~0.3 s in release, so the reset
+  // lands inside the tower.
+  const json big = chat({png_part(gradient_png(768, 768)), {{"type", "text"}, {"text", "Hi"}}});
+  const std::string body = big.dump();
+  const int fd = connect_local(s.port());
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd,
+                       "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
+                       "Content-Type: application/json\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_LT(body.size(), size_t(64) << 10);
+  ASSERT_EQ(metric_wait(s, "invar_image_encodes_started_total", 1), 1);
+  const linger reset{1, 0};  // close with RST, as the client in the finding did
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  ::close(fd);
+  EXPECT_EQ(metric_wait(s, "invar_image_encodes_cancelled_total", 1), 1)
+      << "the tower ran on for a client that was gone";
+  EXPECT_EQ(metric_of(s, "invar_image_encodes_total"), 0) << "the tower ran to its end";
+  const std::string png = png_of(512, 384, 7);  // random pixels: ~590 KB, 192 tokens
+  ASSERT_GT(png.size(), size_t(400) << 10);
+  const Reply r = post(s, chat({png_part(png), {{"type", "text"}, {"text", "What is it?"}}}));
+  EXPECT_EQ(r.status, 200) << r.text.substr(0, 400);
+  EXPECT_EQ(metric_of(s, "invar_image_encodes_total"), 1);
 }
 
 // `invar probe --image`: every arm's requests show the image before the document, so the
