@@ -158,7 +158,7 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req,
     for (size_t i = 0; i < files.size(); ++i) {
       // What is left of the request's CPU budget: this thread's since preparation began and
       // the tower's workers' on the images before.
-      EncodeBounds eb{bounds.cancelled, 0};
+      EncodeBounds eb{bounds.cancelled, 0, req.tenant};
       if (bounds.cpu_budget_s > 0)
         eb.cpu_budget_s =
             std::max(1e-9, bounds.cpu_budget_s - (thread_cpu_seconds() - bounds.cpu_start_s) -

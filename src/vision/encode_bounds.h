@@ -18,6 +18,9 @@ struct EncodeBounds {
   // CPU seconds the encode may take from its call on, on every thread of the tower (the calling
   // thread's decode and resize included); <= 0: unbounded.
   double cpu_budget_s = 0;
+  // Whose cached encodes it may take and add to: the tenant (server/tenants.h). Entries of one
+  // scope are never another's hit, so no tenant can time or count what another sent.
+  std::string cache_scope;
 };
 
 enum class EncodeStop { cancelled, cpu_budget };

@@ -89,9 +89,11 @@ EncodedImage ImageEncoder::encode_since(const RgbImage& rgb, const EncodeBounds&
   out.pixels_sha256 = sha256_hex(std::string_view(reinterpret_cast<const char*>(img.chw.data()),
                                                   img.chw.size() * sizeof(float)));
   // The rows are a pure function of (mmproj, pixels); the size is in the key as well, so that
-  // two images whose pixel bytes agree but whose grids differ never share rows.
-  const std::string key =
-      out.pixels_sha256 + ":" + std::to_string(img.width) + "x" + std::to_string(img.height);
+  // two images whose pixel bytes agree but whose grids differ never share rows. The scope
+  // (length-prefixed) keeps each tenant's entries its own.
+  const std::string key = std::to_string(bounds.cache_scope.size()) + ":" + bounds.cache_scope +
+                          ":" + out.pixels_sha256 + ":" + std::to_string(img.width) + "x" +
+                          std::to_string(img.height);
   if ((out.rows = cache_.find(key))) {
     out.cache_hit = true;
     hits_.fetch_add(1);
