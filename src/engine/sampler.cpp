@@ -1,6 +1,7 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/detmath.h"
@@ -28,12 +29,13 @@ double sample_uniform(uint64_t seed, int64_t position) {
 
 namespace {
 
-// sample_token_ref's draw over ranked candidates ids[k] (best first) with weights w[k]. Its sums
+// sample_token_ref's draw over ranked candidates items[k] (best first; sample_token's items)
+// with weights w[k]. Its sums
 // (the total, min-p's kept mass, top-p's running mass, the kept mass, the draw's running mass)
 // all start at 0 and add w[0], w[1], ... in rank order in double, so each is a prefix of the one
 // sequence cum[i] = fl(cum[i−1] + w[i]), taken here once. It never falls (w ≥ 0), so the
 // reference's "first i with cum[i] ≥ target" and "first i with u < cum[i]" are binary searches.
-int32_t ranked_draw(const int32_t* ids, const float* w, int64_t k, const SamplingParams& p,
+int32_t ranked_draw(const uint64_t* items, const float* w, int64_t k, const SamplingParams& p,
                     int64_t position, double* cum) {
   double c = 0;
   for (int64_t i = 0; i < k; ++i) {
@@ -58,7 +60,7 @@ int32_t ranked_draw(const int32_t* ids, const float* w, int64_t k, const Samplin
   }
   const double u = sample_uniform(p.seed, position) * cum[n - 1];
   const int64_t i = std::upper_bound(cum, cum + n, u) - cum;
-  return ids[i < n ? i : n - 1];
+  return int32_t(uint32_t(items[i < n ? i : n - 1]));  // the item's id
 }
 
 float weight_of(float logit, float best, float temperature) {
@@ -66,16 +68,22 @@ float weight_of(float logit, float best, float temperature) {
   return w >= 0.0f ? w : 0.0f;  // NaN logits weigh nothing
 }
 
-// weight_of over ranked ids, lane-wise where the CPU allows (the same bits, sampler_isa.h).
-void ranked_weights(const float* logits, const int32_t* ids, int64_t m, float best, float T,
+// The weights of the ranked head items[m], each logit decoded from its rank key (no gather from
+// the row), lane-wise where the CPU allows (the same bits, sampler_isa.h).
+void ranked_weights(const uint64_t* items, int64_t m, uint32_t key_base, float best, float T,
                     float* w) {
   switch (simd_active()) {
     case SimdLevel::avx512:
-      return ranked_weights_avx512(logits, ids, m, best, T, w);
+      return ranked_weights_avx512(items, m, key_base, best, T, w);
     case SimdLevel::avx2:
-      return ranked_weights_avx2(logits, ids, m, best, T, w);
+      return ranked_weights_avx2(items, m, key_base, best, T, w);
     default:
-      for (int64_t i = 0; i < m; ++i) w[i] = weight_of(logits[ids[i]], best, T);
+      for (int64_t i = 0; i < m; ++i) {
+        const uint32_t bits = rank_key_bits(uint32_t(items[i] >> 32) + key_base);
+        float l;
+        std::memcpy(&l, &bits, 4);
+        w[i] = weight_of(l, best, T);
+      }
   }
 }
 
@@ -91,7 +99,7 @@ constexpr float kNegligibleZ = -38.0f;
 uint32_t rank_key(float v) {
   if (v == 0.0f) v = 0.0f;
   uint32_t b;
-  __builtin_memcpy(&b, &v, 4);
+  std::memcpy(&b, &v, 4);
   const uint32_t ascending = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
   return ~ascending;
 }
@@ -241,13 +249,10 @@ int32_t sample_token(const float* logits, int64_t n_vocab, const SamplingParams&
   s.items_tmp.resize(static_cast<size_t>(m));
   ranked_sort(s.items.data(), s.items_tmp.data(), m, key_last - key_best, s.digit_counts);
   const int64_t kk = std::min(k, m);
-  s.ids.resize(static_cast<size_t>(kk));
   s.vals.resize(static_cast<size_t>(kk));
-  for (int64_t i = 0; i < kk; ++i)
-    s.ids[static_cast<size_t>(i)] = int32_t(uint32_t(s.items[static_cast<size_t>(i)]));
-  ranked_weights(logits, s.ids.data(), kk, best, T, s.vals.data());
+  ranked_weights(s.items.data(), kk, key_best, best, T, s.vals.data());
   s.cum.resize(static_cast<size_t>(kk));
-  return ranked_draw(s.ids.data(), s.vals.data(), kk, p, position, s.cum.data());
+  return ranked_draw(s.items.data(), s.vals.data(), kk, p, position, s.cum.data());
 }
 
 void logprobs_top(const float* logits, int64_t n_vocab, int32_t token, int64_t k, SamplerScratch& s,

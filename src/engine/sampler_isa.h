@@ -1,16 +1,24 @@
 // Lane-wise weights for the sampler's ranked head (sampler.cpp): the same operations as its
-// scalar weight_of, det_exp((l − best)/T) with NaN → 0, through detmath_simd.h's exp_ps, which
-// equals det_exp bit for bit. Private to src/engine.
+// scalar loop, a logit decoded from its rank key, then det_exp((l − best)/T) with NaN → 0,
+// through detmath_simd.h's exp_ps, which equals det_exp bit for bit. Private to src/engine.
 #pragma once
 
 #include <cstdint>
 
 namespace invar {
 
-// w[i] = max(det_exp((logits[ids[i]] − best)/T), 0) for i < m.
-void ranked_weights_avx2(const float* logits, const int32_t* ids, int64_t m, float best, float T,
+// The logit whose rank key (sampler.cpp's rank_key) is `key`: the float's bits, made monotone
+// and complemented, undone. −0 came in as +0.
+inline uint32_t rank_key_bits(uint32_t key) {
+  const uint32_t ascending = ~key;
+  return ascending & 0x80000000u ? ascending & 0x7fffffffu : ~ascending;
+}
+
+// w[i] = max(det_exp((l_i − best)/T), 0) for i < m, l_i the logit of rank key
+// (items[i] >> 32) + key_base.
+void ranked_weights_avx2(const uint64_t* items, int64_t m, uint32_t key_base, float best, float T,
                          float* w);
-void ranked_weights_avx512(const float* logits, const int32_t* ids, int64_t m, float best, float T,
+void ranked_weights_avx512(const uint64_t* items, int64_t m, uint32_t key_base, float best, float T,
                            float* w);
 
 }  // namespace invar

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/detmath.h"
+#include "core/simd.h"
 
 namespace invar {
 namespace sampler_test {
@@ -178,6 +179,10 @@ TEST(Sampler, RankedHeadChoosesAsTheFullSortOnRandomRows) {
   const int64_t top_ks[] = {0, 0, 0, 33, 200};
   std::mt19937_64 rng(51);
   SamplerScratch s_new, s_ref;
+  const SimdLevel best_level = simd_active();
+  std::vector<SimdLevel> levels;
+  for (SimdLevel l : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512})
+    if (l <= simd_detect()) levels.push_back(l);
   int64_t checked = 0;
   for (int round = 0; round < 240; ++round) {
     const RowKind kind = kRowKinds[round % 8];
@@ -198,11 +203,16 @@ TEST(Sampler, RankedHeadChoosesAsTheFullSortOnRandomRows) {
         if (w > 0.0f) p.min_p = w;
       }
       const int64_t position = int64_t(rng() % 100000);
-      const int32_t got = sample_token(row.data(), n, p, position, s_new);
       const int32_t want = sample_token_ref(row.data(), n, p, position, s_ref);
-      ASSERT_EQ(got, want) << "round " << round << " kind " << int(kind) << " n " << n << " T "
-                           << p.temperature << " top_p " << p.top_p << " min_p " << p.min_p
-                           << " top_k " << p.top_k << " position " << position;
+      for (SimdLevel level : levels) {  // the weights' lane-wise copies included
+        simd_set(level);
+        const int32_t got = sample_token(row.data(), n, p, position, s_new);
+        simd_set(best_level);
+        ASSERT_EQ(got, want) << "round " << round << " kind " << int(kind) << " n " << n << " T "
+                             << p.temperature << " top_p " << p.top_p << " min_p " << p.min_p
+                             << " top_k " << p.top_k << " position " << position << " simd "
+                             << simd_name(level);
+      }
       ++checked;
     }
   }
