@@ -105,12 +105,13 @@ uint32_t rank_key(float v) {
 }
 
 // Sorts items[m] = key << 32 | id ascending: LSD radix on the key's significant digits, 11 bits
-// per pass, stable, so equal keys keep the ids' ascending order. tmp holds m items.
-void ranked_sort(uint64_t* items, uint64_t* tmp, int64_t m, uint32_t key_range,
-                 std::vector<uint32_t>& counts_buf) {
+// per pass, stable, so equal keys keep the ids' ascending order. tmp holds m items; returns
+// whichever of the two holds the result (no copy back).
+uint64_t* ranked_sort(uint64_t* items, uint64_t* tmp, int64_t m, uint32_t key_range,
+                      std::vector<uint32_t>& counts_buf) {
   if (m <= 256) {
     std::sort(items, items + m);
-    return;
+    return items;
   }
   constexpr int kBits = 11;
   constexpr uint32_t kDigits = 1u << kBits;
@@ -141,7 +142,7 @@ void ranked_sort(uint64_t* items, uint64_t* tmp, int64_t m, uint32_t key_range,
     }
     std::swap(src, dst);
   }
-  if (src != items) std::copy(src, src + m, items);
+  return src;
 }
 
 }  // namespace
@@ -247,12 +248,13 @@ int32_t sample_token(const float* logits, int64_t n_vocab, const SamplingParams&
     }
   }
   s.items_tmp.resize(static_cast<size_t>(m));
-  ranked_sort(s.items.data(), s.items_tmp.data(), m, key_last - key_best, s.digit_counts);
+  const uint64_t* ranked =
+      ranked_sort(s.items.data(), s.items_tmp.data(), m, key_last - key_best, s.digit_counts);
   const int64_t kk = std::min(k, m);
   s.vals.resize(static_cast<size_t>(kk));
-  ranked_weights(s.items.data(), kk, key_best, best, T, s.vals.data());
+  ranked_weights(ranked, kk, key_best, best, T, s.vals.data());
   s.cum.resize(static_cast<size_t>(kk));
-  return ranked_draw(s.items.data(), s.vals.data(), kk, p, position, s.cum.data());
+  return ranked_draw(ranked, s.vals.data(), kk, p, position, s.cum.data());
 }
 
 void logprobs_top(const float* logits, int64_t n_vocab, int32_t token, int64_t k, SamplerScratch& s,
