@@ -29,14 +29,14 @@ double sample_uniform(uint64_t seed, int64_t position) {
 
 namespace {
 
-// sample_token_ref's draw over ranked candidates items[k] (best first; sample_token's items)
-// with weights w[k]. Its sums
+// sample_token_ref's draw over ranked candidates with weights w[k] (best first): the rank it
+// chooses. Its sums
 // (the total, min-p's kept mass, top-p's running mass, the kept mass, the draw's running mass)
 // all start at 0 and add w[0], w[1], ... in rank order in double, so each is a prefix of the one
 // sequence cum[i] = fl(cum[i−1] + w[i]), taken here once. It never falls (w ≥ 0), so the
 // reference's "first i with cum[i] ≥ target" and "first i with u < cum[i]" are binary searches.
-int32_t ranked_draw(const uint64_t* items, const float* w, int64_t k, const SamplingParams& p,
-                    int64_t position, double* cum) {
+int64_t ranked_draw(const float* w, int64_t k, const SamplingParams& p, int64_t position,
+                    double* cum) {
   double c = 0;
   for (int64_t i = 0; i < k; ++i) {
     c += w[i];
@@ -60,7 +60,7 @@ int32_t ranked_draw(const uint64_t* items, const float* w, int64_t k, const Samp
   }
   const double u = sample_uniform(p.seed, position) * cum[n - 1];
   const int64_t i = std::upper_bound(cum, cum + n, u) - cum;
-  return int32_t(uint32_t(items[i < n ? i : n - 1]));  // the item's id
+  return i < n ? i : n - 1;
 }
 
 float weight_of(float logit, float best, float temperature) {
@@ -68,18 +68,18 @@ float weight_of(float logit, float best, float temperature) {
   return w >= 0.0f ? w : 0.0f;  // NaN logits weigh nothing
 }
 
-// The weights of the ranked head items[m], each logit decoded from its rank key (no gather from
+// The weights of the ranked head keys[m], each logit decoded from its rank key (no gather from
 // the row), lane-wise where the CPU allows (the same bits, sampler_isa.h).
-void ranked_weights(const uint64_t* items, int64_t m, uint32_t key_base, float best, float T,
+void ranked_weights(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
                     float* w) {
   switch (simd_active()) {
     case SimdLevel::avx512:
-      return ranked_weights_avx512(items, m, key_base, best, T, w);
+      return ranked_weights_avx512(keys, m, key_base, best, T, w);
     case SimdLevel::avx2:
-      return ranked_weights_avx2(items, m, key_base, best, T, w);
+      return ranked_weights_avx2(keys, m, key_base, best, T, w);
     default:
       for (int64_t i = 0; i < m; ++i) {
-        const uint32_t bits = rank_key_bits(uint32_t(items[i] >> 32) + key_base);
+        const uint32_t bits = rank_key_bits(keys[i] + key_base);
         float l;
         std::memcpy(&l, &bits, 4);
         w[i] = weight_of(l, best, T);
@@ -104,14 +104,15 @@ uint32_t rank_key(float v) {
   return ~ascending;
 }
 
-// Sorts items[m] = key << 32 | id ascending: LSD radix on the key's significant digits, 11 bits
-// per pass, stable, so equal keys keep the ids' ascending order. tmp holds m items; returns
-// whichever of the two holds the result (no copy back).
-uint64_t* ranked_sort(uint64_t* items, uint64_t* tmp, int64_t m, uint32_t key_range,
+// Sorts keys[m] ascending: LSD radix on the significant digits, 11 bits per pass. Keys alone
+// (4 bytes, not a key and an id): equal keys are equal logits, whose ids the caller finds in
+// the row once it knows which rank it drew. tmp holds m keys; returns whichever of the two
+// holds the result (no copy back).
+uint32_t* ranked_sort(uint32_t* keys, uint32_t* tmp, int64_t m, uint32_t key_range,
                       std::vector<uint32_t>& counts_buf) {
   if (m <= 256) {
-    std::sort(items, items + m);
-    return items;
+    std::sort(keys, keys + m);
+    return keys;
   }
   constexpr int kBits = 11;
   constexpr uint32_t kDigits = 1u << kBits;
@@ -120,16 +121,16 @@ uint64_t* ranked_sort(uint64_t* items, uint64_t* tmp, int64_t m, uint32_t key_ra
   counts_buf.assign(3 * kDigits, 0u);
   uint32_t* counts = counts_buf.data();
   for (int64_t i = 0; i < m; ++i) {
-    const uint32_t key = uint32_t(items[i] >> 32);
+    const uint32_t key = keys[i];
     ++counts[key & (kDigits - 1)];
     ++counts[kDigits + ((key >> kBits) & (kDigits - 1))];
     ++counts[2 * kDigits + (key >> (2 * kBits))];
   }
-  uint64_t* src = items;
-  uint64_t* dst = tmp;
+  uint32_t* src = keys;
+  uint32_t* dst = tmp;
   for (int d = 0; d < passes; ++d) {
     uint32_t* c = counts + d * kDigits;
-    if (c[(uint32_t(src[0] >> 32) >> (d * kBits)) & (kDigits - 1)] == uint32_t(m)) continue;
+    if (c[(src[0] >> (d * kBits)) & (kDigits - 1)] == uint32_t(m)) continue;
     uint32_t sum = 0;
     for (uint32_t j = 0; j < kDigits; ++j) {
       const uint32_t cj = c[j];
@@ -137,8 +138,8 @@ uint64_t* ranked_sort(uint64_t* items, uint64_t* tmp, int64_t m, uint32_t key_ra
       sum += cj;
     }
     for (int64_t i = 0; i < m; ++i) {
-      const uint64_t it = src[i];
-      dst[c[(uint32_t(it >> 32) >> (d * kBits)) & (kDigits - 1)]++] = it;
+      const uint32_t key = src[i];
+      dst[c[(key >> (d * kBits)) & (kDigits - 1)]++] = key;
     }
     std::swap(src, dst);
   }
@@ -235,7 +236,7 @@ int32_t sample_token(const float* logits, int64_t n_vocab, const SamplingParams&
     const float z_min = det_log(p.min_p) - 0x1p-10f;
     z_cut = std::min(std::max(z_cut, z_min), 0.0f);
   }
-  s.items.resize(static_cast<size_t>(n_vocab));
+  s.keys.resize(static_cast<size_t>(n_vocab));
   const uint32_t key_best = rank_key(best);
   uint32_t key_last = key_best;
   int64_t m = 0;
@@ -244,17 +245,28 @@ int32_t sample_token(const float* logits, int64_t n_vocab, const SamplingParams&
     if ((v - best) / T >= z_cut) {
       const uint32_t key = rank_key(v);
       key_last = std::max(key_last, key);
-      s.items[static_cast<size_t>(m++)] = uint64_t(key - key_best) << 32 | uint32_t(i);
+      s.keys[static_cast<size_t>(m++)] = key - key_best;
     }
   }
-  s.items_tmp.resize(static_cast<size_t>(m));
-  const uint64_t* ranked =
-      ranked_sort(s.items.data(), s.items_tmp.data(), m, key_last - key_best, s.digit_counts);
+  s.keys_tmp.resize(static_cast<size_t>(m));
+  const uint32_t* ranked =
+      ranked_sort(s.keys.data(), s.keys_tmp.data(), m, key_last - key_best, s.digit_counts);
   const int64_t kk = std::min(k, m);
   s.vals.resize(static_cast<size_t>(kk));
   ranked_weights(ranked, kk, key_best, best, T, s.vals.data());
   s.cum.resize(static_cast<size_t>(kk));
-  return ranked_draw(ranked, s.vals.data(), kk, p, position, s.cum.data());
+  const int64_t r = ranked_draw(s.vals.data(), kk, p, position, s.cum.data());
+  // The id at rank r: ties rank by id, so it is the (r − first)-th id, in id order, of the logit
+  // the keys from `first` on hold.
+  const uint32_t key = ranked[r];
+  int64_t skip = r - (std::lower_bound(ranked, ranked + r, key) - ranked);
+  const uint32_t bits = rank_key_bits(key + key_best);
+  float v;
+  std::memcpy(&v, &bits, 4);
+  for (int64_t i = 0; i < n_vocab; ++i)
+    if (logits[i] == v && skip-- == 0) return int32_t(i);  // == holds −0 and +0 equal
+  INVAR_CHECK(false, "sample_token: the drawn logit is not in the row");
+  return -1;
 }
 
 void logprobs_top(const float* logits, int64_t n_vocab, int32_t token, int64_t k, SamplerScratch& s,

@@ -20,9 +20,9 @@ struct SamplerScratch {
   std::vector<int32_t> ids;
   std::vector<float> vals;
   std::vector<float> logprobs;
-  std::vector<uint64_t> items, items_tmp;  // the ranked head: rank key << 32 | id
-  std::vector<uint32_t> digit_counts;      // the radix sort's histograms
-  std::vector<double> cum;                 // running sums of the ranked weights
+  std::vector<uint32_t> keys, keys_tmp;  // the ranked head's rank keys
+  std::vector<uint32_t> digit_counts;    // the radix sort's histograms
+  std::vector<double> cum;               // running sums of the ranked weights
 };
 
 // Chooses the token at `position` from logits[n_vocab]: the token sample_token_ref chooses, bit

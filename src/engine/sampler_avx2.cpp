@@ -21,24 +21,20 @@ __m256 rank_values(__m256i key) {
 
 }  // namespace
 
-void ranked_weights_avx2(const uint64_t* items, int64_t m, uint32_t key_base, float best, float T,
+void ranked_weights_avx2(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
                          float* w) {
   const __m256 vbest = _mm256_set1_ps(best), vt = _mm256_set1_ps(T);
   const __m256i vbase = _mm256_set1_epi32(int32_t(key_base));
   int64_t i = 0;
   for (; i + 8 <= m; i += 8) {
-    // The high halves of 8 items: [a1 a3 b1 b3 | a5 a7 b5 b7], then the 64-bit lanes reordered.
-    const __m256 a = _mm256_loadu_ps(reinterpret_cast<const float*>(items + i));
-    const __m256 b = _mm256_loadu_ps(reinterpret_cast<const float*>(items + i + 4));
-    const __m256i hi = _mm256_castps_si256(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
     const __m256i key =
-        _mm256_add_epi32(_mm256_permute4x64_epi64(hi, _MM_SHUFFLE(3, 1, 2, 0)), vbase);
+        _mm256_add_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(keys + i)), vbase);
     const __m256 l = rank_values(key);
     const __m256 y = simd256::exp_ps(_mm256_div_ps(_mm256_sub_ps(l, vbest), vt));
     _mm256_storeu_ps(w + i, _mm256_max_ps(y, _mm256_setzero_ps()));  // NaN → 0: max's 2nd operand
   }
   for (; i < m; ++i) {
-    const uint32_t b = rank_key_bits(uint32_t(items[i] >> 32) + key_base);
+    const uint32_t b = rank_key_bits(keys[i] + key_base);
     float l;
     std::memcpy(&l, &b, 4);
     const float y = det_exp((l - best) / T);

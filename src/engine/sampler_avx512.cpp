@@ -20,23 +20,19 @@ __m512 rank_values(__m512i key) {
 
 }  // namespace
 
-void ranked_weights_avx512(const uint64_t* items, int64_t m, uint32_t key_base, float best, float T,
+void ranked_weights_avx512(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
                            float* w) {
   const __m512 vbest = _mm512_set1_ps(best), vt = _mm512_set1_ps(T);
   const __m512i vbase = _mm512_set1_epi32(int32_t(key_base));
   int64_t i = 0;
   for (; i + 16 <= m; i += 16) {
-    const __m256i lo = _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_loadu_si512(items + i), 32));
-    const __m256i hi =
-        _mm512_cvtepi64_epi32(_mm512_srli_epi64(_mm512_loadu_si512(items + i + 8), 32));
-    const __m512i key =
-        _mm512_add_epi32(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), vbase);
+    const __m512i key = _mm512_add_epi32(_mm512_loadu_si512(keys + i), vbase);
     const __m512 l = rank_values(key);
     const __m512 y = simd512::exp_ps(_mm512_div_ps(_mm512_sub_ps(l, vbest), vt));
     _mm512_storeu_ps(w + i, _mm512_max_ps(y, _mm512_setzero_ps()));  // NaN → 0: max's 2nd operand
   }
   for (; i < m; ++i) {
-    const uint32_t b = rank_key_bits(uint32_t(items[i] >> 32) + key_base);
+    const uint32_t b = rank_key_bits(keys[i] + key_base);
     float l;
     std::memcpy(&l, &b, 4);
     const float y = det_exp((l - best) / T);

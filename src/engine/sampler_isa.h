@@ -14,11 +14,10 @@ inline uint32_t rank_key_bits(uint32_t key) {
   return ascending & 0x80000000u ? ascending & 0x7fffffffu : ~ascending;
 }
 
-// w[i] = max(det_exp((l_i − best)/T), 0) for i < m, l_i the logit of rank key
-// (items[i] >> 32) + key_base.
-void ranked_weights_avx2(const uint64_t* items, int64_t m, uint32_t key_base, float best, float T,
+// w[i] = max(det_exp((l_i − best)/T), 0) for i < m, l_i the logit of rank key keys[i] + key_base.
+void ranked_weights_avx2(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
                          float* w);
-void ranked_weights_avx512(const uint64_t* items, int64_t m, uint32_t key_base, float best, float T,
+void ranked_weights_avx512(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
                            float* w);
 
 }  // namespace invar
