@@ -222,10 +222,14 @@ int32_t sample_token(const float* logits, int64_t n_vocab, const SamplingParams&
   // (no finite best weight) falls back too; finite rows never do (postprocess rejects others).
   float best = -__builtin_inff();
   bool finite = true;
-  for (int64_t i = 0; i < n_vocab; ++i) {
-    const float v = logits[i];
-    finite &= v == v && v < __builtin_inff();
-    if (v > best) best = v;
+  if (simd_active() == SimdLevel::avx512) {
+    finite = row_max_finite_avx512(logits, n_vocab, &best);
+  } else {
+    for (int64_t i = 0; i < n_vocab; ++i) {
+      const float v = logits[i];
+      finite &= v == v && v < __builtin_inff();
+      if (v > best) best = v;
+    }
   }
   if (!finite || !(best > -__builtin_inff()))
     return sample_token_ref(logits, n_vocab, p, position, s);
@@ -240,12 +244,16 @@ int32_t sample_token(const float* logits, int64_t n_vocab, const SamplingParams&
   const uint32_t key_best = rank_key(best);
   uint32_t key_last = key_best;
   int64_t m = 0;
-  for (int64_t i = 0; i < n_vocab; ++i) {
-    const float v = logits[i];
-    if ((v - best) / T >= z_cut) {
-      const uint32_t key = rank_key(v);
-      key_last = std::max(key_last, key);
-      s.keys[static_cast<size_t>(m++)] = key - key_best;
+  if (simd_active() == SimdLevel::avx512) {
+    m = head_keys_avx512(logits, n_vocab, best, T, z_cut, key_best, s.keys.data(), &key_last);
+  } else {
+    for (int64_t i = 0; i < n_vocab; ++i) {
+      const float v = logits[i];
+      if ((v - best) / T >= z_cut) {
+        const uint32_t key = rank_key(v);
+        key_last = std::max(key_last, key);
+        s.keys[static_cast<size_t>(m++)] = key - key_best;
+      }
     }
   }
   s.keys_tmp.resize(static_cast<size_t>(m));

@@ -1,4 +1,5 @@
 // AVX-512 copy of sampler.cpp's ranked weights (sampler_isa.h).
+#include <algorithm>
 #include <cstring>
 
 #include "core/detmath.h"
@@ -38,6 +39,65 @@ void ranked_weights_avx512(const uint32_t* keys, int64_t m, uint32_t key_base, f
     const float y = det_exp((l - best) / T);
     w[i] = y >= 0.0f ? y : 0.0f;
   }
+}
+
+bool row_max_finite_avx512(const float* x, int64_t n, float* best) {
+  const __m512 inf = _mm512_set1_ps(__builtin_inff());
+  __m512 mx = _mm512_set1_ps(-__builtin_inff());
+  __mmask16 bad = 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    bad |= _mm512_cmp_ps_mask(v, inf, _CMP_NLT_UQ);  // +inf or NaN (−inf is a masked id)
+    mx = _mm512_max_ps(v, mx);
+  }
+  float m = _mm512_reduce_max_ps(mx);
+  bool finite = bad == 0;
+  for (; i < n; ++i) {
+    finite &= x[i] == x[i] && x[i] < __builtin_inff();
+    if (x[i] > m) m = x[i];
+  }
+  *best = m;
+  return finite;
+}
+
+int64_t head_keys_avx512(const float* x, int64_t n, float best, float T, float z_cut,
+                         uint32_t key_best, uint32_t* keys, uint32_t* key_last) {
+  const __m512 vbest = _mm512_set1_ps(best), vt = _mm512_set1_ps(T), vcut = _mm512_set1_ps(z_cut);
+  const __m512i sign = _mm512_set1_epi32(int32_t(0x80000000u));
+  const __m512i vkb = _mm512_set1_epi32(int32_t(key_best));
+  __m512i last = _mm512_setzero_si512();  // keys less key_best are ≥ 0
+  int64_t m = 0;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(x + i);
+    const __mmask16 in =
+        _mm512_cmp_ps_mask(_mm512_div_ps(_mm512_sub_ps(v, vbest), vt), vcut, _CMP_GE_OQ);
+    if (!in) continue;
+    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_EQ_OQ), v,
+                             _mm512_setzero_ps());  // −0 → +0
+    // rank_key: the bits xor (all ones if negative, else the sign bit), complemented.
+    const __m512i b = _mm512_castps_si512(v);
+    const __m512i asc = _mm512_xor_si512(b, _mm512_or_si512(_mm512_srai_epi32(b, 31), sign));
+    const __m512i key = _mm512_sub_epi32(_mm512_xor_si512(asc, _mm512_set1_epi32(-1)), vkb);
+    last = _mm512_mask_max_epu32(last, in, last, key);
+    _mm512_mask_compressstoreu_epi32(keys + m, in, key);
+    m += __builtin_popcount(in);
+  }
+  uint32_t kl = _mm512_reduce_max_epu32(last);
+  for (; i < n; ++i) {
+    float v = x[i];
+    if ((v - best) / T >= z_cut) {
+      if (v == 0.0f) v = 0.0f;
+      uint32_t b;
+      std::memcpy(&b, &v, 4);
+      const uint32_t key = ~((b & 0x80000000u) ? ~b : (b | 0x80000000u)) - key_best;
+      kl = std::max(kl, key);
+      keys[m++] = key;
+    }
+  }
+  *key_last = kl + key_best;
+  return m;
 }
 
 }  // namespace invar

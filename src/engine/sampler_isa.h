@@ -20,4 +20,13 @@ void ranked_weights_avx2(const uint32_t* keys, int64_t m, uint32_t key_base, flo
 void ranked_weights_avx512(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
                            float* w);
 
+// The row's first pass, AVX-512 only (its compress store packs the head; AVX2 runs the scalar
+// loops of sampler.cpp): *best = the largest of x[n] (which of −0 and +0 does not matter: both
+// give every logit the same weight); false when x holds a NaN or a +inf (−inf: a masked id).
+bool row_max_finite_avx512(const float* x, int64_t n, float* best);
+// The head's rank keys, less key_best, in id order: the x[i] with (x[i] − best)/T ≥ z_cut.
+// Returns how many; *key_last = the largest key (key_best when none).
+int64_t head_keys_avx512(const float* x, int64_t n, float best, float T, float z_cut,
+                         uint32_t key_best, uint32_t* keys, uint32_t* key_last);
+
 }  // namespace invar
