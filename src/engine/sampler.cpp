@@ -30,10 +30,9 @@ double sample_uniform(uint64_t seed, int64_t position) {
 namespace {
 
 // sample_token_ref's draw over ranked candidates with weights w[k] (best first): the rank it
-// chooses. Its sums
-// (the total, min-p's kept mass, top-p's running mass, the kept mass, the draw's running mass)
-// all start at 0 and add w[0], w[1], ... in rank order in double, so each is a prefix of the one
-// sequence cum[i] = fl(cum[i−1] + w[i]), taken here once. It never falls (w ≥ 0), so the
+// chooses. Its sums (the total, min-p's kept mass, top-p's running mass, the kept mass, the
+// draw's running mass) all start at 0 and add w[0], w[1], ... in rank order in double, so each
+// is a prefix of the one sequence cum[i] = fl(cum[i−1] + w[i]), taken here once. It never falls (w ≥ 0), so the
 // reference's "first i with cum[i] ≥ target" and "first i with u < cum[i]" are binary searches.
 int64_t ranked_draw(const float* w, int64_t k, const SamplingParams& p, int64_t position,
                     double* cum) {

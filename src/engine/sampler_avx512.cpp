@@ -51,7 +51,11 @@ bool row_max_finite_avx512(const float* x, int64_t n, float* best) {
     bad |= _mm512_cmp_ps_mask(v, inf, _CMP_NLT_UQ);  // +inf or NaN (−inf is a masked id)
     mx = _mm512_max_ps(v, mx);
   }
-  float m = _mm512_reduce_max_ps(mx);
+  // The lanes reduced by hand: GCC 12's _mm512_reduce_* trip -Wuninitialized (bug 105593).
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, mx);
+  float m = lanes[0];
+  for (float l : lanes) m = l > m ? l : m;
   bool finite = bad == 0;
   for (; i < n; ++i) {
     finite &= x[i] == x[i] && x[i] < __builtin_inff();
@@ -84,7 +88,10 @@ int64_t head_keys_avx512(const float* x, int64_t n, float best, float T, float z
     _mm512_mask_compressstoreu_epi32(keys + m, in, key);
     m += __builtin_popcount(in);
   }
-  uint32_t kl = _mm512_reduce_max_epu32(last);
+  alignas(64) uint32_t key_lanes[16];
+  _mm512_store_si512(key_lanes, last);
+  uint32_t kl = 0;
+  for (uint32_t k : key_lanes) kl = std::max(kl, k);
   for (; i < n; ++i) {
     float v = x[i];
     if ((v - best) / T >= z_cut) {
