@@ -32,8 +32,9 @@ namespace {
 // sample_token_ref's draw over ranked candidates with weights w[k] (best first): the rank it
 // chooses. Its sums (the total, min-p's kept mass, top-p's running mass, the kept mass, the
 // draw's running mass) all start at 0 and add w[0], w[1], ... in rank order in double, so each
-// is a prefix of the one sequence cum[i] = fl(cum[i−1] + w[i]), taken here once. It never falls (w ≥ 0), so the
-// reference's "first i with cum[i] ≥ target" and "first i with u < cum[i]" are binary searches.
+// is a prefix of the one sequence cum[i] = fl(cum[i−1] + w[i]), taken here once. It never falls (w
+// ≥ 0), so the reference's "first i with cum[i] ≥ target" and "first i with u < cum[i]" are binary
+// searches.
 int64_t ranked_draw(const float* w, int64_t k, const SamplingParams& p, int64_t position,
                     double* cum) {
   double c = 0;
@@ -217,8 +218,9 @@ int32_t sample_token(const float* logits, int64_t n_vocab, const SamplingParams&
   // is not a finite positive number takes the reference's definition as it stands.
   if (T <= 0.0f || k <= 32 || !(T < __builtin_inff()))
     return sample_token_ref(logits, n_vocab, p, position, s);
-  // The best logit as the reference ranks it: the first of the largest values. A NaN or a +inf
-  // (no finite best weight) falls back too; finite rows never do (postprocess rejects others).
+  // The best logit, the value the reference ranks first (were it −0 in one and +0 in the other,
+  // every weight would still be the same). A NaN or a +inf (no finite best weight) falls back
+  // too; finite rows never do (postprocess rejects others), −inf (a masked id) is a candidate.
   float best = -__builtin_inff();
   bool finite = true;
   if (simd_active() == SimdLevel::avx512) {

@@ -26,8 +26,9 @@ struct SamplerScratch {
 };
 
 // Chooses the token at `position` from logits[n_vocab]: the token sample_token_ref chooses, bit
-// for bit, at the cost of one pass over the row and a radix sort of the candidates whose weight
-// can still move a sum (all of them only when the distribution is nearly flat).
+// for bit, at the cost of three passes over the row (max, candidates, the drawn id) and a radix
+// sort of the candidates whose weight can still move a sum: few when the top logits stand far
+// above the rest, every id when the row's bulk lies within ~38·T of its max.
 int32_t sample_token(const float* logits, int64_t n_vocab, const SamplingParams& p,
                      int64_t position, SamplerScratch& s);
 // The definition: every candidate ranked (value desc, id asc, a heap sort of the whole row),
