@@ -202,6 +202,9 @@ struct Engine::Impl {
       } join{masks};
       runner.run(plan, sched);
     }
+    // The step's rows are sampled on the pool's threads first (postprocess.h).
+    post.samples_prefetch(
+        plan, [&](int64_t k) { return runner.logits(k); }, runner.pool());
     // What each chunk produced decides what is committed: positions holding rejected drafts,
     // or computed after the request ended, never reach the cache.
     const auto n = static_cast<size_t>(plan.n_chunks);

@@ -22,6 +22,12 @@ std::vector<int32_t> end_of_sequence_ids(const Tokenizer& tok) {
 
 namespace {
 
+bool row_finite(const float* row, int64_t n_vocab) {
+  for (int64_t i = 0; i < n_vocab; ++i)
+    if (!std::isfinite(row[i])) return false;
+  return true;
+}
+
 // A NaN or Inf logit would reach the response as a NaN logprob or a token drawn from garbage:
 // the request ends with an error instead (ErrorKind::nonfinite). One pass over the row,
 // ~n_vocab compares next to the n_vocab·E multiply-adds that made it.
@@ -76,6 +82,61 @@ void Postprocessor::prompt_logprobs_emit(Sequence& s, const ChunkPlan& c, const 
   }
 }
 
+void Postprocessor::samples_prefetch(const StepPlan& plan,
+                                     const std::function<const float*(int64_t)>& rows_of,
+                                     ThreadPool& pool) {
+  ahead_.clear();
+  ahead_next_ = 0;
+  // The chunks process() ends with token_emit on their last row, that row alone deciding.
+  for (int64_t k = 0; k < plan.n_chunks; ++k) {
+    const ChunkPlan& c = plan.chunks[static_cast<size_t>(k)];
+    const Sequence& s = sequence_of(c.seq);
+    if (c.n_draft > 0 || s.constraint) continue;
+    if (c.pos0 + c.n_tokens < static_cast<int64_t>(s.tokens.size())) continue;
+    if (s.n_generated >= s.req.max_tokens) continue;
+    const float* rows = rows_of(k);
+    SampledAhead a;
+    a.seq = &s;
+    a.row = s.wants_all_logits() ? rows + static_cast<size_t>((c.n_tokens - 1) * n_vocab_) : rows;
+    a.position = static_cast<int64_t>(s.tokens.size());
+    ahead_.push_back(std::move(a));
+  }
+  if (ahead_.size() < 2) {  // nothing to share out: token_emit samples as before
+    ahead_.clear();
+    return;
+  }
+  pool_scratch_.resize(static_cast<size_t>(pool.size()));
+  pool_penalties_.resize(static_cast<size_t>(pool.size()));
+  // Rows cost unequal times (a flat row sorts more candidates): threads take them as they go.
+  pool.parallel_balanced(
+      static_cast<int64_t>(ahead_.size()), 1, [&](int64_t begin, int64_t end, int t) {
+        for (int64_t j = begin; j < end; ++j) {
+          SampledAhead& a = ahead_[static_cast<size_t>(j)];
+          const Sequence& s = *a.seq;
+          if (!row_finite(a.row, n_vocab_)) continue;
+          SamplerScratch& sc = pool_scratch_[static_cast<size_t>(t)];
+          const float* penalised =
+              penalties_apply(a.row, n_vocab_, s.req.sampling, s.tokens, s.n_prompt,
+                              pool_penalties_[static_cast<size_t>(t)]);
+          a.token = sample_token(penalised, n_vocab_, s.req.sampling, a.position, sc);
+          logprobs_top(a.row, n_vocab_, a.token, s.req.top_logprobs, sc, &a.logprob, &a.top);
+        }
+      });
+}
+
+Postprocessor::SampledAhead* Postprocessor::ahead_find(const Sequence& s, const float* row,
+                                                       int64_t position) {
+  for (size_t n = 0; n < ahead_.size(); ++n) {
+    SampledAhead& a = ahead_[(ahead_next_ + n) % ahead_.size()];
+    if (a.seq == &s && a.row == row && a.position == position && a.token >= 0) {
+      a.row = nullptr;
+      ahead_next_ = (ahead_next_ + n + 1) % ahead_.size();
+      return &a;
+    }
+  }
+  return nullptr;
+}
+
 FinishReason Postprocessor::token_emit(Sequence& s, const float* row, TextAssembler* text,
                                        std::vector<RequestEvent>& out) {
   const int64_t position = static_cast<int64_t>(s.tokens.size());
@@ -83,16 +144,23 @@ FinishReason Postprocessor::token_emit(Sequence& s, const float* row, TextAssemb
   ev.kind = EventKind::token;
   ev.position = position;
   require_finite(row, n_vocab_, position);
-  // Penalties see s.tokens, the verified sequence: in a verification chunk the drafts kept so
-  // far are its last tokens, exactly as plain decoding would have generated them.
-  const float* penalised =
-      penalties_apply(row, n_vocab_, s.req.sampling, s.tokens, s.n_prompt, penalty_scratch_);
-  const float* allowed =
-      s.constraint ? s.constraint->masked(penalised, n_vocab_, mask_scratch_) : penalised;
-  ev.token = sample_token(allowed, n_vocab_, s.req.sampling, position, scratch_);
+  SampledAhead* ahead = ahead_find(s, row, position);
+  if (ahead) {
+    ev.token = ahead->token;
+    ev.logprob = ahead->logprob;
+    ev.top = std::move(ahead->top);
+  } else {
+    // Penalties see s.tokens, the verified sequence: in a verification chunk the drafts kept so
+    // far are its last tokens, exactly as plain decoding would have generated them.
+    const float* penalised =
+        penalties_apply(row, n_vocab_, s.req.sampling, s.tokens, s.n_prompt, penalty_scratch_);
+    const float* allowed =
+        s.constraint ? s.constraint->masked(penalised, n_vocab_, mask_scratch_) : penalised;
+    ev.token = sample_token(allowed, n_vocab_, s.req.sampling, position, scratch_);
+    // Logprobs of the model's own row (vLLM's default logprobs_mode, raw_logprobs).
+    logprobs_top(row, n_vocab_, ev.token, s.req.top_logprobs, scratch_, &ev.logprob, &ev.top);
+  }
   if (s.constraint) s.constraint->advance(ev.token);
-  // Logprobs of the model's own row (vLLM's default logprobs_mode, raw_logprobs).
-  logprobs_top(row, n_vocab_, ev.token, s.req.top_logprobs, scratch_, &ev.logprob, &ev.top);
   ev.logits = std::move(s.logits_pending);
   s.logits_pending.clear();
   s.tokens.push_back(ev.token);

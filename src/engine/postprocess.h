@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "engine/penalties.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
@@ -42,6 +44,14 @@ class Postprocessor {
   ChunkOutcome process(const ChunkPlan& c, const float* rows, TextAssembler* text,
                        std::vector<RequestEvent>& out);
 
+  // Before the step's process() calls: samples, on the pool's threads, each chunk whose token
+  // and logprobs depend on its row alone (no drafts, no grammar), rows_of(k) being chunk k's
+  // rows; process() then takes the results instead of computing them on the engine's thread.
+  // Sampling is a pure function of (row, parameters, position, the sequence's tokens), so the
+  // bits do not depend on the thread that computed them, nor on the thread count.
+  void samples_prefetch(const StepPlan& plan, const std::function<const float*(int64_t)>& rows_of,
+                        ThreadPool& pool);
+
   uint64_t generated_total() const { return generated_total_; }
 
  private:
@@ -57,11 +67,26 @@ class Postprocessor {
   ChunkOutcome drafts_verify(Sequence& s, const ChunkPlan& c, const float* rows,
                              TextAssembler* text, std::vector<RequestEvent>& out);
 
+  // A token sampled ahead by samples_prefetch, for the sequence's row at `position`.
+  struct SampledAhead {
+    const Sequence* seq = nullptr;
+    const float* row = nullptr;  // null once taken
+    int64_t position = 0;
+    int32_t token = -1;  // -1: not sampled (a non-finite row: token_emit reports it)
+    float logprob = 0;
+    std::vector<TokenLogprob> top;
+  };
+  SampledAhead* ahead_find(const Sequence& s, const float* row, int64_t position);
+
   const Tokenizer* tokenizer_;
   const int64_t n_vocab_, n_ctx_;
   SamplerScratch scratch_;
   PenaltyScratch penalty_scratch_;
   std::vector<float> mask_scratch_;  // [V] a constrained row
+  std::vector<SampledAhead> ahead_;
+  size_t ahead_next_ = 0;                       // where ahead_find looks first (chunk order)
+  std::vector<SamplerScratch> pool_scratch_;    // one per pool thread
+  std::vector<PenaltyScratch> pool_penalties_;  // one per pool thread
   uint64_t generated_total_ = 0;
 };
 
