@@ -117,10 +117,12 @@ struct Reply {
   std::string text;
 };
 
-Reply post(const ServeProcess& s, const json& body) {
+Reply post(const ServeProcess& s, const json& body, const std::string& key = "") {
   httplib::Client c("127.0.0.1", s.port());
   c.set_read_timeout(60, 0);
-  auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  httplib::Headers h;
+  if (!key.empty()) h.emplace("Authorization", "Bearer " + key);
+  auto r = c.Post("/v1/chat/completions", h, body.dump(), "application/json");
   Reply out;
   if (!r) return out;
   out.status = r->status;
@@ -252,6 +254,30 @@ TEST(VisionServe, SecondQuestionHitsThePrefixAndTheEncoderCacheWithColdBits) {
   EXPECT_EQ(s2.body["logprobs"], want) << "streamed differs from whole";
   EXPECT_NE(rb.body["choices"][0]["logprobs"]["content"], want) << "the image changed nothing";
   EXPECT_EQ(r2.body["system_fingerprint"], c2.body["system_fingerprint"]);
+}
+
+// Two tenants (--api-key-file) send the same image: each has its own encoder cache and prefix
+// cache, so neither can tell from a hit (or its time) that the other sent it; the bits agree.
+TEST(VisionServe, EncoderCacheIsEachTenantsOwn) {
+  const std::string keys = files().dir + "/tenants.keys";
+  std::ofstream(keys) << "alpha key-of-alpha-0123456789\nbeta key-of-beta-0123456789\n";
+  ServeProcess s(serve_args({"--api-key-file", keys}), "vision_serve_tenants");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const json q = chat({png_part(image_a()), {{"type", "text"}, {"text", "What is the total?"}}});
+  const Reply a1 = post(s, q, "key-of-alpha-0123456789");
+  ASSERT_EQ(a1.status, 200) << a1.text;
+  const Reply a2 = post(s, q, "key-of-alpha-0123456789");
+  ASSERT_EQ(a2.status, 200) << a2.text;
+  EXPECT_EQ(metric_of(s, "invar_image_encode_cache_hits_total"), 1) << "a tenant's own hit";
+  EXPECT_GT(cached_of(a2), 0);
+  const Reply b1 = post(s, q, "key-of-beta-0123456789");
+  ASSERT_EQ(b1.status, 200) << b1.text;
+  EXPECT_EQ(metric_of(s, "invar_image_encode_cache_hits_total"), 1)
+      << "another tenant's image was a hit";
+  EXPECT_EQ(metric_of(s, "invar_image_encodes_total"), 2);
+  EXPECT_EQ(cached_of(b1), 0) << "another tenant's prefix was a hit";
+  EXPECT_EQ(b1.body["choices"][0]["logprobs"], a1.body["choices"][0]["logprobs"]);
+  EXPECT_EQ(post(s, q).status, 401);
 }
 
 // Two images in one message, each at its part's place with its own positions and pixel key: a

@@ -101,13 +101,13 @@ TEST(ImageEncoder, CancelledAndOverBudgetStopAndAreCounted) {
   const std::vector<uint8_t> png = random_png(256, 128, 2);
   auto cancelled = std::make_shared<std::atomic<bool>>(true);
   try {
-    enc.encode(png, {}, EncodeBounds{cancelled, 0});
+    enc.encode(png, {}, EncodeBounds{cancelled, 0, {}});
     ADD_FAILURE() << "a cancelled encode ran to its end";
   } catch (const EncodeStopped& e) {
     EXPECT_EQ(e.why, EncodeStop::cancelled);
   }
   try {
-    enc.encode(png, {}, EncodeBounds{nullptr, 1e-9});
+    enc.encode(png, {}, EncodeBounds{nullptr, 1e-9, {}});
     ADD_FAILURE() << "an encode over its budget ran to its end";
   } catch (const EncodeStopped& e) {
     EXPECT_EQ(e.why, EncodeStop::cpu_budget);
@@ -120,7 +120,7 @@ TEST(ImageEncoder, CancelledAndOverBudgetStopAndAreCounted) {
   EXPECT_EQ(s.encodes, 0);
   EXPECT_EQ(s.cache_bytes, 0) << "a stopped encode was cached";
   cancelled->store(false);
-  const EncodedImage e = enc.encode(png, {}, EncodeBounds{cancelled, 60});
+  const EncodedImage e = enc.encode(png, {}, EncodeBounds{cancelled, 60, {}});
   EXPECT_FALSE(e.cache_hit);
   EXPECT_GT(e.pool_cpu_s, 0) << "the worker's CPU was not counted";
   const auto m = vision_model_load(enc.path());
