@@ -38,7 +38,7 @@ class Grammar {
   RuleId root() const { return root_; }
   size_t n_rules() const { return alts_.size(); }
   const std::string& rule_name(RuleId r) const { return names_[r]; }
-  size_t size_bytes() const;  // memory of the program, for reports
+  size_t size_bytes() const;  // heap the grammar holds (estimated): the compile cache charges it
 
   // The program as GBNF-like text (one line per rule; byte sets as [..] of bytes), for tests
   // and error reports.
