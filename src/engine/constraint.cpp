@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "grammar/error.h"
 #include "tokenizer/token_types.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,16 +25,40 @@ std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const Tokenizer& t
   return std::make_shared<const grammar::Vocabulary>(std::move(bytes), std::move(eos_ids));
 }
 
+namespace {
+
+// A grammar whose parses outgrow their bounds is the request's to change, not a fault of the
+// server: a 400 naming the constraint, and the other sequences go on.
+[[noreturn]] void limit_refuse(const grammar::LimitError& e) {
+  throw EngineError(ErrorKind::invalid_request, "response_format",
+                    std::string("the output grammar cannot be followed within its bounds "
+                                "(--grammar-state-bytes per sequence): ") +
+                        e.what());
+}
+
+grammar::Limits limits_of(size_t state_bytes) {
+  grammar::Limits l;
+  l.max_state_bytes = state_bytes;
+  return l;
+}
+
+}  // namespace
+
 SeqConstraint::SeqConstraint(std::shared_ptr<const grammar::Grammar> g,
-                             std::shared_ptr<const grammar::Vocabulary> vocab, int32_t after_token)
-    : m_(std::move(g), vocab),
+                             std::shared_ptr<const grammar::Vocabulary> vocab, int32_t after_token,
+                             size_t state_bytes)
+    : m_(std::move(g), vocab, limits_of(state_bytes)),
       words_(vocab->mask_words()),
       after_(after_token),
       active_(after_token < 0) {}
 
 const float* SeqConstraint::masked(const float* row, int64_t n_vocab, std::vector<float>& scratch) {
   if (!active_) return row;
-  if (!words_ready_) m_.fill_mask(words_);
+  try {
+    if (!words_ready_) m_.fill_mask(words_);
+  } catch (const grammar::LimitError& e) {
+    limit_refuse(e);
+  }
   words_ready_ = true;
   bool any = false;
   for (uint64_t w : words_) any |= w != 0;
@@ -69,7 +94,13 @@ void SeqConstraint::advance(int32_t token) {
     active_ = token == after_;
     return;
   }
-  if (!m_.accept_token(token))
+  bool accepted = false;
+  try {
+    accepted = m_.accept_token(token);
+  } catch (const grammar::LimitError& e) {
+    limit_refuse(e);
+  }
+  if (!accepted)
     throw EngineError(ErrorKind::internal, "",
                       "token " + std::to_string(token) + " was sampled but the grammar forbids it");
 }

@@ -390,8 +390,10 @@ std::vector<RequestId> Engine::submit_group(std::vector<GenerationRequest> reqs,
       s->key_tokens.reserve(s->tokens.capacity());
     }
     if (req.grammar)
-      s->constraint = std::make_unique<SeqConstraint>(req.grammar, impl_->grammar_vocabulary_get(),
-                                                      req.grammar_after);
+      s->constraint = std::make_unique<SeqConstraint>(
+          req.grammar, impl_->grammar_vocabulary_get(), req.grammar_after,
+          static_cast<size_t>(impl_->cfg.grammar_state_bytes /
+                              std::max<int64_t>(1, impl_->cfg.max_running)));
     s->req = std::move(req);
     s->sink = std::move(sinks[i]);
     g.push_back(std::move(s));
