@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -415,6 +416,34 @@ TEST(TierDisk, FullFilesystemEvictsAndRetries) {
   for (TierPut r : results) EXPECT_EQ(r, TierPut::written);
   EXPECT_EQ(d.space_evictions(), 5);
   EXPECT_EQ(d.bytes_stored(), 3 * rec_bytes);
+  fs::remove_all(dir);
+}
+
+// The same on a real full filesystem, where one can be made (root: a tmpfs of 256 KiB).
+TEST(TierDisk, FullTmpfsEvictsAndRetries) {
+  const std::string dir = tier_temp_dir("tmpfs");
+  if (::geteuid() != 0 || ::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=256k") != 0) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << "mounting a tmpfs needs root";
+  }
+  const TierShape shape = shape_make(10000);  // records of ~40 KB: six fit
+  const std::vector<int32_t> tokens = {1, 2, 3, 4};
+  const std::vector<float> kv(10000, 3.0f), state(kStateFloats, 4.0f);
+  std::vector<char> rec, back;
+  DiskTierLimits limits;
+  limits.shape = shape;
+  {
+    DiskTier d({dir, 1 << 30, shape.fingerprint, 0}, limits);
+    for (uint64_t k = 1; k <= 20; ++k) {
+      tier_record_encode(shape, TierBlock{k, 0, tokens, kv, state, true, {}}, rec);
+      EXPECT_EQ(d.put(k, rec), TierPut::written) << k;
+    }
+    EXPECT_GT(d.space_evictions(), 0);
+    EXPECT_EQ(d.get(1, back), TierGet::missing);
+    EXPECT_EQ(d.get(20, back), TierGet::found);
+    EXPECT_EQ(back, rec);
+  }
+  ::umount2(dir.c_str(), MNT_DETACH);
   fs::remove_all(dir);
 }
 
