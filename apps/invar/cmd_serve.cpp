@@ -123,6 +123,7 @@ int run_serve(ServeOptions& o) {
   if (o.server.max_request_tokens < 0 || o.server.max_request_logprobs < 0)
     throw Error("--max-request-tokens and --max-request-logprobs must be ≥ 0 (0: derived)");
   if (o.engine.max_running < 1) throw Error("--max-num-seqs must be at least 1");
+  if (o.engine.grammar_state_bytes < 0) throw Error("--grammar-state-bytes must be ≥ 0");
   if (o.server.max_images_per_request < 0 || o.server.image_source.max_bytes < 1 ||
       o.backend.image_cache_bytes < 0)
     throw Error(
@@ -281,6 +282,14 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
   s->add_option("--idle-trim-seconds", o->server.idle_trim_s,
                 "after load, return freed heap memory to the system (malloc_trim) once the server "
                 "has been idle this long (0: never)")
+      ->capture_default_str();
+  s->add_option("--grammar-cache-bytes", o->server.grammar_cache_bytes,
+                "compiled grammars (response_format, guided_*, tool calls) kept for reuse; a "
+                "larger one is compiled for its request and not kept")
+      ->capture_default_str();
+  s->add_option("--grammar-state-bytes", o->engine.grammar_state_bytes,
+                "grammar matcher state of all constrained requests together, an equal share each "
+                "of --max-num-seqs; a request whose grammar needs more gets 400 (0: no bound)")
       ->capture_default_str();
   s->add_option("--malloc-mmap-threshold", o->server.mmap_threshold,
                 "allocations of at least this many bytes are mapped and unmapped when freed "

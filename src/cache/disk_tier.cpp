@@ -42,6 +42,7 @@ bool write_all(int fd, const char* p, size_t n) {
   while (n > 0) {
     const ssize_t w = ::write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
+    if (w == 0) errno = ENOSPC;  // a short write: the disk is full
     if (w <= 0) return false;
     p += w;
     n -= static_cast<size_t>(w);
@@ -56,6 +57,17 @@ int dir_sync(const std::string& dir) {
   const int rc = ::fsync(fd);
   ::close(fd);
   return rc;
+}
+
+// Bytes of the regular files under dir, as a filesystem of their own would hold them.
+int64_t files_bytes(const std::string& dir) {
+  int64_t n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    std::error_code ec2;
+    if (e.is_regular_file(ec2)) n += static_cast<int64_t>(e.file_size(ec2));
+  }
+  return n;
 }
 
 bool key_parse(const std::string& stem, uint64_t& key) {
@@ -90,7 +102,8 @@ bool temporary_stale(const std::string& name, const std::string& host, fs::file_
 
 }  // namespace
 
-DiskTier::DiskTier(DiskTierConfig cfg) : cfg_(std::move(cfg)) {
+DiskTier::DiskTier(DiskTierConfig cfg, DiskTierLimits limits)
+    : cfg_(std::move(cfg)), lim_(std::move(limits)) {
   if (cfg_.dir.empty()) throw Error("--cache-dir: empty path");
   if (cfg_.budget_bytes < 0) throw Error("--cache-dir-bytes must be ≥ 0");
   root_ = cfg_.dir + "/" + path_safe(cfg_.fingerprint);
@@ -128,12 +141,18 @@ void DiskTier::scan() {
     if (!sub.is_directory() || sub.path().filename() == "tmp") continue;
     std::error_code ec2;
     for (const auto& e : fs::directory_iterator(sub.path(), ec2)) {
-      uint64_t key;
+      uint64_t key = 0;
       if (e.path().extension() != ".blk" || !key_parse(e.path().stem().string(), key)) continue;
+      // lstat: a link or a FIFO at a record's name is what it is, not what it points at.
+      struct stat st {};
+      if (::lstat(e.path().c_str(), &st) != 0) continue;
+      if (!file_plausible(st)) {
+        if (::unlink(e.path().c_str()) == 0) ++counters.corrupt;
+        continue;
+      }
       std::error_code ec3;
-      const auto size = e.file_size(ec3);
       const auto mtime = e.last_write_time(ec3);
-      if (!ec3) found.push_back({mtime, key, static_cast<int64_t>(size)});
+      if (!ec3) found.push_back({mtime, key, static_cast<int64_t>(st.st_size)});
     }
   }
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
@@ -165,9 +184,47 @@ void DiskTier::budget_keep() {
   }
 }
 
+bool DiskTier::file_plausible(const struct stat& st) const {
+  if (!S_ISREG(st.st_mode)) return false;
+  const TierShape& shape = lim_.shape;
+  if (shape.block_size <= 0) return true;
+  // Hidden rows may follow whatever this reader wants (docs/cache-tiers.md); one that wants none
+  // does not know their width: at most kHiddenWidthMax floats a position.
+  constexpr int64_t kHiddenWidthMax = 1 << 16;
+  const int64_t hidden_max =
+      shape.hidden_floats > 0 ? shape.hidden_floats : shape.block_size * kHiddenWidthMax;
+  const auto size = static_cast<int64_t>(st.st_size);
+  return size >= tier_record_bytes(shape, false) &&
+         size <= tier_record_bytes(shape, true) + hidden_max * int64_t(sizeof(float));
+}
+
+bool DiskTier::space_make(int64_t need) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (lru_.empty()) return false;
+  const int64_t target = std::max(need, bytes_ / 8);
+  int64_t freed = 0;
+  while (freed < target && !lru_.empty()) {
+    const uint64_t key = lru_.front();
+    lru_.pop_front();
+    freed += known_[key].bytes;
+    bytes_ -= known_[key].bytes;
+    known_.erase(key);
+    ::unlink(path_of(key).c_str());
+    ++counters.evictions;
+  }
+  ++space_evictions_;
+  return true;
+}
+
 TierGet DiskTier::get(uint64_t key, std::vector<char>& out) {
   const std::string path = path_of(key);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Not a link (ELOOP), and a FIFO must not block the reader (O_NONBLOCK): whoever can write the
+  // directory decides what sits at the name, and only the checks below decide what is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+  if (fd < 0 && errno == ELOOP) {
+    out.clear();  // refused: the reader counts it corrupt and removes the link
+    return TierGet::found;
+  }
   if (fd < 0) {
     if (errno != ENOENT) {
       failure_note(false, "open " + path + ": " + std::strerror(errno));
@@ -183,6 +240,13 @@ TierGet DiskTier::get(uint64_t key, std::vector<char>& out) {
   }
   struct stat st {};
   bool ok = ::fstat(fd, &st) == 0;
+  if (ok && !file_plausible(st)) {
+    // A FIFO, a device, a directory, or a size no record of this shape has (a sparse file of
+    // gigabytes): nothing is read, the reader counts it corrupt and removes it.
+    ::close(fd);
+    out.clear();
+    return TierGet::found;
+  }
   if (ok) {
     out.resize(static_cast<size_t>(st.st_size));
     size_t got = 0;
@@ -226,6 +290,33 @@ TierPut DiskTier::put(uint64_t key, std::span<const char> record) {
   return result;
 }
 
+int DiskTier::temporary_write(uint64_t key, std::span<const char> record, std::string& tmp) {
+  // Unique among every writer: host and pid name the process, the serial the write in it.
+  static std::atomic<uint64_t> serial{0};
+  tmp = root_ + "/tmp/" + tier_key_hex(key) + "." + tmp_prefix_ + "." + std::to_string(serial++) +
+        ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    failure_note(true, "create " + tmp + ": " + std::strerror(err));
+    errno = err;
+    return -1;
+  }
+  const bool full = lim_.space_bytes > 0 &&
+                    files_bytes(root_) + static_cast<int64_t>(record.size()) > lim_.space_bytes;
+  const size_t half = record.size() / 2;
+  bool ok = !full && write_all(fd, record.data(), half);
+  if (ok && cfg_.write_delay_ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.write_delay_ms));
+  if (ok && write_all(fd, record.data() + half, record.size() - half)) return fd;
+  const int err = full ? ENOSPC : errno;
+  failure_note(true, "write " + tmp + ": " + std::strerror(err));
+  ::close(fd);
+  ::unlink(tmp.c_str());
+  errno = err;
+  return -1;
+}
+
 // One group commit: write every temporary, make their data durable with one sync, rename them
 // all, make the names durable with one more sync. A name appears only after the data under it
 // is durable, so a crash at any point leaves whole records and temporaries, as with one record.
@@ -262,27 +353,19 @@ void DiskTier::put_batch(std::span<const TierPutItem> items, std::span<TierPut> 
                                      [&](const Pending& p) { return items[p.item].key == key; });
     if (earlier || present_mark(key, static_cast<int64_t>(record.size()))) continue;
     results[i] = TierPut::failed;
-    // Unique among every writer: host and pid name the process, the serial the write in it.
-    static std::atomic<uint64_t> serial{0};
-    std::string tmp = root_ + "/tmp/" + tier_key_hex(key) + "." + tmp_prefix_ + "." +
-                      std::to_string(serial++) + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      failure_note(true, "create " + tmp + ": " + std::strerror(errno));
-      continue;
+    // A full filesystem is the one failure this tier can remedy: its own least recently used
+    // records make room, and the write is tried once more.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      std::string tmp;
+      const int fd = temporary_write(key, record, tmp);
+      if (fd >= 0) {
+        pending.push_back({i, fd, std::move(tmp)});
+        break;
+      }
+      if ((errno != ENOSPC && errno != EDQUOT) || attempt > 0 ||
+          !space_make(static_cast<int64_t>(record.size())))
+        break;
     }
-    const size_t half = record.size() / 2;
-    bool ok = write_all(fd, record.data(), half);
-    if (ok && cfg_.write_delay_ms > 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.write_delay_ms));
-    if (ok && write_all(fd, record.data() + half, record.size() - half)) {
-      pending.push_back({i, fd, std::move(tmp)});
-      continue;
-    }
-    // errno, or a short write: a full disk.
-    failure_note(true, "write " + tmp + ": " + std::strerror(errno));
-    ::close(fd);
-    ::unlink(tmp.c_str());
   }
   if (pending.empty()) {
     if (root_fd >= 0) ::close(root_fd);
@@ -314,6 +397,9 @@ void DiskTier::put_batch(std::span<const TierPutItem> items, std::span<TierPut> 
     if (!ok) {
       failure_note(true, std::string(failed) + " " + p.tmp + ": " + std::strerror(err));
       ::unlink(p.tmp.c_str());
+      // Space allocated at writeback (delayed allocation) fails here: make room for the next.
+      if (err == ENOSPC || err == EDQUOT)
+        space_make(static_cast<int64_t>(items[p.item].record.size()));
       continue;
     }
     results[p.item] = TierPut::written;

@@ -30,7 +30,9 @@ LowerTiers::LowerTiers(const TierConfig& cfg, TierShape shape, TierSecret secret
     d.budget_bytes = cfg_.cache_dir_bytes;
     d.fingerprint = shape_.fingerprint;
     d.write_delay_ms = cfg_.disk_write_delay_ms;
-    stores_.push_back(std::make_unique<DiskTier>(d));
+    DiskTierLimits limits;
+    limits.shape = shape_;
+    stores_.push_back(std::make_unique<DiskTier>(d, limits));
     commit_delay_ = std::chrono::milliseconds(cfg_.commit_delay_ms);  // Redis gains nothing
   }
   if (!cfg_.redis_url.empty()) {

@@ -67,7 +67,8 @@ nlohmann::ordered_json chat_template_context(const nlohmann::ordered_json& reque
     const auto& kw = request["chat_template_kwargs"];
     if (!kw.is_object()) throw Error("'chat_template_kwargs' must be an object");
     for (const auto& [k, v] : kw.items()) {
-      if (k == "messages" || k == "tools") continue;
+      // What the request itself decides is not a template keyword's to override.
+      if (k == "messages" || k == "tools" || k == "add_generation_prompt") continue;
       ctx[k] = v;
     }
   }

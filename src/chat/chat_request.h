@@ -1,9 +1,9 @@
 // From an OpenAI chat-completions request body to the variables a chat template is rendered
 // with, as transformers' apply_chat_template passes them: messages, tools (the request's list,
 // empty or not; none when it offers none), documents (none), add_generation_prompt (default
-// true), bos_token, eos_token and every key of chat_template_kwargs (but messages and tools).
-// As vLLM does before rendering, tool-call arguments sent as JSON strings are parsed into
-// objects, and message content is made to fit the template's content format
+// true), bos_token, eos_token and every key of chat_template_kwargs (but messages, tools and
+// add_generation_prompt). As vLLM does before rendering, tool-call arguments sent as JSON strings
+// are parsed into objects, and message content is made to fit the template's content format
 // (chat/content_format.h: null content becomes "" or [], part arrays a string for "string").
 #pragma once
 

@@ -25,33 +25,45 @@ std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const Tokenizer& t
   return std::make_shared<const grammar::Vocabulary>(std::move(bytes), std::move(eos_ids));
 }
 
-SeqConstraint::SeqConstraint(std::shared_ptr<const grammar::Grammar> g,
-                             std::shared_ptr<const grammar::Vocabulary> vocab, int32_t after_token)
-    : m_(g, vocab, g->limits()),
-      words_(vocab->mask_words()),
-      after_(after_token),
-      active_(after_token < 0) {}
-
 namespace {
 
-// A grammar's run-time bound (Limits::max_stacks_per_state) is the request's own fault, found
-// while its tokens are generated: as an EngineError it ends this sequence with a 400, and the
-// step's other sequences never see it (engine.cpp catches it per chunk).
+// The limits a sequence's matcher runs under: those its grammar was compiled with, and its
+// share of --grammar-state-bytes.
+grammar::Limits limits_of(const grammar::Grammar& g, size_t state_bytes) {
+  grammar::Limits l = g.limits();
+  l.max_state_bytes = state_bytes;
+  return l;
+}
+
+// A grammar's run-time bounds (Limits::max_stacks_per_state; its share of --grammar-state-bytes,
+// Limits::max_state_bytes) are the request's own to meet, found while its tokens are generated:
+// as an EngineError it ends this sequence with a 400, and the step's other sequences never see
+// it (engine.cpp catches it per chunk).
 [[noreturn]] void grammar_failed(const grammar::Error& e) {
-  throw EngineError(ErrorKind::invalid_request, "",
-                    std::string("the output grammar cannot be followed: ") + e.what());
+  const std::string what = e.what();
+  const bool state = what.find("max_state_bytes") != std::string::npos;
+  throw EngineError(ErrorKind::invalid_request, state ? "response_format" : "",
+                    std::string("the output grammar cannot be followed") +
+                        (state ? " within its bounds (--grammar-state-bytes per sequence)" : "") +
+                        ": " + what);
 }
 
 }  // namespace
 
+SeqConstraint::SeqConstraint(std::shared_ptr<const grammar::Grammar> g,
+                             std::shared_ptr<const grammar::Vocabulary> vocab, int32_t after_token,
+                             size_t state_bytes)
+    : m_(g, vocab, limits_of(*g, state_bytes)),
+      words_(vocab->mask_words()),
+      after_(after_token),
+      active_(after_token < 0) {}
+
 const float* SeqConstraint::masked(const float* row, int64_t n_vocab, std::vector<float>& scratch) {
   if (!active_) return row;
-  if (!words_ready_) {
-    try {
-      m_.fill_mask(words_);
-    } catch (const grammar::Error& e) {
-      grammar_failed(e);
-    }
+  try {
+    if (!words_ready_) m_.fill_mask(words_);
+  } catch (const grammar::Error& e) {
+    grammar_failed(e);
   }
   words_ready_ = true;
   bool any = false;

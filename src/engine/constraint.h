@@ -35,14 +35,17 @@ std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const Tokenizer& t
 class SeqConstraint {
  public:
   // after_token: the constraint starts once this token has been generated (the end of a
-  // reasoning block, </think>); -1: from the first generated token.
+  // reasoning block, </think>); -1: from the first generated token. state_bytes: the matcher's
+  // budget (grammar::Limits::max_state_bytes; 0: none).
   SeqConstraint(std::shared_ptr<const grammar::Grammar> g,
-                std::shared_ptr<const grammar::Vocabulary> vocab, int32_t after_token);
+                std::shared_ptr<const grammar::Vocabulary> vocab, int32_t after_token,
+                size_t state_bytes = 0);
 
   // The row to sample from: `row` itself while the constraint has not started, else a copy in
   // `scratch` with forbidden ids (and ids past the grammar's vocabulary) at −inf. Throws
-  // EngineError(invalid_request) if the grammar allows no token at all, or passes a run-time
-  // limit (grammar::Limits::max_stacks_per_state): errors of this sequence alone.
+  // EngineError(invalid_request) if the grammar allows no token at all, passes a run-time
+  // limit (grammar::Limits::max_stacks_per_state) or its state outgrows its budget (advance()
+  // too): errors of this sequence alone.
   const float* masked(const float* row, int64_t n_vocab, std::vector<float>& scratch);
   // The token sampled from masked(): advances the grammar (or starts it at after_token).
   // Throws EngineError: invalid_request past a run-time limit, internal for a forbidden token.

@@ -26,6 +26,14 @@ namespace invar {
 
 namespace {
 
+// Each running sequence's share of --grammar-state-bytes; at least a byte, so that a budget
+// smaller than max_running still bounds (0 is "no bound" to the matcher).
+size_t grammar_state_share(const EngineConfig& cfg) {
+  if (cfg.grammar_state_bytes <= 0) return 0;
+  return static_cast<size_t>(
+      std::max<int64_t>(1, cfg.grammar_state_bytes / std::max<int64_t>(1, cfg.max_running)));
+}
+
 // The trunk's hidden rows kept with each block (cache/block_hidden.h): only for a drafter that
 // reads them, and only with a prefix cache that could serve them back.
 BlockHidden block_hidden(const Model& m, const EngineConfig& c, const Drafter* d) {
@@ -400,8 +408,9 @@ std::vector<RequestId> Engine::submit_group(std::vector<GenerationRequest> reqs,
       s->key_tokens.reserve(s->tokens.capacity());
     }
     if (req.grammar)
-      s->constraint = std::make_unique<SeqConstraint>(req.grammar, impl_->grammar_vocabulary_get(),
-                                                      req.grammar_after);
+      s->constraint =
+          std::make_unique<SeqConstraint>(req.grammar, impl_->grammar_vocabulary_get(),
+                                          req.grammar_after, grammar_state_share(impl_->cfg));
     s->req = std::move(req);
     s->sink = std::move(sinks[i]);
     g.push_back(std::move(s));

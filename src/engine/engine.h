@@ -44,6 +44,10 @@ struct EngineConfig {
   std::string fingerprint;          // system_fingerprint: addresses the lower tiers' records
   bool mask_overlap = true;         // grammar masks computed while the forward pass runs
                                     // (engine/mask_prefetch.h); off: after it (same bits)
+  // --grammar-state-bytes: the matcher state of every constrained sequence together; each of
+  // max_running gets an equal share (grammar::Limits::max_state_bytes), and one that needs more
+  // ends with invalid_request. 0: no bound.
+  int64_t grammar_state_bytes = int64_t{256} << 20;
 };
 
 // What went wrong with a request, for the caller to map onto its own protocol (the server: HTTP

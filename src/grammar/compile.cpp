@@ -104,9 +104,24 @@ namespace {
 struct CompileCache {
   std::mutex mu;
   // Most recent first; the map points into the list.
-  std::list<std::pair<std::string, std::shared_ptr<const Grammar>>> lru;
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const Grammar> grammar;
+    size_t bytes = 0;
+  };
+  std::list<Entry> lru;
   std::unordered_map<std::string, decltype(lru)::iterator> index;
-  size_t hits = 0, misses = 0;
+  size_t hits = 0, misses = 0, bytes = 0, evictions = 0, running = 0;
+  size_t budget = kCompileCacheBytesDefault;
+
+  void shrink() {  // mu held
+    while (!lru.empty() && (lru.size() > kCompileCacheEntries || bytes > budget)) {
+      bytes -= lru.back().bytes;
+      index.erase(lru.back().key);
+      lru.pop_back();
+      ++evictions;
+    }
+  }
 };
 
 CompileCache& cache() {
@@ -125,27 +140,50 @@ std::shared_ptr<const Grammar> compile_cached(Kind kind, std::string_view text) 
     if (auto it = c.index.find(key); it != c.index.end()) {
       c.lru.splice(c.lru.begin(), c.lru, it->second);
       ++c.hits;
-      return it->second->second;
+      return it->second->grammar;
     }
+    ++c.running;
   }
   // Compile outside the lock: two threads may compile the same text; the first insert wins.
-  auto g = compile(kind, text);
-  std::lock_guard<std::mutex> lock(c.mu);
-  ++c.misses;
-  if (auto it = c.index.find(key); it != c.index.end()) return it->second->second;
-  c.lru.emplace_front(key, g);
-  c.index.emplace(key, c.lru.begin());
-  while (c.lru.size() > kCompileCacheEntries) {
-    c.index.erase(c.lru.back().first);
-    c.lru.pop_back();
+  std::shared_ptr<const Grammar> g;
+  try {
+    g = compile(kind, text);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(c.mu);
+    --c.running;
+    ++c.misses;
+    throw;
   }
+  const size_t bytes = g->size_bytes();
+  std::lock_guard<std::mutex> lock(c.mu);
+  --c.running;
+  ++c.misses;
+  if (auto it = c.index.find(key); it != c.index.end()) return it->second->grammar;
+  if (bytes > c.budget) return g;  // would evict everything else and still not fit
+  c.lru.push_front({key, g, bytes});
+  c.index.emplace(key, c.lru.begin());
+  c.bytes += bytes;
+  c.shrink();
   return g;
 }
 
 CacheStats compile_cache_stats() {
   CompileCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
-  return {c.hits, c.misses, c.lru.size()};
+  return {c.hits, c.misses, c.lru.size(), c.bytes, c.evictions, c.running};
+}
+
+void compile_cache_budget_set(size_t bytes) {
+  CompileCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.budget = bytes;
+  c.shrink();
+}
+
+size_t compile_cache_budget() {
+  CompileCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.budget;
 }
 
 }  // namespace invar::grammar

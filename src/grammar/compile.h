@@ -27,13 +27,24 @@ std::shared_ptr<const Grammar> compile(Kind kind, std::string_view text, const L
 
 // compile() with default limits behind a process-wide LRU keyed by (kind, SHA-256 of text),
 // thread-safe: a hit costs a hash of the text and returns the same Grammar object. Errors are not
-// cached.
+// cached. The cache holds at most kCompileCacheEntries grammars and compile_cache_budget() bytes
+// of them (Grammar::size_bytes); a grammar larger than the whole budget is compiled and returned
+// but not kept. Grammars in use by requests stay alive through their shared_ptr whatever the
+// cache evicts.
 std::shared_ptr<const Grammar> compile_cached(Kind kind, std::string_view text);
 
 struct CacheStats {
   size_t hits = 0, misses = 0, entries = 0;
+  size_t bytes = 0;      // Grammar::size_bytes of the entries
+  size_t evictions = 0;  // entries dropped for the entry count or the byte budget
+  size_t running = 0;    // compilations in progress
 };
 CacheStats compile_cache_stats();
 inline constexpr size_t kCompileCacheEntries = 64;
+// A compiled grammar takes up to ~20 MB (max_grammar_elements and max_rules at their limits),
+// from a few hundred bytes of schema: without a byte bound, 64 entries could hold over 1 GB.
+inline constexpr size_t kCompileCacheBytesDefault = size_t{64} << 20;
+void compile_cache_budget_set(size_t bytes);  // evicts at once down to the new budget
+size_t compile_cache_budget();
 
 }  // namespace invar::grammar

@@ -351,8 +351,16 @@ void Grammar::byte_classes_make() {
 }
 
 size_t Grammar::size_bytes() const {
-  size_t n = code_.size() * sizeof(int32_t) + sets_.size() * sizeof(ByteSet);
-  for (const auto& a : alts_) n += a.size() * sizeof(int32_t);
+  // What the heap holds for it: capacities, each vector's and string's header, and an
+  // allocator's overhead per block (16 bytes on glibc), so that the compile cache's byte budget
+  // charges a grammar of many small rules for its rules, not only for its code.
+  constexpr size_t kBlock = 16;
+  size_t n = sizeof(Grammar) + code_.capacity() * sizeof(int32_t) +
+             sets_.capacity() * sizeof(ByteSet) + alts_.capacity() * sizeof(alts_[0]) +
+             names_.capacity() * sizeof(names_[0]) + 4 * kBlock;
+  for (const auto& a : alts_) n += a.capacity() * sizeof(int32_t) + kBlock;
+  for (const auto& s : names_)
+    if (s.capacity() > 15) n += s.capacity() + 1 + kBlock;  // beyond the small-string buffer
   return n;
 }
 

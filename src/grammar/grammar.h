@@ -38,7 +38,7 @@ class Grammar {
   RuleId root() const { return root_; }
   size_t n_rules() const { return alts_.size(); }
   const std::string& rule_name(RuleId r) const { return names_[r]; }
-  size_t size_bytes() const;  // memory of the program, for reports
+  size_t size_bytes() const;  // heap the grammar holds (estimated): the compile cache charges it
   // The limits it was compiled under; the engine's matchers of it run under them too, so a
   // test can lower a run-time bound (max_stacks_per_state) for one grammar. compile_cached
   // compiles under the defaults.

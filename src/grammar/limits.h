@@ -33,6 +33,12 @@ struct Limits {
   size_t max_cached_nodes = 1 << 20;        // interned stack frames
   size_t max_cached_transitions = 1 << 22;  // memoised (state, byte class) steps, 16 MB at most
   size_t max_cached_masks = 32;             // whole-vocabulary masks kept per matcher
+  // Matcher: bytes its state may hold (0: no bound but the ones above). With a bound the caches
+  // above are cut to fit a share of it and compacted when the estimate passes it; a state that
+  // still holds over half of it after a compaction (its live parses and history) is a
+  // LimitError, from then on at every call. What the estimate holds depends only on the grammar
+  // and the tokens, so the error does too.
+  size_t max_state_bytes = 0;
 };
 
 }  // namespace invar::grammar

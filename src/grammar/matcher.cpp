@@ -27,6 +27,16 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const V
       compact_at_states_(limits.max_cached_nodes) {
   INVAR_CHECK(g_ && vocab_);
   n_cls_ = g_->n_byte_classes();
+  if (const size_t b = lim_.max_state_bytes; b > 0) {
+    // The caches get a quarter of the budget each (masks an eighth), the live state the rest.
+    lim_.max_cached_nodes =
+        std::min(lim_.max_cached_nodes, std::max<size_t>(64, b / 4 / kFrameBytes));
+    lim_.max_cached_transitions =
+        std::min(lim_.max_cached_transitions, std::max<size_t>(64, b / 4 / sizeof(int32_t)));
+    lim_.max_cached_masks =
+        std::min(lim_.max_cached_masks, b / 8 / (vocab_->mask_words() * sizeof(uint64_t)));
+    compact_at_frames_ = compact_at_states_ = lim_.max_cached_nodes;
+  }
   // The dense step table holds a row per state: its bound is a bound on states.
   states_bound_ = std::min(lim_.max_cached_nodes,
                            std::max<size_t>(1, lim_.max_cached_transitions / size_t(n_cls_)));
@@ -106,6 +116,8 @@ int32_t Matcher::intern_state() {
   auto [it, inserted] =
       state_index_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
   if (inserted) {
+    // The stacks twice (the state and its index key), a vector header and a hash node each.
+    state_bytes_ += kStateBytes + 2 * scratch_.size() * sizeof(int32_t);
     states_.push_back({scratch_, scratch_accepting_});
     trans_.resize(trans_.size() + static_cast<size_t>(n_cls_), kUnknown);
   }
@@ -282,9 +294,20 @@ Matcher Matcher::fork() const {
 
 // Rebuilds frames, states and caches from the states the history still names, renumbered in
 // history order: ids change, the stacks they stand for do not, so no result changes.
+size_t Matcher::memory_bytes() const {
+  return frames_.size() * kFrameBytes + state_bytes_ + trans_.size() * sizeof(int32_t) +
+         masks_.size() * vocab_->mask_words() * sizeof(uint64_t) +
+         history_.size() * sizeof(int32_t);
+}
+
 void Matcher::maybe_compact() {
-  if (frames_.size() <= compact_at_frames_ && states_.size() <= compact_at_states_) return;
+  if (!over_budget_.empty()) throw LimitError(over_budget_);
+  const size_t budget = lim_.max_state_bytes;
+  if (frames_.size() <= compact_at_frames_ && states_.size() <= compact_at_states_ &&
+      (budget == 0 || memory_bytes() <= budget))
+    return;
   ++compactions_;
+  state_bytes_ = 0;
   std::vector<Frame> old_frames;
   std::vector<State> old_states;
   old_frames.swap(frames_);
@@ -320,6 +343,15 @@ void Matcher::maybe_compact() {
   // A long history can hold more live states than the bound: never compact on every call.
   compact_at_frames_ = std::max(lim_.max_cached_nodes, 2 * frames_.size());
   compact_at_states_ = std::max(states_bound_, 2 * states_.size());
+  // Over half the budget live, the next compaction would come soon and free little: the
+  // state is too large for its budget, now and for every later call (so prefetched and
+  // serial masks fail alike).
+  if (budget > 0 && memory_bytes() > budget / 2) {
+    over_budget_ = "grammar: the matcher's state holds " + std::to_string(memory_bytes()) +
+                   " bytes of live parses after compaction, over half of its budget of " +
+                   std::to_string(budget) + " bytes (max_state_bytes)";
+    throw LimitError(over_budget_);
+  }
 }
 
 void apply_mask(std::span<float> logits, std::span<const uint64_t> words) {

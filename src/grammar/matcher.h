@@ -82,6 +82,9 @@ class Matcher {
   size_t n_cached_frames() const { return frames_.size(); }
   size_t n_cached_states() const { return states_.size(); }
   size_t n_compactions() const { return compactions_; }
+  // Heap the state and its caches hold, estimated (hash-table nodes at a fixed cost): what
+  // Limits::max_state_bytes bounds.
+  size_t memory_bytes() const;
 
  private:
   struct Frame {
@@ -97,6 +100,10 @@ class Matcher {
     size_t operator()(const std::vector<int32_t>& v) const;
   };
   Matcher(const Matcher&) = default;  // fork() is the named deep copy
+  // Estimated heap per interned frame (the frame and its hash-table node) and per interned
+  // state beside its stacks (its header, the index key's, a node): memory_bytes()'s unit costs.
+  static constexpr size_t kFrameBytes = sizeof(Frame) + 52;
+  static constexpr size_t kStateBytes = sizeof(State) + sizeof(std::vector<int32_t>) + 64;
   static constexpr int32_t kDead = 0;
   static constexpr int32_t kTerminated = -2;
 
@@ -138,6 +145,8 @@ class Matcher {
   std::vector<int32_t> history_;  // [n_steps + 1] state ids (kTerminated after end-of-sequence)
   size_t compactions_ = 0;
   size_t compact_at_frames_, compact_at_states_;  // thresholds, raised when live states need more
+  size_t state_bytes_ = 0;                        // interned states' share of memory_bytes()
+  std::string over_budget_;  // set once the live state passed max_state_bytes / 2: the error
 
   // Scratch of step_uncached.
   std::vector<std::pair<int32_t, int32_t>> work_;

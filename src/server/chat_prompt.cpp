@@ -93,6 +93,7 @@ ChatPrompt::ChatPrompt(ChatTemplateConfig cfg) : cfg_(std::move(cfg)) {
   sha256_ = sha256_hex(cfg_.source);
   syntax_ = cfg_.tool_call_syntax.value_or(tool_call_syntax_of(cfg_.source));
   content_format_ = cfg_.content_format.value_or(chat::content_format_detect(cfg_.source));
+  developer_as_system_ = cfg_.source.find("developer") == std::string::npos;
 }
 
 std::string ChatPrompt::describe() const {
@@ -108,6 +109,9 @@ ChatRendered ChatPrompt::render(const ChatInput& in,
                                 const std::function<std::string(std::string_view)>& protect) const {
   ojson req = in.request;
   if (protect) req = protect_strings(req, protect);
+  if (developer_as_system_)
+    for (auto& m : req["messages"])
+      if (m.is_object() && m.value("role", "") == "developer") m["role"] = "system";
   ojson ctx = chat::chat_template_context(req, cfg_.bos_token, cfg_.eos_token, content_format_);
   if (in.continue_final_message) ctx["add_generation_prompt"] = false;
   ChatRendered out;

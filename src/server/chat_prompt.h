@@ -90,6 +90,9 @@ class ChatPrompt {
   std::string sha256_;
   chat::ToolCallSyntax syntax_;
   chat::ContentFormat content_format_;
+  // The template never names the developer role (Qwen's templates raise on a role they do not
+  // know): developer messages are rendered as system, OpenAI's own mapping of the role.
+  bool developer_as_system_ = false;
 };
 
 // The tool-call form a template teaches the model: the XML form if it writes <function=,

@@ -295,6 +295,13 @@ ChatInput chat_request_parse(const ojson& body) {
                       "'continue_final_message' and 'add_generation_prompt' cannot both be true");
   if (const ojson* kw = member(body, "chat_template_kwargs"); kw && !kw->is_object())
     wrong_type("chat_template_kwargs", "an object", *kw);
+  // The request's own field decides whether the prompt ends with the assistant's header
+  // (continue_final_message depends on it); a second, conflicting place to say it is refused.
+  if (const ojson* kw = member(body, "chat_template_kwargs");
+      kw && member(*kw, "add_generation_prompt"))
+    throw bad_request("chat_template_kwargs.add_generation_prompt",
+                      "'chat_template_kwargs.add_generation_prompt' is not accepted: send "
+                      "'add_generation_prompt' (or 'continue_final_message') at the top level");
   if (member(body, "chat_template"))
     throw bad_request("chat_template",
                       "'chat_template' per request is not supported: the server renders its "

@@ -19,6 +19,7 @@
 #include "server/cors.h"
 #include "server/http_transport.h"
 #include "server/memory_return.h"
+#include "server/output_constraint.h"
 #include "server/pending_prepared.h"
 #include "server/prepare_pool.h"
 #include "server/prompt_limits.h"
@@ -321,6 +322,8 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
         "# TYPE invar_memory_trims_total counter\n"
         "invar_memory_trims_total " +
         std::to_string(trimmer ? trimmer->trims() : 0) + "\n";
+    text +=
+        grammar_metrics_exposition(grammar::compile_cache_stats(), grammar::compile_cache_budget());
     return {{200, "text/plain; version=0.0.4", std::move(text)}, nullptr};
   }
   if (p == "/v1/models" || p.rfind("/v1/models/", 0) == 0) {
@@ -393,10 +396,20 @@ Routed HttpServer::Impl::prepared(const HttpRequest& req, const Waker& wake, Han
   // A chat with an image is decoded and encoded on the pool whatever its size: a tiny PNG can
   // decode into many pixels, and the tower takes seconds. Text that merely mentions an image
   // part's type goes there too, which costs it only a thread hop.
+  // A constraint is compiled on the pool too (compile_cached: a cache hit costs a hash). The
+  // test is on the body's text, like the image one: a body that only mentions a field's name
+  // costs a thread hop.
+  const auto constrained = [](const std::string& body) {
+    for (const char* k : output_constraint_fields())
+      if (body.find(std::string("\"") + k + "\"") != std::string::npos) return true;
+    return body.find("\"tool_choice\"") != std::string::npos ||
+           body.find("\"strict\"") != std::string::npos;
+  };
   const bool image = req.path.find("chat") != std::string::npos &&
                      (req.body.find("image_url") != std::string::npos ||
                       req.body.find("input_image") != std::string::npos);
-  if (req.body.size() <= cfg.prepare_inline_bytes && !image) return handle(req, nullptr);
+  if (req.body.size() <= cfg.prepare_inline_bytes && !image && !constrained(req.body))
+    return handle(req, nullptr);
   const auto t0 = Clock::now();
   auto work = [handle = std::move(handle), req](const PendingPrepared::Cancelled& c) -> Routed {
     try {
@@ -571,6 +584,7 @@ void HttpServer::start() {
   // A client that vanishes mid-stream must fail the write, not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
   if (m.cfg.mmap_threshold > 0) malloc_mmap_threshold(m.cfg.mmap_threshold);
+  grammar::compile_cache_budget_set(m.cfg.grammar_cache_bytes);
   if (m.cfg.idle_trim_s > 0)
     m.trimmer = std::make_unique<IdleTrimmer>(
         m.cfg.idle_trim_s, [&m] { return m.metrics.responses_total.load(); },

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "grammar/compile.h"
 #include "server/backend.h"
 #include "server/image_source.h"
 #include "server/request_log.h"
@@ -34,6 +35,9 @@ struct ServerConfig {
   // threads (0: min(2, cores), so that one image in the tower does not hold every other large
   // request), at most prepare_queue waiting (then 429); a request whose preparation takes over
   // prepare_cpu_s of CPU (the tower's threads included) gets 400.
+  // A body that asks for a constrained output (output_constraint_fields(), tool_choice, strict
+  // tools) is prepared there whatever its size: a grammar of a few hundred bytes can take
+  // seconds to compile.
   size_t prepare_inline_bytes = 64u << 10;
   int prepare_threads = 0;
   size_t prepare_queue = 16;
@@ -42,6 +46,8 @@ struct ServerConfig {
   // and allocations of at least mmap_threshold bytes mapped (0: glibc's dynamic threshold).
   double idle_trim_s = 1.0;
   size_t mmap_threshold = 128u << 10;
+  // --grammar-cache-bytes: compiled grammars kept for reuse (grammar::compile_cached), bytes.
+  size_t grammar_cache_bytes = grammar::kCompileCacheBytesDefault;
   int max_connections = 4096;  // open connections before a 503
   double head_timeout_s = 10, body_timeout_s = 30, body_stall_s = 5;  // see http_transport.h
   double idle_timeout_s = 30;

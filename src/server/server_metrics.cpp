@@ -246,4 +246,22 @@ std::string image_metrics_exposition(const ImageStats& s) {
   return out;
 }
 
+std::string grammar_metrics_exposition(const grammar::CacheStats& s, size_t budget) {
+  std::string out;
+  metric(out, "invar_grammar_compiles_total", "counter",
+         "constraints compiled (compile cache misses, errors included)", double(s.misses));
+  metric(out, "invar_grammar_compile_cache_hits_total", "counter",
+         "constraints whose compiled grammar came from the cache", double(s.hits));
+  metric(out, "invar_grammar_compiles_running", "gauge", "constraints being compiled now",
+         double(s.running));
+  metric(out, "invar_grammar_cache_bytes", "gauge", "bytes of compiled grammars cached",
+         double(s.bytes));
+  metric(out, "invar_grammar_cache_max_bytes", "gauge",
+         "the compile cache's budget (--grammar-cache-bytes)", double(budget));
+  metric(out, "invar_grammar_cache_evictions_total", "counter",
+         "compiled grammars dropped from the cache for its entry count or byte budget",
+         double(s.evictions));
+  return out;
+}
+
 }  // namespace invar::server

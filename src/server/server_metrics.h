@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "grammar/compile.h"
 #include "server/backend.h"
 #include "server/vllm_metrics.h"
 
@@ -61,5 +62,9 @@ struct ServerMetrics {
 // The vision tower's counters (invar serve --mmproj): images encoded, taken from the encoder
 // cache, encode seconds, cache bytes.
 std::string image_metrics_exposition(const ImageStats& s);
+
+// The grammar compile cache (grammar::compile_cached): compilations, hits, bytes held against
+// its budget (--grammar-cache-bytes), evictions, compilations running now.
+std::string grammar_metrics_exposition(const grammar::CacheStats& s, size_t budget);
 
 }  // namespace invar::server

@@ -3,9 +3,12 @@
 // (bits compared, salts kept apart, corrupt records skipped, counted and removed), plus a small
 // budget soak. The soak test runs 10,000 prefixes when INVAR_TIER_SOAK_N says so (label soak).
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -16,8 +19,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -384,6 +389,176 @@ TEST(TierDisk, BudgetLruRestartAndStaleTemporaries) {
   EXPECT_EQ(smaller.files_known(), 2);
   EXPECT_EQ(static_cast<int64_t>(files_under(dir, ".blk").size()), 2);
   EXPECT_THROW(DiskTier({"/proc/invar-no-such-dir", 1, "fp", 0}), Error);
+  fs::remove_all(dir);
+}
+
+std::string record_path(const std::string& dir, uint64_t key) {
+  const std::string hex = tier_key_hex(key);
+  return dir + "/fp_test0123456789/" + hex.substr(0, 2) + "/" + hex + ".blk";
+}
+
+// f() on a thread of its own, waited for at most a minute: a read that blocks for good fails the
+// test instead of hanging it (the thread is left behind).
+template <class F>
+auto within_a_minute(F f) -> std::optional<decltype(f())> {
+  auto done = std::make_shared<std::promise<decltype(f())>>();
+  auto result = done->get_future();
+  std::thread([done, f] { done->set_value(f()); }).detach();
+  if (result.wait_for(std::chrono::minutes(1)) != std::future_status::ready) return std::nullopt;
+  return result.get();
+}
+
+// What a writer of the directory can plant at a record's name: a FIFO (an open for reading
+// would wait for a writer forever), a sparse file of a gigabyte (read whole, it would cost a
+// gigabyte of memory), a link to another file. Each costs an open and an fstat: the read
+// returns an empty record (the reader's check calls it corrupt), and a start removes them.
+TEST(TierDisk, PlantedFifoSparseFileAndLinkAreNeverRead) {
+  const std::string dir = tier_temp_dir("planted");
+  const TierShape shape = shape_make();
+  const std::vector<int32_t> tokens = {1, 2, 3, 4};
+  const std::vector<float> kv(kBlockFloats, 3.0f), state(kStateFloats, 4.0f);
+  std::vector<char> rec, back;
+  tier_record_encode(shape, TierBlock{4, 0, tokens, kv, state, true, {}}, rec);
+  const auto plant = [&] {
+    fs::create_directories(fs::path(record_path(dir, 1)).parent_path());
+    fs::create_directories(fs::path(record_path(dir, 2)).parent_path());
+    fs::create_directories(fs::path(record_path(dir, 3)).parent_path());
+    EXPECT_EQ(::mkfifo(record_path(dir, 1).c_str(), 0644), 0);
+    const int fd = ::open(record_path(dir, 2).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(::ftruncate(fd, int64_t(1) << 30), 0);
+    ::close(fd);
+    fs::create_symlink("/proc/self/status", record_path(dir, 3));
+  };
+  const DiskTierConfig cfg{dir, 1 << 20, shape.fingerprint, 0};
+  DiskTierLimits limits;
+  limits.shape = shape;
+  {
+    DiskTier d(cfg, limits);
+    ASSERT_EQ(d.put(4, rec), TierPut::written);
+    plant();
+    for (uint64_t key : {1, 2, 3}) {
+      back.assign(10, 'x');
+      const auto got = within_a_minute([&] { return d.get(key, back); });
+      ASSERT_TRUE(got) << key << ": the read blocked";
+      EXPECT_EQ(*got, TierGet::found) << key;
+      EXPECT_TRUE(back.empty()) << key;
+      EXPECT_LT(back.capacity(), size_t(1) << 20) << "nothing of the planted file was read";
+      TierBlock view;
+      EXPECT_EQ(tier_record_check(shape, back, key, 0, tokens, view), RecordCheck::corrupt);
+    }
+    EXPECT_EQ(d.get(4, back), TierGet::found);
+    EXPECT_EQ(back.size(), rec.size());
+    EXPECT_EQ(d.files_known(), 1);
+    EXPECT_EQ(d.bytes_stored(), static_cast<int64_t>(rec.size()));
+  }
+  // A start indexes none of them, counts them corrupt and removes them.
+  DiskTier again(cfg, limits);
+  EXPECT_EQ(again.files_known(), 1);
+  EXPECT_EQ(again.counters.corrupt.load(), 3);
+  for (uint64_t key : {1, 2, 3})
+    EXPECT_FALSE(fs::exists(fs::symlink_status(record_path(dir, key))));
+  fs::remove_all(dir);
+}
+
+// Through the reader: a FIFO in the middle of a chain ends the restore there, is counted
+// corrupt and removed, and the tiers shut down (the drain a SIGTERM runs) as usual.
+TEST(TierBridge, FifoAtARecordNameCountedCorruptAndRemoved) {
+  const std::string dir = tier_temp_dir("fifo");
+  TierConfig tc;
+  tc.cache_dir = dir;
+  const auto tokens = tokens_make(3, 6 * kBs + 1);
+  {
+    Tiered a(tc);
+    EXPECT_EQ(seq_run(a.cache, &a.bridge, tokens, "s"), 0);
+    a.tiers.writes_wait();
+    EXPECT_EQ(a.tier(0).writes, 6);
+  }
+  std::vector<uint64_t> keys;
+  PrefixCache(cache_config()).chain_keys(tokens, "s", 6, keys);
+  const std::string victim = record_path(dir, keys[4]);  // block 3 (keys[0] is the salt's)
+  // Planted after the start's scan (which removes such files too): the reader meets it.
+  auto b = std::make_shared<Tiered>(tc);
+  ASSERT_TRUE(fs::remove(victim));
+  ASSERT_EQ(::mkfifo(victim.c_str(), 0644), 0);
+  const auto hit = within_a_minute([b, &tokens] {
+    const int64_t n = seq_run(b->cache, &b->bridge, tokens, "s");
+    b->tiers.writes_wait();
+    return n;
+  });
+  ASSERT_TRUE(hit) << "the tier reader blocked on the FIFO";
+  EXPECT_EQ(*hit, 3 * kBs);
+  EXPECT_EQ(b->tier(0).corrupt, 1);
+  b.reset();  // the drain a SIGTERM runs
+  struct stat st {};
+  ASSERT_EQ(::lstat(victim.c_str(), &st), 0) << "the recomputed block is written again";
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  fs::remove_all(dir);
+}
+
+// A full filesystem: the write that meets it evicts the least recently used records and is
+// tried again, so the newest block is stored (space_bytes stands in for the filesystem's size).
+TEST(TierDisk, FullFilesystemEvictsAndRetries) {
+  const std::string dir = tier_temp_dir("enospc");
+  const TierShape shape = shape_make();
+  const int64_t rec_bytes = tier_record_bytes(shape, true);
+  const std::vector<int32_t> tokens = {1, 2, 3, 4};
+  const std::vector<float> kv(kBlockFloats, 3.0f), state(kStateFloats, 4.0f);
+  std::vector<char> rec, back;
+  DiskTierLimits limits;
+  limits.shape = shape;
+  limits.space_bytes = 3 * rec_bytes;
+  DiskTier d({dir, 100 * rec_bytes, shape.fingerprint, 0}, limits);
+  for (uint64_t k = 1; k <= 5; ++k) {
+    tier_record_encode(shape, TierBlock{k, 0, tokens, kv, state, true, {}}, rec);
+    EXPECT_EQ(d.put(k, rec), TierPut::written) << k;
+  }
+  EXPECT_EQ(d.space_evictions(), 2);
+  EXPECT_EQ(d.counters.evictions.load(), 2);
+  EXPECT_EQ(d.get(1, back), TierGet::missing) << "the oldest made room";
+  EXPECT_EQ(d.get(5, back), TierGet::found);
+  EXPECT_LE(d.bytes_stored(), 3 * rec_bytes);
+  EXPECT_TRUE(files_under(dir, ".tmp").empty());
+  // A batch meets it too, record by record (its temporaries take space before they are named).
+  std::vector<std::vector<char>> recs(3);
+  std::vector<TierPutItem> items;
+  for (uint64_t k = 10; k < 13; ++k) {
+    tier_record_encode(shape, TierBlock{k, 0, tokens, kv, state, true, {}}, recs[k - 10]);
+    items.push_back({k, recs[k - 10]});
+  }
+  std::vector<TierPut> results(items.size(), TierPut::failed);
+  d.put_batch(items, results);
+  for (TierPut r : results) EXPECT_EQ(r, TierPut::written);
+  EXPECT_EQ(d.space_evictions(), 5);
+  EXPECT_EQ(d.bytes_stored(), 3 * rec_bytes);
+  fs::remove_all(dir);
+}
+
+// The same on a real full filesystem, where one can be made (root: a tmpfs of 256 KiB).
+TEST(TierDisk, FullTmpfsEvictsAndRetries) {
+  const std::string dir = tier_temp_dir("tmpfs");
+  if (::geteuid() != 0 || ::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=256k") != 0) {
+    fs::remove_all(dir);
+    GTEST_SKIP() << "mounting a tmpfs needs root";
+  }
+  const TierShape shape = shape_make(10000);  // records of ~40 KB: six fit
+  const std::vector<int32_t> tokens = {1, 2, 3, 4};
+  const std::vector<float> kv(10000, 3.0f), state(kStateFloats, 4.0f);
+  std::vector<char> rec, back;
+  DiskTierLimits limits;
+  limits.shape = shape;
+  {
+    DiskTier d({dir, 1 << 30, shape.fingerprint, 0}, limits);
+    for (uint64_t k = 1; k <= 20; ++k) {
+      tier_record_encode(shape, TierBlock{k, 0, tokens, kv, state, true, {}}, rec);
+      EXPECT_EQ(d.put(k, rec), TierPut::written) << k;
+    }
+    EXPECT_GT(d.space_evictions(), 0);
+    EXPECT_EQ(d.get(1, back), TierGet::missing);
+    EXPECT_EQ(d.get(20, back), TierGet::found);
+    EXPECT_EQ(back, rec);
+  }
+  ::umount2(dir.c_str(), MNT_DETACH);
   fs::remove_all(dir);
 }
 

@@ -245,6 +245,25 @@ TEST(StructuredOutput, AGrammarPastItsRunTimeLimitFailsOnlyItsOwnRequest) {
   }
 }
 
+// A matcher whose state outgrows its share of --grammar-state-bytes ends its own request with
+// an error the server answers 400, naming the flag; the other requests of the step go on. (A
+// share of one byte: the first mask is over it.)
+TEST(StructuredOutput, MatcherOverItsBudgetEndsOnlyItsRequest) {
+  EngineConfig cfg = config_base();
+  cfg.grammar_state_bytes = cfg.max_running;
+  const auto g = grammar::compile(grammar::Kind::regex, "[a-z]{2,6}-[0-9]{3}");
+  const auto outs =
+      run({constrained(prompt_of(1, 16), 8, g), request_make(prompt_of(2, 16), 4, false)}, cfg);
+  EXPECT_EQ(outs[0].finish, FinishReason::error);
+  EXPECT_NE(outs[0].error.find("--grammar-state-bytes"), std::string::npos) << outs[0].error;
+  EXPECT_NE(outs[0].error.find("max_state_bytes"), std::string::npos) << outs[0].error;
+  EXPECT_EQ(outs[1].finish, FinishReason::length) << outs[1].error;
+  EXPECT_EQ(outs[1].generated.size(), 4u);
+  // With the default budget the same request is served.
+  EXPECT_EQ(run({constrained(prompt_of(1, 16), 40, g)}, config_base())[0].finish,
+            FinishReason::stop);
+}
+
 TEST(StructuredOutput, RefusedWithoutATokenizer) {
   Engine e(tiny(), nullptr, config_base());
   GenerationRequest r = request_make(prompt_of(1, 8), 4, false);

@@ -190,6 +190,42 @@ TEST(GrammarCompileCache, SameTextSameGrammarObject) {
   for (int t = 1; t < 8; ++t) EXPECT_EQ(seen[t], seen[0]);
 }
 
+// A schema of a few hundred bytes compiles to megabytes (a counted string is a chain of rules):
+// the cache keeps what its byte budget allows, and a grammar larger than the whole budget is
+// returned but not kept.
+TEST(GrammarCompileCache, ByteBudgetBoundsTheCache) {
+  const size_t budget_before = compile_cache_budget();
+  auto schema = [](int i, int n) {
+    return R"({"type":"object","properties":{"a":{"type":"string","maxLength":)" +
+           std::to_string(n) + R"(},"b":{"const":)" + std::to_string(i) + "}}}";
+  };
+  const size_t one = compile(Kind::json_schema, schema(0, 2000))->size_bytes();
+  ASSERT_GT(one, 100000u) << "the test needs grammars much larger than their text";
+  compile_cache_budget_set(3 * one);
+  const auto before = compile_cache_stats();
+  std::vector<std::shared_ptr<const Grammar>> held;
+  for (int i = 1; i <= 8; ++i) {
+    held.push_back(compile_cached(Kind::json_schema, schema(i, 2000)));
+    EXPECT_LE(compile_cache_stats().bytes, 3 * one) << i;
+  }
+  const auto after = compile_cache_stats();
+  EXPECT_GE(after.evictions - before.evictions, 5u);
+  EXPECT_LE(after.entries, 3u);
+  EXPECT_EQ(after.running, 0u);
+  // The newest are kept: a hit.
+  EXPECT_EQ(compile_cached(Kind::json_schema, schema(8, 2000)).get(), held.back().get());
+  // Larger than the budget: compiled, returned, not kept.
+  const auto huge = compile_cached(Kind::json_schema, schema(9, 9000));
+  EXPECT_GT(huge->size_bytes(), 3 * one);
+  EXPECT_TRUE(full_match(huge, R"({"a":"x","b":9})"));
+  EXPECT_EQ(compile_cache_stats().entries, after.entries);
+  EXPECT_NE(compile_cached(Kind::json_schema, schema(9, 9000)).get(), huge.get());
+  // A smaller budget evicts at once.
+  compile_cache_budget_set(one);
+  EXPECT_LE(compile_cache_stats().bytes, one);
+  compile_cache_budget_set(budget_before);
+}
+
 // Tool calls (tool_calls.h): the Hermes JSON form and the XML form, the allowed tools only,
 // the arguments' schema enforced (no extra arguments unless the schema allows them; XML string
 // and enum values raw, as the output parser reads them), one call or several.

@@ -219,6 +219,46 @@ TEST(GrammarMask, CompactionAndRollbackKeepMasks) {
   EXPECT_EQ(big.mask(), masks[0]);
 }
 
+// max_state_bytes bounds what a matcher holds: its caches are cut to fit and compacted, which
+// changes no mask, and a state whose live parses alone outgrow it is a LimitError from then on.
+TEST(GrammarMask, StateBudgetBoundsMemoryNotMasks) {
+  const auto sv = test::synthetic_vocab();
+  auto g = compile(Kind::json_schema, kInvoiceSchema);
+  Limits bounded_limits;
+  bounded_limits.max_state_bytes = 256 << 10;
+  Matcher bounded(g, sv.vocab, bounded_limits), big(g, sv.vocab);
+  std::mt19937_64 rng(5);
+  size_t peak = 0;
+  for (int step = 0; step < 200; ++step) {
+    const auto a = big.mask();
+    ASSERT_EQ(bounded.mask(), a) << "step " << step;
+    peak = std::max(peak, bounded.memory_bytes());
+    const auto ids = mask_ids(a, sv.vocab->size());
+    if (ids.empty() || big.is_terminated()) break;
+    const int32_t id = ids[std::uniform_int_distribution<size_t>(0, ids.size() - 1)(rng)];
+    ASSERT_TRUE(big.accept_token(id));
+    ASSERT_TRUE(bounded.accept_token(id));
+  }
+  EXPECT_GT(big.memory_bytes(), bounded_limits.max_state_bytes) << "the budget bound nothing";
+  EXPECT_GT(bounded.n_compactions(), 0u);
+  EXPECT_LE(peak, bounded_limits.max_state_bytes * 5 / 4);
+
+  // Parses that double with every byte: 2^k stacks after k bytes.
+  auto ambiguous = compile(Kind::gbnf, R"(root ::= "a" root "b" | "a" root "c" | "")");
+  Limits small;
+  small.max_state_bytes = 64 << 10;
+  Matcher unbounded(ambiguous, sv.vocab), limited(ambiguous, sv.vocab, small);
+  size_t accepted = 0;
+  try {
+    for (; accepted < 11; ++accepted) ASSERT_TRUE(limited.accept_bytes("a"));
+  } catch (const LimitError& e) {
+    EXPECT_NE(std::string(e.what()).find("max_state_bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(accepted, 11u) << "the live state never passed its budget";
+  EXPECT_THROW(limited.mask(), LimitError) << "the error stays";
+  for (int i = 0; i < 11; ++i) ASSERT_TRUE(unbounded.accept_bytes("a"));  // no budget, no error
+}
+
 TEST(GrammarMask, ApplyMaskSetsMinusInfinity) {
   std::vector<float> logits = {1, 2, 3, 4, 5};
   std::vector<uint64_t> words = {0b10101};

@@ -3,6 +3,8 @@
 // enters the template (contents, names, tool definitions, tool-call arguments, reasoning,
 // chat_template_kwargs), on the real Qwen3 vocabulary and the Qwen3.5 template; and how a
 // chat's output becomes content, reasoning_content and tool_calls (finish reasons, tool_choice).
+#include "chat/chat_request.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -171,6 +173,9 @@ TEST(ChatRequest, RejectsNamingTheField) {
   EXPECT_EQ(rejected_param(R"({"messages":)" + u +
                            R"(,"continue_final_message":true,"add_generation_prompt":true})"),
             "continue_final_message");
+  EXPECT_EQ(rejected_param(R"({"messages":)" + u +
+                           R"(,"chat_template_kwargs":{"add_generation_prompt":false}})"),
+            "chat_template_kwargs.add_generation_prompt");
   EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"chat_template":"{{ x }}"})"),
             "chat_template");
   EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"functions":[{"name":"f"}]})"), "functions");
@@ -234,6 +239,38 @@ TEST(ChatRequest, GuardCoversEveryClientString) {
   // Same text either way: only the tokenisation of the client's bytes differs.
   EXPECT_EQ(tok->decode(safe), tok->decode(raw));
   EXPECT_NE(tok->decode(safe).find(forged), std::string::npos);
+}
+
+// OpenAI maps the developer role to system; a template that never names it renders it so
+// (Qwen's templates would raise on it), one that names it gets it as sent.
+TEST(ChatRequest, DeveloperRoleRenderedAsSystemUnlessTheTemplateNamesIt) {
+  auto rendered = [](const std::string& source, const std::string& role) {
+    ChatTemplateConfig cfg;
+    cfg.source = source;
+    cfg.origin = "test";
+    const ChatPrompt prompt(cfg);
+    const ApiRequest r =
+        api_request_parse(R"({"messages":[{"role":")" + role +
+                              R"(","content":"be brief"},{"role":"user","content":"hi"}]})",
+                          Endpoint::chat);
+    return prompt.render(r.chat, nullptr).text;
+  };
+  const std::string plain = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}";
+  EXPECT_EQ(rendered(plain, "developer"), "<system>be brief<user>hi");
+  EXPECT_EQ(rendered(plain, "developer"), rendered(plain, "system"));
+  const std::string knows = plain + "{# developer #}";
+  EXPECT_EQ(rendered(knows, "developer"), "<developer>be brief<user>hi");
+}
+
+// A template keyword cannot override add_generation_prompt, even where the server's check is
+// not in front (invar chat-format): the request's own value is what the template sees.
+TEST(ChatRequest, TemplateKwargsDoNotOverrideAddGenerationPrompt) {
+  const auto ctx =
+      chat::chat_template_context(ojson::parse(R"({"messages":[],"add_generation_prompt":true,
+                       "chat_template_kwargs":{"add_generation_prompt":false,"x":1}})"),
+                                  "", "", chat::ContentFormat::string);
+  EXPECT_EQ(ctx["add_generation_prompt"], true);
+  EXPECT_EQ(ctx["x"], 1);
 }
 
 ChatOutput output_of(const std::string& body, const std::string& text, bool in_reasoning) {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -48,6 +49,7 @@ class FakeBackend : public Backend {
   size_t big_text = 10000;
   std::chrono::milliseconds big_encode_sleep{0};
   double big_encode_cpu_s = 0;
+  std::shared_future<void> big_encode_gate;  // when valid, such a tokenisation waits for it too
   // While true, a finished request's sink is kept (as the engine thread may hold one for a
   // while after the request's last event) until release_kept_sinks().
   std::atomic<bool> keep_sinks{false};
@@ -80,6 +82,7 @@ class FakeBackend : public Backend {
   std::vector<int32_t> encode(std::string_view text) const override {
     ++encodes;
     if (text.size() >= big_text) {
+      if (big_encode_gate.valid()) big_encode_gate.wait();
       std::this_thread::sleep_for(big_encode_sleep);
       // Spin on this thread's CPU clock, not the wall clock: on a loaded machine a wall-clock
       // spin gets a fraction of a core and may stay under the server's CPU budget.

@@ -2,12 +2,15 @@
 // rendered or tokenised; bodies over 64 KiB are prepared on the low-priority pool, so neither
 // the IO threads nor small requests wait for them; the pool's queue is bounded (429), a
 // request's preparation CPU is bounded (400), and /ready (or /health?ready) says when the
-// server is saturated.
+// server is saturated. A constrained request is prepared (its grammar compiled) on the pool
+// whatever its size.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <thread>
 
 #include "fake_server.h"
+#include "grammar/compile.h"
 #include "http_test_util.h"
 
 namespace prepare_test {
@@ -91,6 +94,46 @@ TEST(Prepare, LargeBodiesLeaveTheIoThreadsFree) {
   EXPECT_EQ(big_done, 0) << "the small request waited for a large one's preparation";
   for (auto& t : ts) t.join();
   EXPECT_EQ(statuses, (std::vector<int>{200, 200}));
+}
+
+// A constraint sends its request to the pool whatever the body's size: a grammar of a few
+// hundred bytes can take seconds to compile. Two small constrained requests are held in their
+// preparation (the gate stands for such a compile) on both pool threads, and /health and a
+// plain request are answered meanwhile. Prepared on the IO threads (two), they would hold
+// every connection: /health would wait for the gate, and its client time out.
+TEST(Prepare, ConstrainedRequestsLeaveTheIoThreadsFree) {
+  ServerConfig cfg;
+  cfg.prepare_threads = 2;
+  std::promise<void> open;
+  FakeServer s(cfg, false, [gate = open.get_future().share()](FakeBackend& f) {
+    f.big_text = 100;
+    f.big_encode_gate = gate;
+  });
+  const auto compiles = invar::grammar::compile_cache_stats().misses;
+  std::vector<int> statuses(2);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 2; ++i)
+    ts.emplace_back([&, i] {
+      const json body = {{"prompt", std::string(200, 'p')},
+                         {"max_tokens", 1},
+                         {"guided_regex", "held-" + std::to_string(i) + "[a-z]{1,3}"}};
+      auto r = s.post("/v1/completions", body.dump());
+      statuses[i] = r ? r->status : -1;
+    });
+  while (s.fake->encodes < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto health = s.get("/health");
+  const auto plain = s.post("/v1/completions", R"({"prompt":"a","max_tokens":2})");
+  const auto ready = s.get("/ready");
+  const auto during = invar::grammar::compile_cache_stats().misses;
+  open.set_value();
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(health ? health->status : -1, 200);
+  EXPECT_EQ(plain ? plain->status : -1, 200);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(body_of(ready)["preparing"], 0) << "both run on the pool, none waits: " << ready->body;
+  EXPECT_EQ(during, compiles) << "answered while both constraints were still to compile";
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200}));
+  EXPECT_EQ(invar::grammar::compile_cache_stats().misses - compiles, 2u);
 }
 
 TEST(Prepare, FullQueueIs429AndCpuBudgetIs400) {
