@@ -386,6 +386,12 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
                 "the smallest competing one (its n choices take turns; 0: no bound, water-filling "
                 "only). Scheduling never changes a logit")
       ->capture_default_str();
+  s->add_option("--seat-quantum", e.seat_quantum,
+                "engine steps a request keeps its running slot before it yields it to a request "
+                "that finds every slot taken (preempted, it resumes from the prefix cache with "
+                "the same bits); bounds a newcomer's wait beside --max-num-seqs long requests "
+                "(0: never)")
+      ->capture_default_str();
   spec_flags_add(s, e);
   s->add_option("-c,--ctx,--ctx-size,--max-model-len", e.n_ctx,
                 "context limit per request (0: the model's)")

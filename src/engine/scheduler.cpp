@@ -109,6 +109,8 @@ void Scheduler::admit(ScheduledSeq* s) {
     counters_.cached_tokens += hit.n_tokens;
   }
   s->phase = SeqPhase::running;
+  s->seated_step = step_;
+  u.yielded_step = -1;
   running_.push_back(s);
 }
 
@@ -248,6 +250,49 @@ void Scheduler::fair_preempt() {
   }
 }
 
+// A unit that yielded a seat waits a quantum before it may take one back by rotation, and
+// comes after the units that did not yield when seats are handed out.
+bool Scheduler::rotation_waits(const Unit& u) const {
+  return u.yielded_step >= 0 && step_ - u.yielded_step < cfg_.seat_quantum;
+}
+
+// Shares alone never free a seat when every unit holds no more than its share: 64 single-choice
+// requests on 64 seats keep them until they end, and a 65th waits for a whole completion.
+// Seat rotation bounds that wait: a sequence that has held its seat for seat_quantum steps
+// yields it to a unit below its share (preempted, it resumes later from the prefix cache —
+// the same bits, C1 — recomputing at most the positions after its last block boundary).
+// Victims come from the client holding the most seats, then the oldest seat. A unit that
+// yielded claims a seat this way only after waiting a quantum itself, so one newcomer costs
+// one rotation, not a cascade, and the recomputation stays under a block per quantum of steps.
+void Scheduler::seats_rotate() {
+  if (cfg_.seat_quantum <= 0) return;
+  int64_t want = 0;
+  for (const Unit* u : fair_units_)
+    if (u->running < u->share && admissible(*u) > 0 && !rotation_waits(*u) &&
+        !waits_for_shared_prefill(*u->waiting.front()))
+      want += std::min(admissible(*u), u->share - u->running);
+  int64_t short_by = want - (cfg_.max_running - static_cast<int64_t>(running_.size()));
+  for (; short_by > 0; --short_by) {
+    ScheduledSeq* victim = nullptr;
+    auto key = [this](const ScheduledSeq* s) {
+      const Unit& u = units_.at(s->unit);
+      return std::make_tuple(client_running_[u.client_group], -s->seated_step, u.priority,
+                             u.arrival);
+    };
+    for (ScheduledSeq* s : running_) {
+      const Unit& u = unit_of(s);
+      if (u.running < u.share || step_ - s->seated_step < cfg_.seat_quantum) continue;
+      if (!victim || key(s) > key(victim)) victim = s;
+    }
+    if (!victim) return;
+    Unit& v = unit_of(victim);
+    preempt(victim);
+    v.yielded_step = step_;
+    --client_running_[v.client_group];
+    ++counters_.seat_rotations;
+  }
+}
+
 // Each unit computes at most its share of its running sequences this step: those that
 // computed least recently, then in admission order.
 void Scheduler::running_select() {
@@ -322,7 +367,8 @@ void Scheduler::drafts_extend(StepPlan& plan) {
   }
 }
 
-// Admission: units below their share first; among them the client with the fewest running
+// Admission: units below their share first, those waiting out a yielded seat after the others;
+// among them the client with the fewest running
 // sequences, then the client admitted least recently (round-robin), then within the client by
 // priority, then the unit with the fewest running, then arrival. Units at or above their share
 // take only slots no one below wants; at most one admission per token of budget. A sequence is
@@ -335,9 +381,9 @@ void Scheduler::admission_plan(StepPlan& plan, int64_t budget,
        admitted < budget && static_cast<int64_t>(running_.size()) < cfg_.max_running;) {
     Unit* best = nullptr;
     auto key = [this](const Unit* u) {
-      return std::make_tuple(u->running >= u->share, client_running_[u->client_group],
-                             client_admitted_[u->client_group], u->priority, u->running,
-                             u->arrival);
+      return std::make_tuple(u->running >= u->share, rotation_waits(*u),
+                             client_running_[u->client_group], client_admitted_[u->client_group],
+                             u->priority, u->running, u->arrival);
     };
     for (Unit* u : fair_units_)
       if (admissible(*u) > 0 && (!best || key(u) < key(best)) &&
@@ -423,6 +469,7 @@ void Scheduler::schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused) {
     int64_t budget = cfg_.max_batch_tokens;
     shares_compute();
     fair_preempt();
+    seats_rotate();
     running_select();
     decode_plan(plan, budget);
     admission_plan(plan, budget, refused);

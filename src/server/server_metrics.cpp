@@ -208,6 +208,10 @@ std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string&
            "use fall)",
            double(e->cache_table_bytes));
     metric(out, "invar_preemptions_total", "counter", "requests preempted", double(e->preemptions));
+    metric(out, "invar_seat_rotations_total", "counter",
+           "preemptions that gave a waiting request the seat of one that held it --seat-quantum "
+           "steps",
+           double(e->seat_rotations));
     metric(out, "invar_engine_tokens_per_second", "gauge", "recent engine throughput",
            e->tokens_per_s);
     if (!e->spec_accepted_hist.empty()) out += spec_exposition(*e);
