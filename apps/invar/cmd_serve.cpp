@@ -392,6 +392,11 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
                 "the same bits); bounds a newcomer's wait beside --max-num-seqs long requests "
                 "(0: never)")
       ->capture_default_str();
+  s->add_option("--client-max-running", e.client_max_running,
+                "running slots one client (API key, else peer address) may hold at once, even "
+                "when the others are free (0: no cap; --seat-quantum already bounds the wait "
+                "of others)")
+      ->capture_default_str();
   spec_flags_add(s, e);
   s->add_option("-c,--ctx,--ctx-size,--max-model-len", e.n_ctx,
                 "context limit per request (0: the model's)")

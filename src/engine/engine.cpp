@@ -56,6 +56,7 @@ SchedulerConfig scheduler_config(const Model& m, const EngineConfig& c) {
   sc.max_running = c.max_running;
   sc.fair_ratio = c.fair_ratio;
   sc.seat_quantum = c.seat_quantum;
+  sc.client_max_running = c.client_max_running;
   sc.state_floats = m.state_floats();
   return sc;
 }
@@ -80,6 +81,7 @@ EngineConfig config_checked(EngineConfig c) {
   if (c.max_queue < 0) throw Error("max_queue must be ≥ 0");
   if (c.fair_ratio < 0) throw Error("--fair-ratio must be ≥ 0");
   if (c.seat_quantum < 0) throw Error("--seat-quantum must be ≥ 0");
+  if (c.client_max_running < 0) throw Error("--client-max-running must be ≥ 0");
   if (c.cache_bytes < 0) throw Error("--cache-bytes must be ≥ 0");
   if (c.threads < 0) throw Error("--threads must be ≥ 0");
   if (c.threads == 0)

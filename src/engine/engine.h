@@ -37,6 +37,7 @@ struct EngineConfig {
                                     // (engine/fair_share.h; 0: no bound)
   int64_t seat_quantum = 256;       // --seat-quantum: steps a request holds a seat before it
                                     // yields it to one that finds every seat taken (0: never)
+  int64_t client_max_running = 0;   // --client-max-running: seats one client may hold (0: no cap)
   int64_t max_queue = 1024;         // waiting requests before submit() refuses (overloaded)
   int threads = 0;                  // --threads (0: hardware concurrency)
   int64_t n_ctx = 0;                // context limit per request (0: the model's n_ctx_train)

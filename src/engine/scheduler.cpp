@@ -229,7 +229,8 @@ void Scheduler::shares_compute() {
 void Scheduler::fair_preempt() {
   int64_t need = 0;
   for (const Unit* u : fair_units_)
-    need += std::min(admissible(*u), std::max<int64_t>(0, u->share - u->running));
+    if (!client_full(*u))
+      need += std::min(admissible(*u), std::max<int64_t>(0, u->share - u->running));
   int64_t short_by = need - (cfg_.max_running - static_cast<int64_t>(running_.size()));
   while (short_by-- > 0) {
     Unit* victim = nullptr;
@@ -250,6 +251,11 @@ void Scheduler::fair_preempt() {
   }
 }
 
+// A client at client_max_running seats gets no more: not by admission, shares or rotation.
+bool Scheduler::client_full(const Unit& u) const {
+  return cfg_.client_max_running > 0 && client_running_[u.client_group] >= cfg_.client_max_running;
+}
+
 // A unit that yielded a seat waits a quantum before it may take one back by rotation, and
 // comes after the units that did not yield when seats are handed out.
 bool Scheduler::rotation_waits(const Unit& u) const {
@@ -268,7 +274,7 @@ void Scheduler::seats_rotate() {
   if (cfg_.seat_quantum <= 0) return;
   int64_t want = 0;
   for (const Unit* u : fair_units_)
-    if (u->running < u->share && admissible(*u) > 0 && !rotation_waits(*u) &&
+    if (u->running < u->share && admissible(*u) > 0 && !rotation_waits(*u) && !client_full(*u) &&
         !waits_for_shared_prefill(*u->waiting.front()))
       want += std::min(admissible(*u), u->share - u->running);
   int64_t short_by = want - (cfg_.max_running - static_cast<int64_t>(running_.size()));
@@ -386,7 +392,7 @@ void Scheduler::admission_plan(StepPlan& plan, int64_t budget,
                              u->priority, u->running, u->arrival);
     };
     for (Unit* u : fair_units_)
-      if (admissible(*u) > 0 && (!best || key(u) < key(best)) &&
+      if (admissible(*u) > 0 && !client_full(*u) && (!best || key(u) < key(best)) &&
           !waits_for_shared_prefill(*u->waiting.front()))
         best = u;
     if (!best) return;

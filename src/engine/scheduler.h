@@ -54,6 +54,7 @@ struct SchedulerConfig {
   int64_t seat_quantum = 256;      // steps a sequence holds its seat before it yields it to a
                                    // request below its share that finds every seat taken
                                    // (seats_rotate(); 0: never)
+  int64_t client_max_running = 0;  // seats one client may hold at once, even alone (0: no cap)
   int64_t state_floats = 0;        // live recurrent state per running sequence
 };
 
@@ -139,6 +140,7 @@ class Scheduler {
   void shares_compute();
   void fair_preempt();
   bool rotation_waits(const Unit& u) const;
+  bool client_full(const Unit& u) const;
   void seats_rotate();
   void running_select();
   void decode_plan(StepPlan& plan, int64_t& budget);

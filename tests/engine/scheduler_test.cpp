@@ -47,7 +47,8 @@ struct Harness {
   int64_t checkpoints_written = 0;
 
   Harness(int64_t block_size, int64_t budget_blocks, int64_t budget_ckpts, int64_t max_batch,
-          bool prefix = true, int64_t max_running = 8, int64_t seat_quantum = 256)
+          bool prefix = true, int64_t max_running = 8, int64_t seat_quantum = 256,
+          int64_t client_max_running = 0)
       : bs(block_size) {
     CacheConfig cc;
     cc.block_size = bs;
@@ -62,6 +63,7 @@ struct Harness {
     sc.max_batch_tokens = max_batch;
     sc.max_running = max_running;
     sc.seat_quantum = seat_quantum;
+    sc.client_max_running = client_max_running;
     sc.state_floats = kStateFloats;
     sched = std::make_unique<Scheduler>(sc, *cache);
   }
@@ -434,6 +436,38 @@ TEST(Scheduler, SeatRotationTakesFromTheClientHoldingMostSeats) {
   int64_t waiting = 0;
   for (TestSeq* s : many) waiting += s->phase == SeqPhase::waiting;
   EXPECT_EQ(waiting, 1);
+}
+
+// A client at its seat cap gets no more seats, even alone with free ones; another client's
+// request takes a free seat at once. Without the cap the flood takes every seat.
+TEST(Scheduler, ClientSeatCapLeavesSeatsToOthers) {
+  for (int64_t cap : {3, 0}) {
+    SCOPED_TRACE("client_max_running " + std::to_string(cap));
+    Harness h(4, 4096, 4096, 64, true, /*max_running=*/4, /*seat_quantum=*/0, cap);
+    std::mt19937 rng(13);
+    std::vector<TestSeq*> flood;
+    for (int32_t i = 0; i < 6; ++i) flood.push_back(h.add_group(doc_tokens(6, i), 20, 1, 1)[0]);
+    auto flood_running = [&] {
+      return std::count_if(h.sched->running().begin(), h.sched->running().end(),
+                           [](const ScheduledSeq* s) { return s->client == 1; });
+    };
+    for (int i = 0; i < 3; ++i) {
+      h.step(rng, 64);
+      EXPECT_EQ(flood_running(), cap > 0 ? cap : 4);
+    }
+    TestSeq* other = h.add_group(doc_tokens(5, 9), 2, 1, /*client=*/2).front();
+    h.step(rng, 64);
+    EXPECT_EQ(other->phase == SeqPhase::running, cap > 0) << "the other client found no seat";
+    while (h.sched->has_work()) {
+      h.step(rng, 64);
+      ASSERT_FALSE(testing::Test::HasFatalFailure());
+      if (cap > 0) {
+        ASSERT_LE(flood_running(), cap);
+      }
+    }
+    for (TestSeq* s : flood) EXPECT_EQ(s->n_generated, 20);
+    EXPECT_EQ(other->n_generated, 2);
+  }
 }
 
 // A request's choices share one prefill: the later ones wait until the first has committed
