@@ -171,6 +171,15 @@ std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string&
   }
   metric(out, "invar_server_inflight_requests", "gauge", "requests admitted and not yet answered",
          double(inflight.load()));
+  out +=
+      "# HELP invar_client_limit_refusals_total requests and connections refused (429) because "
+      "their client held its share: --client-queue-limit, --client-max-connections\n"
+      "# TYPE invar_client_limit_refusals_total counter\n"
+      "invar_client_limit_refusals_total{limit=\"queue\"} " +
+      std::to_string(client_queue_refusals.load()) +
+      "\n"
+      "invar_client_limit_refusals_total{limit=\"connections\"} " +
+      std::to_string(client_connection_refusals.load()) + "\n";
   metric(out, "invar_requests_cancelled_total", "counter",
          "requests cancelled because the client disconnected", double(cancelled_total.load()));
   if (e) {
