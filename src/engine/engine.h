@@ -35,7 +35,7 @@ struct EngineConfig {
   int64_t fair_ratio = 1;           // --fair-ratio: a request computes at most this many times
                                     // the sequences per step of the smallest competing one
                                     // (engine/fair_share.h; 0: no bound)
-  int64_t seat_quantum = 256;       // --seat-quantum: steps a request holds a seat before it
+  int64_t seat_quantum = 32;        // --seat-quantum: steps a request holds a seat before it
                                     // yields it to one that finds every seat taken (0: never)
   int64_t client_max_running = 0;   // --client-max-running: seats one client may hold (0: no cap)
   int64_t max_queue = 1024;         // waiting requests before submit() refuses (overloaded)

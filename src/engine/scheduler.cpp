@@ -256,10 +256,20 @@ bool Scheduler::client_full(const Unit& u) const {
   return cfg_.client_max_running > 0 && client_running_[u.client_group] >= cfg_.client_max_running;
 }
 
-// A unit that yielded a seat waits a quantum before it may take one back by rotation, and
-// comes after the units that did not yield when seats are handed out.
+// A unit that yielded a seat has had its first token: it waits kYieldedQuanta quanta before it
+// may take a seat back by rotation (a newcomer needs only one seat held a quantum), and comes
+// after the units that did not yield when free seats are handed out.
 bool Scheduler::rotation_waits(const Unit& u) const {
-  return u.yielded_step >= 0 && step_ - u.yielded_step < cfg_.seat_quantum;
+  return u.yielded_step >= 0 && step_ - u.yielded_step < kYieldedQuanta * cfg_.seat_quantum;
+}
+
+// Positions a sequence preempted now recomputes when it is admitted again, while the cache
+// keeps its blocks: those after its last block boundary (a lookup covers at most n − 1), or all
+// of them when it must not look up (prompt logprobs).
+int64_t Scheduler::resume_cost(const ScheduledSeq& s) const {
+  const auto n = static_cast<int64_t>(s.tokens.size());
+  if (!cfg_.prefix_cache || !s.cache_lookup) return n;
+  return n - (n - 1) / cfg_.block_size * cfg_.block_size;
 }
 
 // Shares alone never free a seat when every unit holds no more than its share: 64 single-choice
@@ -267,9 +277,11 @@ bool Scheduler::rotation_waits(const Unit& u) const {
 // Seat rotation bounds that wait: a sequence that has held its seat for seat_quantum steps
 // yields it to a unit below its share (preempted, it resumes later from the prefix cache —
 // the same bits, C1 — recomputing at most the positions after its last block boundary).
-// Victims come from the client holding the most seats, then the oldest seat. A unit that
-// yielded claims a seat this way only after waiting a quantum itself, so one newcomer costs
-// one rotation, not a cascade, and the recomputation stays under a block per quantum of steps.
+// Among the seats held a quantum, victims come from the client holding the most seats, then the
+// one that resumes cheapest (a sequence just past a block boundary recomputes one position),
+// then the oldest seat. A unit that yielded claims a seat this way only after waiting several
+// quanta, so one newcomer costs one rotation, not a cascade, and a yielded request costs at most
+// a block's recomputation per kYieldedQuanta quanta even when requests outnumber seats.
 void Scheduler::seats_rotate() {
   if (cfg_.seat_quantum <= 0) return;
   int64_t want = 0;
@@ -282,8 +294,8 @@ void Scheduler::seats_rotate() {
     ScheduledSeq* victim = nullptr;
     auto key = [this](const ScheduledSeq* s) {
       const Unit& u = units_.at(s->unit);
-      return std::make_tuple(client_running_[u.client_group], -s->seated_step, u.priority,
-                             u.arrival);
+      return std::make_tuple(client_running_[u.client_group], -resume_cost(*s), -s->seated_step,
+                             u.priority, u.arrival);
     };
     for (ScheduledSeq* s : running_) {
       const Unit& u = unit_of(s);

@@ -51,7 +51,7 @@ struct SchedulerConfig {
   int64_t max_running = 64;        // sequences holding a live state at once
   int64_t fair_ratio = 1;          // fair_share.h: a request's seats per step ≤ this × the
                                    // smallest competing demand (0: no bound)
-  int64_t seat_quantum = 256;      // steps a sequence holds its seat before it yields it to a
+  int64_t seat_quantum = 32;       // steps a sequence holds its seat before it yields it to a
                                    // request below its share that finds every seat taken
                                    // (seats_rotate(); 0: never)
   int64_t client_max_running = 0;  // seats one client may hold at once, even alone (0: no cap)
@@ -139,7 +139,9 @@ class Scheduler {
   bool waits_for_shared_prefill(const ScheduledSeq& s) const;
   void shares_compute();
   void fair_preempt();
+  static constexpr int64_t kYieldedQuanta = 4;
   bool rotation_waits(const Unit& u) const;
+  int64_t resume_cost(const ScheduledSeq& s) const;
   bool client_full(const Unit& u) const;
   void seats_rotate();
   void running_select();

@@ -47,7 +47,7 @@ struct Harness {
   int64_t checkpoints_written = 0;
 
   Harness(int64_t block_size, int64_t budget_blocks, int64_t budget_ckpts, int64_t max_batch,
-          bool prefix = true, int64_t max_running = 8, int64_t seat_quantum = 256,
+          bool prefix = true, int64_t max_running = 8, int64_t seat_quantum = 32,
           int64_t client_max_running = 0)
       : bs(block_size) {
     CacheConfig cc;
