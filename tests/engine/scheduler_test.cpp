@@ -438,6 +438,27 @@ TEST(Scheduler, SeatRotationTakesFromTheClientHoldingMostSeats) {
   EXPECT_EQ(waiting, 1);
 }
 
+// Among seats held a quantum, the one that yields is the one that resumes cheapest: just past a
+// block boundary, it recomputes a single position.
+TEST(Scheduler, SeatRotationTakesTheSeatThatResumesCheapest) {
+  Harness h(4, 4096, 4096, 64, true, /*max_running=*/4, /*seat_quantum=*/8);
+  std::mt19937 rng(14);
+  std::vector<TestSeq*> longs;  // prompts of 5..8 tokens: their lengths differ mod the block
+  for (int32_t i = 0; i < 4; ++i) longs.push_back(h.add_group(doc_tokens(5 + i, i), 100, 1, 1)[0]);
+  for (int i = 0; i < 10; ++i) h.step(rng, 64);
+  h.add_group(doc_tokens(5, 9), 4, 1, 1);
+  h.step(rng, 64);
+  ASSERT_EQ(h.sched->counters().seat_rotations, 1);
+  int64_t waiting = 0;
+  for (TestSeq* s : longs) {
+    if (s->phase != SeqPhase::waiting) continue;
+    ++waiting;
+    EXPECT_EQ(s->tokens.size() % 4, 1u) << "it recomputes " << (s->tokens.size() - 1) % 4 + 1
+                                        << " positions where another would recompute 1";
+  }
+  EXPECT_EQ(waiting, 1);
+}
+
 // A client at its seat cap gets no more seats, even alone with free ones; another client's
 // request takes a free seat at once. Without the cap the flood takes every seat.
 TEST(Scheduler, ClientSeatCapLeavesSeatsToOthers) {
