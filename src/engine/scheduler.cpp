@@ -386,12 +386,12 @@ void Scheduler::drafts_extend(StepPlan& plan) {
 }
 
 // Admission: units below their share first, those waiting out a yielded seat after the others;
-// among them the client with the fewest running
-// sequences, then the client admitted least recently (round-robin), then within the client by
-// priority, then the unit with the fewest running, then arrival. Units at or above their share
-// take only slots no one below wants; at most one admission per token of budget. A sequence is
-// admitted only when the cache can hold its whole prompt (+ the first token) beside what this
-// step's admissions need.
+// among them the client with the fewest running sequences, then the client admitted least
+// recently (round-robin), then within the client by priority, then the unit with the fewest
+// running, then arrival. Units of a client at client_max_running wait. Units at or above their
+// share take only slots no one below wants; at most one admission per token of budget. A
+// sequence is admitted only when the cache can hold its whole prompt (+ the first token) beside
+// what this step's admissions need.
 void Scheduler::admission_plan(StepPlan& plan, int64_t budget,
                                std::vector<ScheduledSeq*>& refused) {
   int64_t reserved = 0;  // blocks this step's admissions will still acquire
