@@ -120,6 +120,8 @@ int run_serve(ServeOptions& o) {
   drafter_config_check(o.engine.spec, o.engine.draft);
   o.engine.max_queue = o.server.queue_limit;
   if (o.server.queue_limit < 1) throw Error("--queue-limit must be at least 1");
+  if (o.server.client_queue_limit < 0 || o.server.client_max_connections < 0)
+    throw Error("--client-queue-limit and --client-max-connections must be ≥ 0 (0: derived)");
   if (o.server.max_request_tokens < 0 || o.server.max_request_logprobs < 0)
     throw Error("--max-request-tokens and --max-request-logprobs must be ≥ 0 (0: derived)");
   if (o.engine.max_running < 1) throw Error("--max-num-seqs must be at least 1");
@@ -258,10 +260,20 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
   s->add_option("--max-connections", o->server.max_connections,
                 "open connections before new ones get 503")
       ->capture_default_str();
+  s->add_option("--client-max-connections", o->server.client_max_connections,
+                "open connections from one address before its new ones get 429, so that one "
+                "address cannot take every connection (0: three quarters of --max-connections)")
+      ->capture_default_str();
   s->add_option("--max-body-bytes", o->server.max_body_bytes, "larger request bodies get 413")
       ->capture_default_str();
   s->add_option("--queue-limit", o->server.queue_limit,
                 "requests in flight (running + waiting; a request's n choices are one) before 429")
+      ->capture_default_str();
+  s->add_option("--client-queue-limit", o->server.client_queue_limit,
+                "requests in flight of one client (its API key, else its address) before its "
+                "next ones get 429, so that one client cannot fill --queue-limit for everyone "
+                "(0: three quarters of --queue-limit; with one --api-key all callers are one "
+                "client, and no per-client cap applies unless set)")
       ->capture_default_str();
   s->add_option("--max-request-tokens", o->server.max_request_tokens,
                 "work one request may ask for: n × (prompt + max_tokens) tokens, else 400 naming "
@@ -414,6 +426,17 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
                 "while requests compete, one computes at most N times the sequences per step of "
                 "the smallest competing one (its n choices take turns; 0: no bound, water-filling "
                 "only). Scheduling never changes a logit")
+      ->capture_default_str();
+  s->add_option("--seat-quantum", e.seat_quantum,
+                "engine steps a request keeps its running slot before it yields it to a request "
+                "that finds every slot taken (preempted, it resumes from the prefix cache with "
+                "the same bits); bounds a newcomer's wait beside --max-num-seqs long requests "
+                "(0: never)")
+      ->capture_default_str();
+  s->add_option("--client-max-running", e.client_max_running,
+                "running slots one client (API key, else peer address) may hold at once, even "
+                "when the others are free (0: no cap; --seat-quantum already bounds the wait "
+                "of others)")
       ->capture_default_str();
   spec_flags_add(s, e);
   s->add_option("-c,--ctx,--ctx-size,--max-model-len", e.n_ctx,

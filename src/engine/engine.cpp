@@ -65,6 +65,8 @@ SchedulerConfig scheduler_config(const Model& m, const EngineConfig& c) {
   sc.max_batch_tokens = c.max_batch_tokens;
   sc.max_running = c.max_running;
   sc.fair_ratio = c.fair_ratio;
+  sc.seat_quantum = c.seat_quantum;
+  sc.client_max_running = c.client_max_running;
   sc.state_floats = m.state_floats();
   return sc;
 }
@@ -88,6 +90,8 @@ EngineConfig config_checked(EngineConfig c) {
   if (c.max_running < 1) throw Error("max_running must be ≥ 1");
   if (c.max_queue < 0) throw Error("max_queue must be ≥ 0");
   if (c.fair_ratio < 0) throw Error("--fair-ratio must be ≥ 0");
+  if (c.seat_quantum < 0) throw Error("--seat-quantum must be ≥ 0");
+  if (c.client_max_running < 0) throw Error("--client-max-running must be ≥ 0");
   if (c.cache_bytes < 0) throw Error("--cache-bytes must be ≥ 0");
   if (c.threads < 0) throw Error("--threads must be ≥ 0");
   if (c.threads == 0)
@@ -358,6 +362,7 @@ struct Engine::Impl {
     m.cache_table_bytes = static_cast<uint64_t>(cs.bytes_tables);
     m.evictions = static_cast<uint64_t>(cs.evicted_blocks + cs.evicted_checkpoints);
     m.preemptions = static_cast<uint64_t>(sched.counters().preemptions);
+    m.seat_rotations = static_cast<uint64_t>(sched.counters().seat_rotations);
     spec.metrics_fill(m);
     m.grammar_masks_prefetched = masks.computed();
     m.tokens_per_s = busy_s > 0 ? static_cast<double>(computed_tokens) / busy_s : 0.0;

@@ -35,6 +35,9 @@ struct EngineConfig {
   int64_t fair_ratio = 1;           // --fair-ratio: a request computes at most this many times
                                     // the sequences per step of the smallest competing one
                                     // (engine/fair_share.h; 0: no bound)
+  int64_t seat_quantum = 32;        // --seat-quantum: steps a request holds a seat before it
+                                    // yields it to one that finds every seat taken (0: never)
+  int64_t client_max_running = 0;   // --client-max-running: seats one client may hold (0: no cap)
   int64_t max_queue = 1024;         // waiting requests before submit() refuses (overloaded)
   int threads = 0;                  // --threads (0: hardware concurrency)
   int64_t n_ctx = 0;                // context limit per request (0: the model's n_ctx_train)
@@ -166,6 +169,8 @@ struct EngineMetrics {
   uint64_t referenced_blocks = 0;  // blocks held by running requests (0 when idle)
   uint64_t cache_table_bytes = 0;  // the cache's per-id tables (CacheStats::bytes_tables)
   uint64_t evictions = 0, preemptions = 0;
+  uint64_t seat_rotations =
+      0;  // preemptions that made a seat for a waiting request after a quantum
   double tokens_per_s = 0;
   // Speculative decoding (all 0 with --spec none): drafts verified, drafts kept, verification
   // chunks run, and spec_accepted_hist[i] = verification chunks that kept i drafts (i ≤ k).

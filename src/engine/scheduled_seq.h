@@ -28,9 +28,10 @@ struct ScheduledSeq {
   int64_t priority = 0;  // vLLM's priority: lower is admitted first among its client's requests
 
   // Set by the scheduler.
-  uint64_t unit = 0;       // the request it belongs to: the n choices of one request share it
-  int64_t last_step = -1;  // the step it last computed in (rotation within its unit's share)
-  bool selected = false;   // may compute in the step being planned (cleared by its decode chunk)
+  uint64_t unit = 0;         // the request it belongs to: the n choices of one request share it
+  int64_t last_step = -1;    // the step it last computed in (rotation within its unit's share)
+  int64_t seated_step = -1;  // the step it was last admitted in (seat rotation: oldest yields)
+  bool selected = false;     // may compute in the step being planned (cleared by its decode chunk)
 
   // Compute progress (reset by preemption: recompute from the cache or from scratch).
   int64_t n_done = 0;              // positions whose KV and state are computed

@@ -109,6 +109,8 @@ void Scheduler::admit(ScheduledSeq* s) {
     counters_.cached_tokens += hit.n_tokens;
   }
   s->phase = SeqPhase::running;
+  s->seated_step = step_;
+  u.yielded_step = -1;
   running_.push_back(s);
 }
 
@@ -227,7 +229,8 @@ void Scheduler::shares_compute() {
 void Scheduler::fair_preempt() {
   int64_t need = 0;
   for (const Unit* u : fair_units_)
-    need += std::min(admissible(*u), std::max<int64_t>(0, u->share - u->running));
+    if (!client_full(*u))
+      need += std::min(admissible(*u), std::max<int64_t>(0, u->share - u->running));
   int64_t short_by = need - (cfg_.max_running - static_cast<int64_t>(running_.size()));
   while (short_by-- > 0) {
     Unit* victim = nullptr;
@@ -245,6 +248,66 @@ void Scheduler::fair_preempt() {
         --client_running_[victim->client_group];
         break;
       }
+  }
+}
+
+// A client at client_max_running seats gets no more: not by admission, shares or rotation.
+bool Scheduler::client_full(const Unit& u) const {
+  return cfg_.client_max_running > 0 && client_running_[u.client_group] >= cfg_.client_max_running;
+}
+
+// A unit that yielded a seat has had its first token: it waits kYieldedQuanta quanta before it
+// may take a seat back by rotation (a newcomer needs only one seat held a quantum), and comes
+// after the units that did not yield when free seats are handed out.
+bool Scheduler::rotation_waits(const Unit& u) const {
+  return u.yielded_step >= 0 && step_ - u.yielded_step < kYieldedQuanta * cfg_.seat_quantum;
+}
+
+// Positions a sequence preempted now recomputes when it is admitted again, while the cache
+// keeps its blocks: those after its last block boundary (a lookup covers at most n − 1), or all
+// of them when it must not look up (prompt logprobs).
+int64_t Scheduler::resume_cost(const ScheduledSeq& s) const {
+  const auto n = static_cast<int64_t>(s.tokens.size());
+  if (!cfg_.prefix_cache || !s.cache_lookup) return n;
+  return n - (n - 1) / cfg_.block_size * cfg_.block_size;
+}
+
+// Shares alone never free a seat when every unit holds no more than its share: 64 single-choice
+// requests on 64 seats keep them until they end, and a 65th waits for a whole completion.
+// Seat rotation bounds that wait: a sequence that has held its seat for seat_quantum steps
+// yields it to a unit below its share (preempted, it resumes later from the prefix cache —
+// the same bits, C1 — recomputing at most the positions after its last block boundary).
+// Among the seats held a quantum, victims come from the client holding the most seats, then the
+// one that resumes cheapest (a sequence just past a block boundary recomputes one position),
+// then the oldest seat. A unit that yielded claims a seat this way only after waiting several
+// quanta, so one newcomer costs one rotation, not a cascade, and a yielded request costs at most
+// a block's recomputation per kYieldedQuanta quanta even when requests outnumber seats.
+void Scheduler::seats_rotate() {
+  if (cfg_.seat_quantum <= 0) return;
+  int64_t want = 0;
+  for (const Unit* u : fair_units_)
+    if (u->running < u->share && admissible(*u) > 0 && !rotation_waits(*u) && !client_full(*u) &&
+        !waits_for_shared_prefill(*u->waiting.front()))
+      want += std::min(admissible(*u), u->share - u->running);
+  int64_t short_by = want - (cfg_.max_running - static_cast<int64_t>(running_.size()));
+  for (; short_by > 0; --short_by) {
+    ScheduledSeq* victim = nullptr;
+    auto key = [this](const ScheduledSeq* s) {
+      const Unit& u = units_.at(s->unit);
+      return std::make_tuple(client_running_[u.client_group], -resume_cost(*s), -s->seated_step,
+                             u.priority, u.arrival);
+    };
+    for (ScheduledSeq* s : running_) {
+      const Unit& u = unit_of(s);
+      if (u.running < u.share || step_ - s->seated_step < cfg_.seat_quantum) continue;
+      if (!victim || key(s) > key(victim)) victim = s;
+    }
+    if (!victim) return;
+    Unit& v = unit_of(victim);
+    preempt(victim);
+    v.yielded_step = step_;
+    --client_running_[v.client_group];
+    ++counters_.seat_rotations;
   }
 }
 
@@ -322,12 +385,13 @@ void Scheduler::drafts_extend(StepPlan& plan) {
   }
 }
 
-// Admission: units below their share first; among them the client with the fewest running
-// sequences, then the client admitted least recently (round-robin), then within the client by
-// priority, then the unit with the fewest running, then arrival. Units at or above their share
-// take only slots no one below wants; at most one admission per token of budget. A sequence is
-// admitted only when the cache can hold its whole prompt (+ the first token) beside what this
-// step's admissions need.
+// Admission: units below their share first, those waiting out a yielded seat after the others;
+// among them the client with the fewest running sequences, then the client admitted least
+// recently (round-robin), then within the client by priority, then the unit with the fewest
+// running, then arrival. Units of a client at client_max_running wait. Units at or above their
+// share take only slots no one below wants; at most one admission per token of budget. A
+// sequence is admitted only when the cache can hold its whole prompt (+ the first token) beside
+// what this step's admissions need.
 void Scheduler::admission_plan(StepPlan& plan, int64_t budget,
                                std::vector<ScheduledSeq*>& refused) {
   int64_t reserved = 0;  // blocks this step's admissions will still acquire
@@ -335,12 +399,12 @@ void Scheduler::admission_plan(StepPlan& plan, int64_t budget,
        admitted < budget && static_cast<int64_t>(running_.size()) < cfg_.max_running;) {
     Unit* best = nullptr;
     auto key = [this](const Unit* u) {
-      return std::make_tuple(u->running >= u->share, client_running_[u->client_group],
-                             client_admitted_[u->client_group], u->priority, u->running,
-                             u->arrival);
+      return std::make_tuple(u->running >= u->share, rotation_waits(*u),
+                             client_running_[u->client_group], client_admitted_[u->client_group],
+                             u->priority, u->running, u->arrival);
     };
     for (Unit* u : fair_units_)
-      if (admissible(*u) > 0 && (!best || key(u) < key(best)) &&
+      if (admissible(*u) > 0 && !client_full(*u) && (!best || key(u) < key(best)) &&
           !waits_for_shared_prefill(*u->waiting.front()))
         best = u;
     if (!best) return;
@@ -423,6 +487,7 @@ void Scheduler::schedule(StepPlan& plan, std::vector<ScheduledSeq*>& refused) {
     int64_t budget = cfg_.max_batch_tokens;
     shares_compute();
     fair_preempt();
+    seats_rotate();
     running_select();
     decode_plan(plan, budget);
     admission_plan(plan, budget, refused);

@@ -16,7 +16,10 @@
 // client. A step computes at most its share of each unit's sequences (the least recently
 // computed first), admission goes to the units furthest below their share (then by priority and
 // arrival within a client), and a unit below its share that finds every slot taken gets one
-// from the unit furthest above its share (preempted). Prefill tokens are divided max-min fair
+// from the unit furthest above its share (preempted). When every unit holds no more than its
+// share and seats still run out (more single-choice requests than seats), a sequence that has
+// held its seat for seat_quantum steps yields it (seats_rotate()): a request waits at most a
+// quantum for its first token, whatever the others ask for. Prefill tokens are divided max-min fair
 // across clients, then units. A unit's later choices that share the first one's prompt wait
 // until the first has computed it, then hit its blocks: one prefill for n choices. So do other
 // requests whose prompts share whole blocks that a running request is still computing: the
@@ -48,6 +51,10 @@ struct SchedulerConfig {
   int64_t max_running = 64;        // sequences holding a live state at once
   int64_t fair_ratio = 1;          // fair_share.h: a request's seats per step ≤ this × the
                                    // smallest competing demand (0: no bound)
+  int64_t seat_quantum = 32;       // steps a sequence holds its seat before it yields it to a
+                                   // request below its share that finds every seat taken
+                                   // (seats_rotate(); 0: never)
+  int64_t client_max_running = 0;  // seats one client may hold at once, even alone (0: no cap)
   int64_t state_floats = 0;        // live recurrent state per running sequence
 };
 
@@ -71,8 +78,9 @@ struct StepPlan {
 };
 
 struct SchedulerCounters {
-  int64_t preemptions = 0;
-  int64_t cached_tokens = 0;  // sum of tokens served from cache at admission
+  int64_t preemptions = 0;     // every kind: memory, shares and seat rotation
+  int64_t seat_rotations = 0;  // of them, seats yielded after a quantum (seats_rotate())
+  int64_t cached_tokens = 0;   // sum of tokens served from cache at admission
 };
 
 class Scheduler {
@@ -120,6 +128,7 @@ class Scheduler {
     int64_t members = 0;                // enqueued and not removed
     ScheduledSeq* leader = nullptr;     // the first choice, until it has computed its prompt
     int64_t share = 0, selected = 0;    // this step
+    int64_t yielded_step = -1;          // the step seats_rotate() last took a seat of it
     size_t client_group = 0;            // this step: index into client_running_ and _admitted_
   };
   Unit& unit_of(const ScheduledSeq* s) { return units_.at(s->unit); }
@@ -130,6 +139,11 @@ class Scheduler {
   bool waits_for_shared_prefill(const ScheduledSeq& s) const;
   void shares_compute();
   void fair_preempt();
+  static constexpr int64_t kYieldedQuanta = 4;
+  bool rotation_waits(const Unit& u) const;
+  int64_t resume_cost(const ScheduledSeq& s) const;
+  bool client_full(const Unit& u) const;
+  void seats_rotate();
   void running_select();
   void decode_plan(StepPlan& plan, int64_t& budget);
   void drafts_extend(StepPlan& plan);

@@ -95,6 +95,7 @@ CompletionChoices::CompletionChoices(Backend& backend, ApiRequest req, ServerMet
 CompletionChoices::~CompletionChoices() {
   jobs_.clear();  // cancels what still runs before the slot is given back
   if (admitted_) metrics_.inflight.fetch_sub(1);
+  if (client_slot_) metrics_.inflight_by_client.release(req_.client_key);
 }
 
 void CompletionChoices::budget_check(const RequestBudget& budget) const {
@@ -123,7 +124,19 @@ void CompletionChoices::budget_check(const RequestBudget& budget) const {
             " (--max-request-logprobs): lower n, max_tokens or the logprobs asked");
 }
 
-void CompletionChoices::start(int64_t queue_limit, std::function<void()> notify) {
+void CompletionChoices::start(int64_t queue_limit, int64_t client_limit,
+                              std::function<void()> notify) {
+  // The client's own cap first: a client that floods is refused while the server still has
+  // room for the others (a cap at or above the server's never binds).
+  if (client_limit < queue_limit) {
+    if (!metrics_.inflight_by_client.acquire(req_.client_key, client_limit)) {
+      ++metrics_.client_queue_refusals;
+      throw overloaded("this client already has " + std::to_string(client_limit) +
+                       " requests in flight, its limit (--client-queue-limit): retry when one "
+                       "has finished; other clients are still served");
+    }
+    client_slot_ = true;
+  }
   if (metrics_.inflight.fetch_add(1) >= queue_limit) {
     metrics_.inflight.fetch_sub(1);
     throw overloaded("server is at its queue limit of " + std::to_string(queue_limit) +

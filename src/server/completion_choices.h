@@ -37,9 +37,9 @@ class CompletionChoices {
   CompletionChoices(Backend& backend, ApiRequest req, ServerMetrics& metrics,
                     const RequestBudget& budget, const ImageBounds& images = {});
   ~CompletionChoices();  // releases the admission slot
-  // Admits the request (one slot; 429 when `queue_limit` requests are in flight) and submits
-  // its choices as one group. Throws ApiError.
-  void start(int64_t queue_limit, std::function<void()> notify);
+  // Admits the request (one slot; 429 when its client already has `client_limit` requests in
+  // flight, or the server `queue_limit`) and submits its choices as one group. Throws ApiError.
+  void start(int64_t queue_limit, int64_t client_limit, std::function<void()> notify);
 
   // Whole response, once every choice has finished.
   std::optional<std::pair<int, std::string>> poll_whole();
@@ -64,6 +64,7 @@ class CompletionChoices {
   Backend& backend_;
   ServerMetrics& metrics_;
   bool admitted_ = false;
+  bool client_slot_ = false;  // holds one of metrics_.inflight_by_client's slots
   double image_pool_cpu_s_ = 0;
   ApiRequest req_;  // without the prompt (choice 0 holds it)
   std::vector<std::unique_ptr<CompletionJob>> jobs_;

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/client_limits.h"
 #include "server/completion_choices.h"
 #include "server/cors.h"
 #include "server/http_transport.h"
@@ -245,6 +246,12 @@ struct HttpServer::Impl {
     if (!req.peer.empty()) return "peer:" + req.peer;
     return "user:" + r.user;
   }
+  // With one --api-key every caller is that key's client: a per-client cap would only lower the
+  // server's own, so it binds there only when asked for.
+  int64_t client_queue_cap() const {
+    if (cfg.client_queue_limit == 0 && !cfg.api_key.empty()) return cfg.queue_limit;
+    return client_cap(cfg.client_queue_limit, cfg.queue_limit);
+  }
   RequestBudget budget() const {
     RequestBudget b;
     b.tokens = cfg.max_request_tokens > 0
@@ -308,6 +315,7 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
     EngineMetrics em;
     bool have = s == State::ready || s == State::draining;
     if (have) em = backend->metrics();
+    metrics.client_connection_refusals.store(transport->peer_refusals());
     std::string text = metrics.exposition(have ? &em : nullptr, state_name(s));
     if (have) text += vllm_metrics_exposition(em, metrics, served_names().front());
     if (have && backend->vision()) text += image_metrics_exposition(backend->image_stats());
@@ -521,7 +529,7 @@ Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, 
     auto job =
         std::make_unique<CompletionChoices>(*backend, std::move(r), metrics, budget(), images);
     cpu_check(cpu0, "rendering and tokenising the prompt", job->image_pool_cpu_seconds());
-    job->start(cfg.queue_limit, wake);
+    job->start(cfg.queue_limit, client_queue_cap(), wake);
     RequestRecord rec;
     rec.method = req.head.method;
     rec.path = req.path;
@@ -543,6 +551,7 @@ HttpServer::HttpServer(ServerConfig cfg, Loader loader) : impl_(std::make_unique
   t.port = m.cfg.port;
   t.max_body_bytes = m.cfg.max_body_bytes;
   t.max_connections = m.cfg.max_connections;
+  t.max_connections_per_peer = m.cfg.client_max_connections;
   t.head_timeout_s = m.cfg.head_timeout_s;
   t.body_timeout_s = m.cfg.body_timeout_s;
   t.body_stall_s = m.cfg.body_stall_s;

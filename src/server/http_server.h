@@ -49,6 +49,13 @@ struct ServerConfig {
   // --grammar-cache-bytes: compiled grammars kept for reuse (grammar::compile_cached), bytes.
   size_t grammar_cache_bytes = grammar::kCompileCacheBytesDefault;
   int max_connections = 4096;  // open connections before a 503
+  // Per client (client_limits.h), so that one client is refused (429) before the server-wide
+  // limits refuse everyone: requests in flight of one client (API key, else peer address) and
+  // open connections from one address. 0: three quarters of queue_limit / max_connections (with
+  // one api_key every caller is that key's client: no per-client request cap unless asked). A
+  // cap at or above the server-wide limit never binds.
+  int64_t client_queue_limit = 0;
+  int client_max_connections = 0;
   double head_timeout_s = 10, body_timeout_s = 30, body_stall_s = 5;  // see http_transport.h
   double idle_timeout_s = 30;
   std::vector<std::string> model_aliases;  // names accepted in "model" besides the model id

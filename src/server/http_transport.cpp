@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/client_limits.h"
 #include "server/cors.h"
 
 namespace invar::server {
@@ -74,6 +75,8 @@ struct Shared {
   ResponseLogger logger;
   std::mutex mu;
   std::unordered_map<Connection*, std::weak_ptr<Connection>> live;
+  ClientSlots peers;  // open connections per peer address (when max_connections_per_peer binds)
+  std::atomic<uint64_t> peer_refusals{0};
 };
 
 // The engine's side of a connection: wakes are posted to the connection's strand until the
@@ -99,16 +102,20 @@ struct WakeSlot {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(std::shared_ptr<Shared> sh, tcp::socket sock)
+  // `peer_counted`: the connection holds one of its peer's slots in sh->peers.
+  Connection(std::shared_ptr<Shared> sh, tcp::socket sock, std::string peer, bool peer_counted)
       : sh_(std::move(sh)),
         sock_(std::move(sock)),
         read_timer_(sock_.get_executor()),
         write_timer_(sock_.get_executor()),
         tick_timer_(sock_.get_executor()),
         scanner_(sh_->cfg.head),
-        wake_(std::make_shared<WakeSlot>()) {}
+        wake_(std::make_shared<WakeSlot>()),
+        peer_(std::move(peer)),
+        peer_counted_(peer_counted) {}
   ~Connection() {
     wake_->close();
+    if (peer_counted_) sh_->peers.release(peer_);
     std::lock_guard<std::mutex> lock(sh_->mu);
     sh_->live.erase(this);
   }
@@ -122,8 +129,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     wake_->conn = weak_from_this();
     error_code ec;
     sock_.set_option(tcp::no_delay(true), ec);
-    const tcp::endpoint remote = sock_.remote_endpoint(ec);
-    if (!ec) peer_ = remote.address().to_string();
     arm_read_timer(sh_->cfg.idle_timeout_s);
     read();
   }
@@ -462,7 +467,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<PendingReply> pending_;
   std::string method_, path_;  // of the request being read or answered ("" until its head)
   std::string peer_;           // the client's address
-  std::string cors_;           // the CORS header lines of the current request's response
+  bool peer_counted_ = false;
+  std::string cors_;  // the CORS header lines of the current request's response
   std::chrono::steady_clock::time_point body_deadline_;
   Phase phase_ = Phase::idle;
   size_t linger_bytes_ = 0;
@@ -481,6 +487,7 @@ struct HttpTransport::Impl {
   std::vector<std::thread> threads;
   bool stopped = false;
   int max_connections = 0;  // the configured cap, lowered to fit the descriptor limit
+  int max_per_peer = 0;     // client_cap() of it; binds only below max_connections
 
   void accept() {
     acceptor->async_accept(asio::make_strand(*io), [this](error_code ec, tcp::socket sock) {
@@ -492,10 +499,24 @@ struct HttpTransport::Impl {
         });
         return;
       }
-      if (connection_count() >= max_connections)
-        reject(std::move(sock));
-      else
-        std::make_shared<Connection>(sh, std::move(sock))->start();
+      error_code pe;
+      const tcp::endpoint remote = sock.remote_endpoint(pe);
+      std::string peer = pe ? std::string() : remote.address().to_string();
+      const bool per_peer = !peer.empty() && max_per_peer < max_connections;
+      if (connection_count() >= max_connections) {
+        reject(std::move(sock), 503,
+               unavailable("the server is at its limit of " + std::to_string(max_connections) +
+                           " connections: retry later"));
+      } else if (per_peer && !sh->peers.acquire(peer, max_per_peer)) {
+        // One address holding most connections (idle sockets, say) leaves the rest to others.
+        ++sh->peer_refusals;
+        reject(std::move(sock), 429,
+               overloaded("this address already holds " + std::to_string(max_per_peer) +
+                          " open connections, its limit (--client-max-connections): close idle "
+                          "ones or reuse them; other clients are still served"));
+      } else {
+        std::make_shared<Connection>(sh, std::move(sock), std::move(peer), per_peer)->start();
+      }
       accept();
     });
   }
@@ -505,13 +526,11 @@ struct HttpTransport::Impl {
     return int(sh->live.size());
   }
 
-  void reject(tcp::socket sock) {
+  void reject(tcp::socket sock, int status, const ApiError& why) {
     auto s = std::make_shared<tcp::socket>(std::move(sock));
-    const std::string why = "the server is at its limit of " + std::to_string(max_connections) +
-                            " connections: retry later";
-    if (sh->logger) sh->logger("", "", 503, &why);
+    if (sh->logger) sh->logger("", "", status, &why.message);
     auto text = std::make_shared<std::string>(
-        reply_text({503, "application/json", unavailable(why).to_json()}, false, false));
+        reply_text({status, "application/json", why.to_json()}, false, false));
     asio::async_write(*s, asio::buffer(*text), [s, text](error_code, size_t) {
       error_code ec;
       s->shutdown(tcp::socket::shutdown_send, ec);
@@ -563,6 +582,7 @@ void HttpTransport::start() {
   if (getrlimit(RLIMIT_NOFILE, &fds) == 0 && fds.rlim_cur != RLIM_INFINITY)
     m.max_connections = int(
         std::min<rlim_t>(rlim_t(m.max_connections), fds.rlim_cur > 128 ? fds.rlim_cur - 64 : 64));
+  m.max_per_peer = int(client_cap(m.sh->cfg.max_connections_per_peer, m.max_connections));
   m.accept();
   for (int i = 0; i < std::max(1, m.sh->cfg.io_threads); ++i)
     m.threads.emplace_back([&m] { m.io->run(); });
@@ -590,6 +610,10 @@ void HttpTransport::stop() {
 
 int HttpTransport::connections() const {
   return impl_->connection_count();
+}
+
+uint64_t HttpTransport::peer_refusals() const {
+  return impl_->sh->peer_refusals.load();
 }
 
 }  // namespace invar::server

@@ -22,6 +22,8 @@ struct TransportConfig {
   HeadLimits head;
   size_t max_body_bytes = 4u << 20;  // → 413 the moment a body (chunked or not) crosses it
   int max_connections = 4096;        // beyond: 503 and close
+  int max_connections_per_peer = 0;  // beyond, from one address: 429 and close (0: three
+                                     // quarters of max_connections, client_limits.h)
   double head_timeout_s = 10;        // first byte of a request → end of its head (else 408)
   double body_timeout_s = 30;        // end of the head → end of the body (else 408)
   double body_stall_s = 5;           // no body byte for this long → 408
@@ -91,6 +93,7 @@ class HttpTransport {
   // and joins the IO threads. Idempotent.
   void stop();
   int connections() const;
+  uint64_t peer_refusals() const;  // connections refused at max_connections_per_peer
 
  private:
   struct Impl;

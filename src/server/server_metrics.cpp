@@ -171,6 +171,15 @@ std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string&
   }
   metric(out, "invar_server_inflight_requests", "gauge", "requests admitted and not yet answered",
          double(inflight.load()));
+  out +=
+      "# HELP invar_client_limit_refusals_total requests and connections refused (429) because "
+      "their client held its share: --client-queue-limit, --client-max-connections\n"
+      "# TYPE invar_client_limit_refusals_total counter\n"
+      "invar_client_limit_refusals_total{limit=\"queue\"} " +
+      std::to_string(client_queue_refusals.load()) +
+      "\n"
+      "invar_client_limit_refusals_total{limit=\"connections\"} " +
+      std::to_string(client_connection_refusals.load()) + "\n";
   metric(out, "invar_requests_cancelled_total", "counter",
          "requests cancelled because the client disconnected", double(cancelled_total.load()));
   if (e) {
@@ -208,6 +217,10 @@ std::string ServerMetrics::exposition(const EngineMetrics* e, const std::string&
            "use fall)",
            double(e->cache_table_bytes));
     metric(out, "invar_preemptions_total", "counter", "requests preempted", double(e->preemptions));
+    metric(out, "invar_seat_rotations_total", "counter",
+           "preemptions that gave a waiting request the seat of one that held it --seat-quantum "
+           "steps",
+           double(e->seat_rotations));
     metric(out, "invar_engine_tokens_per_second", "gauge", "recent engine throughput",
            e->tokens_per_s);
     if (!e->spec_accepted_hist.empty()) out += spec_exposition(*e);

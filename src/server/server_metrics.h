@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "grammar/compile.h"
 #include "server/backend.h"
+#include "server/client_limits.h"
 #include "server/vllm_metrics.h"
 
 namespace invar::server {
@@ -42,8 +43,12 @@ class LatencyHistogram {
 };
 
 struct ServerMetrics {
-  std::atomic<int64_t> inflight{0};          // admitted requests not yet answered
-  std::atomic<uint64_t> cancelled_total{0};  // cancelled by a client disconnect
+  std::atomic<int64_t> inflight{0};                // admitted requests not yet answered
+  ClientSlots inflight_by_client;                  // of them, per client (--client-queue-limit)
+  std::atomic<uint64_t> client_queue_refusals{0};  // 429: a client at its request cap
+  std::atomic<uint64_t> client_connection_refusals{0};  // 429: an address at its connection
+                                                        // cap (copied from the transport)
+  std::atomic<uint64_t> cancelled_total{0};             // cancelled by a client disconnect
   std::atomic<uint64_t> completion_tokens_total{0};
   std::atomic<uint64_t> responses_total{0};              // every response, of every status
   LatencyHistogram ttft{vllm_ttft_bounds()};             // submit → first generated token

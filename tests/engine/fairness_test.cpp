@@ -2,7 +2,9 @@
 // tokens each from another client — gets the same tokens and logits bits as alone, and while it
 // runs the attacker computes at most one token per step of it (fair_share.h, ratio 1), counted
 // in the engine's own event order, not in time. The n choices of one request share one prefill:
-// the later ones hit the first one's blocks and still equal their n = 1 runs bit for bit.
+// the later ones hit the first one's blocks and still equal their n = 1 runs bit for bit. A
+// request that yields its seat to a newcomer (seat rotation) resumes with the same bits.
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -81,6 +83,78 @@ TEST_P(Fairness, BesideTheAttackersRequestSameBitsBoundedWait) {
   std::printf("attacker tokens computed while B produced its %zu: %lld\n", got.generated.size(),
               static_cast<long long>(attacker_events));
   EXPECT_LE(attacker_events, static_cast<int64_t>(got.generated.size()));
+}
+
+// Every seat held by a long single-choice request of one client (each at its share, so shares
+// free no seat): a newcomer gets its first token within a step of arriving by seat rotation, and
+// the request that yielded its seat resumes from the prefix cache and still equals its solo run
+// bit for bit, as do all the others. Counted in the engine's event order: the newcomer is
+// submitted from the engine thread itself, at a known event. Without rotation it waits for a
+// whole completion.
+TEST_P(Fairness, NewcomerBesideSeatsFullOfLongRequestsGetsASeatSameBits) {
+  const Model& m = model_get(GetParam());
+  const int64_t V = m.hparams().n_vocab;
+  std::mt19937 rng(73);
+  const size_t n_long = 4;
+  const int64_t long_tokens = 48, arrive_after = 16;
+  std::vector<GenerationRequest> reqs;
+  for (size_t i = 0; i <= n_long; ++i) {
+    const bool newcomer = i == n_long;
+    GenerationRequest r = request_make(tokens_random(rng, newcomer ? 9 : 20 + int64_t(i), V),
+                                       newcomer ? 4 : long_tokens, true);
+    r.sampling.temperature = 0.8f;
+    r.sampling.seed = 40 + i;
+    r.top_logprobs = 3;
+    r.client_key = "one address";
+    reqs.push_back(r);
+  }
+  EngineConfig cfg = config_base();
+  cfg.max_running = int64_t(n_long);
+  const std::vector<Outcome> solo = run_sequential(m, cfg, reqs);
+
+  for (int64_t quantum : {8, 0}) {
+    SCOPED_TRACE("seat_quantum " + std::to_string(quantum));
+    cfg.seat_quantum = quantum;
+    Collector col;
+    for (size_t i = 0; i <= n_long; ++i) col.sink(i);
+    std::atomic<int64_t> submitted_at{-1};
+    EventSink newcomer_sink = col.sink(n_long);
+    Engine engine(m, nullptr, cfg);
+    EventSink first = [&, inner = col.sink(0)](RequestEvent&& ev) {
+      const bool token = ev.kind == EventKind::token;
+      inner(std::move(ev));
+      const Outcome o = col.take(0);
+      if (token && int64_t(o.generated.size()) == arrive_after) {
+        submitted_at = o.last_event;
+        engine.submit(reqs[n_long], std::move(newcomer_sink));
+      }
+    };
+    col.hold();  // every long request is queued before the first computes
+    engine.submit(reqs[0], std::move(first));
+    for (size_t i = 1; i < n_long; ++i) engine.submit(reqs[i], col.sink(i));
+    col.release();
+    col.wait(n_long + 1);
+
+    const Outcome got = col.take(n_long);
+    ASSERT_GE(submitted_at.load(), 0);
+    // Between its arrival and its first token: the rest of the step in flight, then its own
+    // step's decodes: under two steps of the others' tokens.
+    const int64_t waited = got.first_event - submitted_at.load() - 1;
+    std::printf("seat_quantum %lld: other requests' events before the newcomer's first: %lld\n",
+                static_cast<long long>(quantum), static_cast<long long>(waited));
+    const EngineMetrics em = engine.metrics();
+    if (quantum > 0) {
+      EXPECT_LT(waited, 2 * cfg.max_running);
+      EXPECT_EQ(em.seat_rotations, 1u) << "one newcomer, one seat yielded";
+    } else {
+      EXPECT_GT(waited, (long_tokens - arrive_after - 1) * (cfg.max_running - 1))
+          << "without rotation the newcomer waits for a whole completion";
+      EXPECT_EQ(em.seat_rotations, 0u);
+    }
+    for (size_t i = 0; i <= n_long; ++i)
+      expect_same_bits(solo[i], col.take(i), static_cast<int64_t>(reqs[i].prompt.size()),
+                       "request " + std::to_string(i));
+  }
 }
 
 TEST_P(Fairness, ChoicesShareOnePrefillAndEqualTheirSoloRuns) {

@@ -47,7 +47,8 @@ struct Harness {
   int64_t checkpoints_written = 0;
 
   Harness(int64_t block_size, int64_t budget_blocks, int64_t budget_ckpts, int64_t max_batch,
-          bool prefix = true, int64_t max_running = 8)
+          bool prefix = true, int64_t max_running = 8, int64_t seat_quantum = 32,
+          int64_t client_max_running = 0)
       : bs(block_size) {
     CacheConfig cc;
     cc.block_size = bs;
@@ -61,6 +62,8 @@ struct Harness {
     sc.prefix_cache = prefix;
     sc.max_batch_tokens = max_batch;
     sc.max_running = max_running;
+    sc.seat_quantum = seat_quantum;
+    sc.client_max_running = client_max_running;
     sc.state_floats = kStateFloats;
     sched = std::make_unique<Scheduler>(sc, *cache);
   }
@@ -373,6 +376,119 @@ TEST(Scheduler, SmallRequestBesideAHostileOneWaitsBoundedSteps) {
   }
   for (TestSeq* s : big) EXPECT_EQ(s->n_generated, 200);
   EXPECT_EQ(h.cache->stats().blocks_referenced, 0);
+}
+
+// Seats full of single-choice requests, each at its share (one seat): shares free no seat, so
+// a newcomer gets one by rotation from the oldest seat once it has been held a quantum; the one
+// that yielded resumes from the cache (the fake forward checks its state and KV against a cold
+// run) and ends, and the newcomer's 4 steps cost one rotation, not a cascade. Without rotation
+// the newcomer waits for a whole completion. All from one client: the case of many requests
+// from one address, where no share of a client's seats helps.
+TEST(Scheduler, NewcomerBesideSeatsFullOfLongRequestsWaitsAtMostAQuantum) {
+  for (int64_t quantum : {8, 0}) {
+    SCOPED_TRACE("seat_quantum " + std::to_string(quantum));
+    const int64_t max_running = 4, budget = 64;
+    Harness h(4, 4096, 4096, budget, true, max_running, quantum);
+    std::mt19937 rng(11);
+    std::vector<TestSeq*> longs;
+    for (int32_t i = 0; i < 4; ++i) longs.push_back(h.add_group(doc_tokens(6, i), 100, 1, 1)[0]);
+    for (int i = 0; i < 20; ++i) h.step(rng, budget);  // every seat held past the quantum
+    ASSERT_EQ(h.sched->counters().preemptions, 0);
+    TestSeq* newcomer = h.add_group(doc_tokens(5, 9), 4, 1, 1).front();
+    int64_t steps = 0;
+    while (newcomer->n_generated == 0) {
+      h.step(rng, budget);
+      ++steps;
+      ASSERT_FALSE(testing::Test::HasFatalFailure());
+      ASSERT_LE(steps, 200);
+    }
+    if (quantum > 0) {
+      EXPECT_EQ(steps, 1) << "the newcomer waited for a seat";
+      EXPECT_EQ(h.sched->counters().seat_rotations, 1);
+    } else {
+      EXPECT_GE(steps, 100 - 20) << "without rotation it waits for a whole completion";
+      EXPECT_EQ(h.sched->counters().seat_rotations, 0);
+    }
+    while (h.sched->has_work()) {
+      h.step(rng, budget);
+      ASSERT_FALSE(testing::Test::HasFatalFailure());
+    }
+    for (TestSeq* s : longs) EXPECT_EQ(s->n_generated, 100);
+    EXPECT_EQ(h.sched->counters().seat_rotations, quantum > 0 ? 1 : 0)
+        << "the request that yielded took a seat back by rotation before waiting a quantum";
+    EXPECT_EQ(h.cache->stats().blocks_referenced, 0);
+  }
+}
+
+// The seat that yields is the oldest of the client holding the most seats.
+TEST(Scheduler, SeatRotationTakesFromTheClientHoldingMostSeats) {
+  Harness h(4, 4096, 4096, 64, true, /*max_running=*/4, /*seat_quantum=*/8);
+  std::mt19937 rng(12);
+  TestSeq* lone = h.add_group(doc_tokens(6, 1), 100, 1, /*client=*/2).front();
+  h.step(rng, 64);  // client 2's seat is the oldest
+  std::vector<TestSeq*> many;
+  for (int32_t i = 0; i < 3; ++i) many.push_back(h.add_group(doc_tokens(6, 2 + i), 100, 1, 1)[0]);
+  for (int i = 0; i < 12; ++i) h.step(rng, 64);
+  h.add_group(doc_tokens(5, 9), 4, 1, /*client=*/3);
+  h.step(rng, 64);
+  EXPECT_EQ(h.sched->counters().seat_rotations, 1);
+  EXPECT_EQ(lone->phase, SeqPhase::running) << "the client with one seat lost it";
+  int64_t waiting = 0;
+  for (TestSeq* s : many) waiting += s->phase == SeqPhase::waiting;
+  EXPECT_EQ(waiting, 1);
+}
+
+// Among seats held a quantum, the one that yields is the one that resumes cheapest: just past a
+// block boundary, it recomputes a single position.
+TEST(Scheduler, SeatRotationTakesTheSeatThatResumesCheapest) {
+  Harness h(4, 4096, 4096, 64, true, /*max_running=*/4, /*seat_quantum=*/8);
+  std::mt19937 rng(14);
+  std::vector<TestSeq*> longs;  // prompts of 5..8 tokens: their lengths differ mod the block
+  for (int32_t i = 0; i < 4; ++i) longs.push_back(h.add_group(doc_tokens(5 + i, i), 100, 1, 1)[0]);
+  for (int i = 0; i < 10; ++i) h.step(rng, 64);
+  h.add_group(doc_tokens(5, 9), 4, 1, 1);
+  h.step(rng, 64);
+  ASSERT_EQ(h.sched->counters().seat_rotations, 1);
+  int64_t waiting = 0;
+  for (TestSeq* s : longs) {
+    if (s->phase != SeqPhase::waiting) continue;
+    ++waiting;
+    EXPECT_EQ(s->tokens.size() % 4, 1u) << "it recomputes " << (s->tokens.size() - 1) % 4 + 1
+                                        << " positions where another would recompute 1";
+  }
+  EXPECT_EQ(waiting, 1);
+}
+
+// A client at its seat cap gets no more seats, even alone with free ones; another client's
+// request takes a free seat at once. Without the cap the flood takes every seat.
+TEST(Scheduler, ClientSeatCapLeavesSeatsToOthers) {
+  for (int64_t cap : {3, 0}) {
+    SCOPED_TRACE("client_max_running " + std::to_string(cap));
+    Harness h(4, 4096, 4096, 64, true, /*max_running=*/4, /*seat_quantum=*/0, cap);
+    std::mt19937 rng(13);
+    std::vector<TestSeq*> flood;
+    for (int32_t i = 0; i < 6; ++i) flood.push_back(h.add_group(doc_tokens(6, i), 20, 1, 1)[0]);
+    auto flood_running = [&] {
+      return std::count_if(h.sched->running().begin(), h.sched->running().end(),
+                           [](const ScheduledSeq* s) { return s->client == 1; });
+    };
+    for (int i = 0; i < 3; ++i) {
+      h.step(rng, 64);
+      EXPECT_EQ(flood_running(), cap > 0 ? cap : 4);
+    }
+    TestSeq* other = h.add_group(doc_tokens(5, 9), 2, 1, /*client=*/2).front();
+    h.step(rng, 64);
+    EXPECT_EQ(other->phase == SeqPhase::running, cap > 0) << "the other client found no seat";
+    while (h.sched->has_work()) {
+      h.step(rng, 64);
+      ASSERT_FALSE(testing::Test::HasFatalFailure());
+      if (cap > 0) {
+        ASSERT_LE(flood_running(), cap);
+      }
+    }
+    for (TestSeq* s : flood) EXPECT_EQ(s->n_generated, 20);
+    EXPECT_EQ(other->n_generated, 2);
+  }
 }
 
 // A request's choices share one prefill: the later ones wait until the first has committed

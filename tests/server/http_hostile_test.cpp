@@ -177,6 +177,7 @@ TEST(HostileHttp, HugeChunkedUploadGets413WithoutBuffering) {
 TEST(HostileHttp, ConnectionCapGives503) {
   ServerConfig cfg;
   cfg.max_connections = 8;
+  cfg.client_max_connections = 8;  // every connection here comes from one address
   FakeServer s(cfg);
   std::vector<int> fds;
   for (int i = 0; i < 8; ++i) fds.push_back(connect_local(s.port));
