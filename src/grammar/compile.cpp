@@ -131,9 +131,12 @@ CompileCache& cache() {
 
 }  // namespace
 
-std::shared_ptr<const Grammar> compile_cached(Kind kind, std::string_view text) {
-  // The content hash keys the cache: 64 hex characters per entry, whatever the text's size.
-  const std::string key = std::string(kind_name(kind)) + ":" + sha256_hex(text);
+std::shared_ptr<const Grammar> compile_cached(Kind kind, std::string_view text,
+                                              std::string_view scope) {
+  // The content hash keys the cache: 64 hex characters per entry, whatever the text's size; the
+  // scope (length-prefixed) keeps each tenant's entries its own.
+  const std::string key = std::to_string(scope.size()) + ":" + std::string(scope) + ":" +
+                          std::string(kind_name(kind)) + ":" + sha256_hex(text);
   CompileCache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);

@@ -30,8 +30,11 @@ std::shared_ptr<const Grammar> compile(Kind kind, std::string_view text, const L
 // cached. The cache holds at most kCompileCacheEntries grammars and compile_cache_budget() bytes
 // of them (Grammar::size_bytes); a grammar larger than the whole budget is compiled and returned
 // but not kept. Grammars in use by requests stay alive through their shared_ptr whatever the
-// cache evicts.
-std::shared_ptr<const Grammar> compile_cached(Kind kind, std::string_view text);
+// cache evicts. `scope` (the request's tenant) partitions the entries: a grammar compiled for
+// one scope is never another's hit, so no tenant can tell from a compile's time what another
+// sent.
+std::shared_ptr<const Grammar> compile_cached(Kind kind, std::string_view text,
+                                              std::string_view scope = {});
 
 struct CacheStats {
   size_t hits = 0, misses = 0, entries = 0;

@@ -210,7 +210,7 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req,
   if (constraint) {
     const OutputConstraint& c = *constraint;
     try {
-      out.grammar = grammar::compile_cached(c.kind, c.text);
+      out.grammar = grammar::compile_cached(c.kind, c.text, req.tenant);
     } catch (const Error& e) {
       throw bad_request(c.field, "'" + c.field + "': " + e.what());
     }

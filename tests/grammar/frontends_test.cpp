@@ -178,6 +178,15 @@ TEST(GrammarCompileCache, SameTextSameGrammarObject) {
   EXPECT_EQ(after.hits - before.hits, 1u);
   EXPECT_EQ(after.misses - before.misses, 2u);
   EXPECT_TRUE(full_match(a, "cached42"));
+  // Each scope (a tenant) has entries of its own: the same text is a miss in another scope.
+  const auto scoped_before = compile_cache_stats();
+  auto d = compile_cached(Kind::gbnf, text, "tenant-b");
+  auto e = compile_cached(Kind::gbnf, text, "tenant-b");
+  const auto scoped_after = compile_cache_stats();
+  EXPECT_NE(d.get(), a.get()) << "another scope's entry was a hit";
+  EXPECT_EQ(d.get(), e.get());
+  EXPECT_EQ(scoped_after.misses - scoped_before.misses, 1u);
+  EXPECT_EQ(scoped_after.hits - scoped_before.hits, 1u);
   // Errors are not cached: each call throws again.
   for (int i = 0; i < 2; ++i) EXPECT_THROW(compile_cached(Kind::gbnf, "root ::= missing"), Error);
   // Thread-safe: many threads, one grammar object per text.
