@@ -82,6 +82,42 @@ TEST(TenantServe, TwoKeysShareNoPrefixCache) {
   EXPECT_EQ(s.log().find(kKeyA), std::string::npos) << "a key reached the log";
 }
 
+double metric_of(int port, const std::string& name) {
+  httplib::Client c("127.0.0.1", port);
+  auto r = c.Get("/metrics", {{"Authorization", "Bearer " + kKeyA}});
+  if (!r) return -1;
+  const size_t at = r->body.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::atof(r->body.c_str() + at + name.size() + 2);
+}
+
+// The grammar compile cache is each tenant's own: a schema one tenant compiled is a compile
+// (a miss) for the other, whose time cannot tell it was sent before.
+TEST(TenantServe, GrammarCompileCacheIsEachTenantsOwn) {
+  const std::string keys =
+      file_with("tenants-grammar.keys", "alpha " + kKeyA + "\nbeta " + kKeyB + "\n");
+  ServeProcess s({"--model", kTinyModel, "--threads", "1", "--log-format", "none",
+                  "--api-key-file", keys},
+                 "tenant_serve_grammar");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const auto constrained = [&](const std::string& key) {
+    httplib::Client c("127.0.0.1", s.port());
+    c.set_read_timeout(120, 0);
+    const json body = {{"prompt", "x"}, {"max_tokens", 2}, {"temperature", 0},
+                       {"guided_regex", "[a-z]{1,9}-[0-9]{2,5}"}};
+    auto r = c.Post("/v1/completions", {{"Authorization", "Bearer " + key}}, body.dump(),
+                    "application/json");
+    return r ? r->status : 0;
+  };
+  ASSERT_EQ(constrained(kKeyA), 200);
+  ASSERT_EQ(constrained(kKeyA), 200);
+  const double compiles = metric_of(s.port(), "invar_grammar_compiles_total");
+  EXPECT_EQ(metric_of(s.port(), "invar_grammar_compile_cache_hits_total"), 1) << "the own hit";
+  ASSERT_EQ(constrained(kKeyB), 200);
+  EXPECT_EQ(metric_of(s.port(), "invar_grammar_compile_cache_hits_total"), 1)
+      << "another tenant's grammar was a hit";
+  EXPECT_EQ(metric_of(s.port(), "invar_grammar_compiles_total"), compiles + 1);
+}
+
 TEST(TenantKeys, FileMistakesAreRefusedWithTheLine) {
   const auto refused = [](const std::string& text, const std::string& why) {
     try {
