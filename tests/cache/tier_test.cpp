@@ -445,7 +445,7 @@ TEST(TierDisk, PlantedFifoSparseFileAndLinkAreNeverRead) {
       EXPECT_TRUE(back.empty()) << key;
       EXPECT_LT(back.capacity(), size_t(1) << 20) << "nothing of the planted file was read";
       TierBlock view;
-      EXPECT_EQ(tier_record_check(shape, back, key, 0, tokens, view), RecordCheck::corrupt);
+      EXPECT_EQ(record_open(shape, back, key, key, 0, tokens, view), RecordCheck::corrupt);
     }
     EXPECT_EQ(d.get(4, back), TierGet::found);
     EXPECT_EQ(back.size(), rec.size());
@@ -476,7 +476,8 @@ TEST(TierBridge, FifoAtARecordNameCountedCorruptAndRemoved) {
   }
   std::vector<uint64_t> keys;
   PrefixCache(cache_config()).chain_keys(tokens, "s", 6, keys);
-  const std::string victim = record_path(dir, keys[4]);  // block 3 (keys[0] is the salt's)
+  // block 3 (keys[0] is the salt's), under the name the tiers file it
+  const std::string victim = record_path(dir, tier_record_name(test_secret(), keys[4]));
   // Planted after the start's scan (which removes such files too): the reader meets it.
   auto b = std::make_shared<Tiered>(tc);
   ASSERT_TRUE(fs::remove(victim));

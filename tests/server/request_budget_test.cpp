@@ -142,8 +142,9 @@ TEST(RequestBudget, ClientKeyAndPriorityReachTheEngine) {
                 ->status,
             200);
   const std::string key = k.fake->submitted().back().client_key;
-  EXPECT_EQ(key.rfind("key:", 0), 0u) << key;
+  EXPECT_EQ(key, "tenant:default") << "the client is the key's tenant";
   EXPECT_EQ(key.find("sekret"), std::string::npos) << "the key itself reached the engine";
+  EXPECT_EQ(k.fake->submitted().back().cache_salt.find("sekret"), std::string::npos);
 }
 
 }  // namespace

@@ -95,14 +95,16 @@ double metric_of(int port, const std::string& name) {
 TEST(TenantServe, GrammarCompileCacheIsEachTenantsOwn) {
   const std::string keys =
       file_with("tenants-grammar.keys", "alpha " + kKeyA + "\nbeta " + kKeyB + "\n");
-  ServeProcess s({"--model", kTinyModel, "--threads", "1", "--log-format", "none",
-                  "--api-key-file", keys},
-                 "tenant_serve_grammar");
+  ServeProcess s(
+      {"--model", kTinyModel, "--threads", "1", "--log-format", "none", "--api-key-file", keys},
+      "tenant_serve_grammar");
   ASSERT_NE(s.port(), 0) << s.log();
   const auto constrained = [&](const std::string& key) {
     httplib::Client c("127.0.0.1", s.port());
     c.set_read_timeout(120, 0);
-    const json body = {{"prompt", "x"}, {"max_tokens", 2}, {"temperature", 0},
+    const json body = {{"prompt", "x"},
+                       {"max_tokens", 2},
+                       {"temperature", 0},
                        {"guided_regex", "[a-z]{1,9}-[0-9]{2,5}"}};
     auto r = c.Post("/v1/completions", {{"Authorization", "Bearer " + key}}, body.dump(),
                     "application/json");

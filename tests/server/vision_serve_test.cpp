@@ -261,7 +261,7 @@ TEST(VisionServe, SecondQuestionHitsThePrefixAndTheEncoderCacheWithColdBits) {
 TEST(VisionServe, EncoderCacheIsEachTenantsOwn) {
   const std::string keys = files().dir + "/tenants.keys";
   std::ofstream(keys) << "alpha key-of-alpha-0123456789\nbeta key-of-beta-0123456789\n";
-  ServeProcess s(serve_args({"--api-key-file", keys}), "vision_serve_tenants");
+  ServeProcess s(serve_args({"--api-key-file", keys, "--metrics-public"}), "vision_serve_tenants");
   ASSERT_NE(s.port(), 0) << s.log();
   const json q = chat({png_part(image_a()), {{"type", "text"}, {"text", "What is the total?"}}});
   const Reply a1 = post(s, q, "key-of-alpha-0123456789");
