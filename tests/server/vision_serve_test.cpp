@@ -446,7 +446,9 @@ TEST(VisionServe, TowerWithinTheCpuBudget) {
   EXPECT_NE(r.text.find("--prepare-cpu-seconds"), std::string::npos) << r.text;
   EXPECT_EQ(metric_of(s, "invar_image_encodes_over_budget_total"), 1);
   EXPECT_EQ(metric_of(s, "invar_image_encodes_total"), 0) << "the tower ran to its end";
-  r = post(s, chat({png_part(image_a()), {{"type", "text"}, {"text", "Hi"}}}));
+  // The next request is served (text: an image's base64 alone takes 0.04 s of parsing under
+  // ASan, over this budget).
+  r = post(s, chat(json::array({{{"type", "text"}, {"text", "Hi"}}})));
   EXPECT_EQ(r.status, 200) << r.text;
 }
 
