@@ -43,7 +43,7 @@ constexpr GoldenCase kCases[] = {
     {"qwen35moe-q8_0", "qwen35moe:q8_0", ActivationProfile::q8},
 };
 
-constexpr int64_t kPrompt = 40, kChunk = 16, kDecode = 4;
+constexpr int64_t kPrompt = 96, kChunk = 16, kDecode = 8;
 
 std::string model_path(const std::string& model) {
   const auto colon = model.find(':');
