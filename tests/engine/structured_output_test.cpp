@@ -71,8 +71,59 @@ TEST(StructuredOutput, GreedyOutputIsASentenceAndEndsWhenComplete) {
     const Outcome o = run({constrained(p, 40, g)}, config_base())[0];
     EXPECT_EQ(o.finish, FinishReason::stop) << o.error;
     EXPECT_TRUE(std::regex_match(text_of(o), re)) << "'" << text_of(o) << "'";
-    // Logprobs are the model's own: the chosen token's logprob is at most the best one's.
-    for (size_t i = 0; i < o.logprobs.size(); ++i) EXPECT_LE(o.logprobs[i], 0.0f);
+  }
+}
+
+// A grammar changes which token is chosen, never a logit (teacher forcing): a constrained
+// greedy run's tokens, replayed as an unconstrained prompt, give the same raw logits bit for bit
+// at every position the constrained run sampled from, and the constrained run's reported
+// logprobs are those of the unmasked row — its top-20 lists hold ids the grammar forbids (on
+// Qwen3's vocabulary, whose tokens the mask really removes), and the chosen token is not always
+// their best.
+TEST(StructuredOutput, TeacherForcedLogitsEqualTheConstrainedRunsBitForBit) {
+  const auto g = grammar::compile(grammar::Kind::regex, "[a-z]{2,6}-[0-9]{3}");
+  const std::regex allowed_piece("[a-z0-9-]*");
+  for (uint32_t seed : {1u, 5u}) {
+    const auto p = prompt_of(seed, 24);
+    GenerationRequest c = constrained(p, 40, g);
+    c.capture_logits = true;
+    c.top_logprobs = 20;
+    const Outcome o = run({c}, config_base())[0];
+    ASSERT_EQ(o.finish, FinishReason::stop) << o.error;
+    ASSERT_GE(o.generated.size(), 3u);
+    // Replay every generated token but the last as prompt: its rows are the ones the
+    // constrained run sampled each token from.
+    std::vector<int32_t> forced = p;
+    forced.insert(forced.end(), o.generated.begin(), o.generated.end() - 1);
+    GenerationRequest u = request_make(forced, 1, true);
+    u.prompt_logprobs = 0;  // every prompt position computed and its row kept
+    const Outcome f = run({u}, config_base())[0];
+    ASSERT_EQ(f.finish, FinishReason::length) << f.error;
+    const int64_t V = tiny().hparams().n_vocab;
+    int64_t forbidden = 0, below_best = 0;
+    const auto eos = end_of_sequence_ids(tok());  // allowed once the sentence is complete
+    for (size_t i = 0; i < o.generated.size(); ++i) {
+      const int64_t pos = static_cast<int64_t>(p.size() + i) - 1;
+      SCOPED_TRACE("generated token " + std::to_string(i) + " (row of position " +
+                   std::to_string(pos) + ")");
+      ASSERT_TRUE(o.logits.count(pos)) << "the constrained run kept no row there";
+      ASSERT_TRUE(f.logits.count(pos)) << "the forced run kept no row there";
+      const std::vector<float>& a = o.logits.at(pos);
+      const std::vector<float>& b = f.logits.at(pos);
+      ASSERT_EQ(static_cast<int64_t>(a.size()), V);
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+          << "the constrained row differs from the unconstrained one";
+      ASSERT_EQ(o.tops[i].size(), 20u);
+      // A forbidden id with a finite logprob: the row was not masked (a masked one would list
+      // such ids at −inf, after the allowed ones).
+      for (const TokenLogprob& t : o.tops[i])
+        forbidden += std::isfinite(t.logprob) &&
+                     std::find(eos.begin(), eos.end(), t.id) == eos.end() &&
+                     !std::regex_match(tok().decode(std::vector<int32_t>{t.id}), allowed_piece);
+      below_best += o.logprobs[i] < o.tops[i][0].logprob;
+    }
+    EXPECT_GT(forbidden, 0) << "no top list held a forbidden id: the mask removed nothing";
+    EXPECT_GT(below_best, 0) << "the grammar never changed a choice";
   }
 }
 
