@@ -51,6 +51,7 @@ TEST_P(CacheInvariance, FullHitTwice) {
   expect_same_bits(cold_, out[0], static_cast<int64_t>(b_.size()), "first");
   EXPECT_EQ(out[1].cached_tokens, 112);
   expect_same_bits(cold_, out[1], static_cast<int64_t>(b_.size()), "second (full hit)");
+  EXPECT_EQ(out[2].cached_tokens, 112) << "the third run must be a full hit too";
   expect_same_bits(cold_, out[2], static_cast<int64_t>(b_.size()), "third (full hit)");
 }
 

@@ -133,7 +133,11 @@ Agreement compare(const Case& k, const std::vector<double>& oracle, bool check_a
     std::vector<int64_t> ids = top_ids(lo);
     const std::vector<int64_t> ti = top_ids(li);
     ids.insert(ids.end(), ti.begin(), ti.end());
-    for (int64_t id : ids) a.worst = std::max(a.worst, std::fabs(li[size_t(id)] - lo[size_t(id)]));
+    // A NaN difference is the worst there is (std::max would keep the old value past it).
+    for (int64_t id : ids) {
+      const double d = std::fabs(li[size_t(id)] - lo[size_t(id)]);
+      a.worst = std::isnan(d) ? d : std::max(a.worst, d);
+    }
     // invar's argmax is the greedy token; the oracle must agree unless the two are tied
     // within the tolerance.
     const int64_t oi = top_ids(lo)[0];
