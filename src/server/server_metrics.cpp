@@ -50,7 +50,9 @@ void tier_metrics(std::string& out, const TiersReport& r) {
        "group commits: batches made durable together (writes / commits = records per commit)",
        &TierReport::commits},
       {"invar_cache_tier_corrupt_total", "counter",
-       "truncated, corrupt or foreign records skipped and removed", &TierReport::corrupt},
+       "truncated, corrupt, foreign or forged records (not sealed with the deployment's key) "
+       "skipped and removed",
+       &TierReport::corrupt},
       {"invar_cache_tier_errors_total", "counter", "reads that failed (I/O, connection, timeout)",
        &TierReport::errors},
       {"invar_cache_tier_evictions_total", "counter", "records removed to keep the byte budget",
