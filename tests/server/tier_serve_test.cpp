@@ -135,8 +135,11 @@ std::vector<fs::path> files_with(const std::string& dir, const std::string& ext)
 std::string tier_key() {
   const std::string path = std::string(INVAR_BINARY_DIR) + "/tests/server/tier-test.key";
   fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path) << std::string(64, 'e') << "\n";
-  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+  // Written aside and renamed: a server of another test process never reads half a key.
+  const std::string tmp = path + "." + std::to_string(::getpid());
+  std::ofstream(tmp) << std::string(64, 'e') << "\n";
+  fs::permissions(tmp, fs::perms::owner_read | fs::perms::owner_write);
+  fs::rename(tmp, path);
   return path;
 }
 
