@@ -143,28 +143,47 @@ TEST(Prepare, FullQueueIs429AndCpuBudgetIs400) {
   // The budget leaves room for what parsing and tokenising 100 kB costs under ThreadSanitizer
   // (~60 ms of CPU on the CI machine, 5-15x the release build's); the spin below is over it.
   cfg.prepare_cpu_s = 0.5;
-  FakeServer s(cfg, false, [](FakeBackend& f) {
+  // The first request waits in its tokenisation on a gate (no CPU) until the third has been
+  // refused: the order is observed (encodes, /ready's "preparing"), never slept for.
+  std::promise<void> open;
+  FakeServer s(cfg, false, [gate = open.get_future().share()](FakeBackend& f) {
     f.ctx = 1 << 20;
-    f.big_encode_sleep = std::chrono::milliseconds(400);
+    f.big_encode_gate = gate;
   });
   const json big = {{"prompt", std::string(100000, 'b')}, {"max_tokens", 1}};
-  std::vector<int> statuses(2);
+  std::vector<int> statuses(2, -1);
   std::vector<std::thread> ts;
-  for (int i = 0; i < 2; ++i) {
-    ts.emplace_back([&, i] { statuses[i] = s.post("/v1/completions", big.dump())->status; });
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // one runs, one waits
+  const auto post_in = [&](int i) {
+    ts.emplace_back([&, i] {
+      auto r = s.post("/v1/completions", big.dump());
+      statuses[i] = r ? r->status : -1;
+    });
+  };
+  post_in(0);
+  while (s.fake->encodes < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  post_in(1);
+  for (;;) {  // until the second waits in the preparation queue
+    auto ready = s.get("/ready");
+    ASSERT_TRUE(ready);
+    if (body_of(ready).value("preparing", 0) >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   auto r = s.post("/v1/completions", big.dump());
+  ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429) << r->body;
   EXPECT_NE(r->body.find("--prepare-queue"), std::string::npos) << r->body;
+  open.set_value();
   for (auto& t : ts) t.join();
-  EXPECT_EQ(statuses, (std::vector<int>{200, 200})) << "sleeping costs no CPU";
+  EXPECT_EQ(statuses, (std::vector<int>{200, 200})) << "waiting costs no CPU";
 
   s.fake->big_encode_cpu_s = 0.8;
   auto cpu = s.post("/v1/completions", big.dump());
+  ASSERT_TRUE(cpu);
   EXPECT_EQ(cpu->status, 400) << cpu->body;
   EXPECT_NE(cpu->body.find("--prepare-cpu-seconds"), std::string::npos) << cpu->body;
-  EXPECT_EQ(s.post("/tokenize", json{{"prompt", std::string(100000, 'b')}}.dump())->status, 400);
+  auto tok = s.post("/tokenize", json{{"prompt", std::string(100000, 'b')}}.dump());
+  ASSERT_TRUE(tok);
+  EXPECT_EQ(tok->status, 400);
 }
 
 TEST(Prepare, ReadySaysWhenTheQueueIsSaturated) {
