@@ -188,14 +188,8 @@ bool DiskTier::file_plausible(const struct stat& st) const {
   if (!S_ISREG(st.st_mode)) return false;
   const TierShape& shape = lim_.shape;
   if (shape.block_size <= 0) return true;
-  // Hidden rows may follow whatever this reader wants (docs/cache-tiers.md); one that wants none
-  // does not know their width: at most kHiddenWidthMax floats a position.
-  constexpr int64_t kHiddenWidthMax = 1 << 16;
-  const int64_t hidden_max =
-      shape.hidden_floats > 0 ? shape.hidden_floats : shape.block_size * kHiddenWidthMax;
   const auto size = static_cast<int64_t>(st.st_size);
-  return size >= tier_record_bytes(shape, false) &&
-         size <= tier_record_bytes(shape, true) + hidden_max * int64_t(sizeof(float));
+  return size >= tier_record_bytes(shape, false) && size <= tier_record_bytes_max(shape);
 }
 
 bool DiskTier::space_make(int64_t need) {

@@ -17,7 +17,7 @@
 // the timeout the engine takes what has arrived and the reader stops. Failures reach the log once
 // per episode, never once per request (a tier that is down fails every lookup): the first failed
 // read (or write) of a tier that worked, with the reason, and the first success after it, with how
-// many failed in between; each corrupt record once, as it is removed when met.
+// many failed in between; the first corrupt record of each tier (more are only counted).
 #pragma once
 
 #include <array>

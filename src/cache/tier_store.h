@@ -25,7 +25,8 @@ struct TierCounters {
   std::atomic<int64_t> write_failures{0};  // records not stored: an I/O or connection error
   std::atomic<int64_t> commits{0};         // batches that stored ≥ 1 record: writes / commits
                                            // = records per group commit
-  std::atomic<int64_t> corrupt{0};         // truncated, corrupt or foreign records removed
+  std::atomic<int64_t> corrupt{0};         // truncated, corrupt, foreign or forged records
+                                           // removed
   std::atomic<int64_t> errors{0};          // reads that failed (I/O, connection, timeout)
   std::atomic<int64_t> evictions{0};       // records removed to stay within the byte budget
 };

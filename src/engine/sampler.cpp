@@ -72,18 +72,22 @@ float weight_of(float logit, float best, float temperature) {
 // the row), lane-wise where the CPU allows (the same bits, sampler_isa.h).
 void ranked_weights(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
                     float* w) {
+  int64_t i = 0;
   switch (simd_active()) {
     case SimdLevel::avx512:
-      return ranked_weights_avx512(keys, m, key_base, best, T, w);
+      i = ranked_weights_avx512(keys, m, key_base, best, T, w);
+      break;
     case SimdLevel::avx2:
-      return ranked_weights_avx2(keys, m, key_base, best, T, w);
+      i = ranked_weights_avx2(keys, m, key_base, best, T, w);
+      break;
     default:
-      for (int64_t i = 0; i < m; ++i) {
-        const uint32_t bits = rank_key_bits(keys[i] + key_base);
-        float l;
-        std::memcpy(&l, &bits, 4);
-        w[i] = weight_of(l, best, T);
-      }
+      break;
+  }
+  for (; i < m; ++i) {  // the scalar level, and the lanes' tail
+    const uint32_t bits = rank_key_bits(keys[i] + key_base);
+    float l;
+    std::memcpy(&l, &bits, 4);
+    w[i] = weight_of(l, best, T);
   }
 }
 

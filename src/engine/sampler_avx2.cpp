@@ -1,7 +1,4 @@
 // AVX2 copy of sampler.cpp's ranked weights (sampler_isa.h).
-#include <cstring>
-
-#include "core/detmath.h"
 #include "core/detmath_simd.h"
 #include "engine/sampler_isa.h"
 
@@ -21,8 +18,8 @@ __m256 rank_values(__m256i key) {
 
 }  // namespace
 
-void ranked_weights_avx2(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
-                         float* w) {
+int64_t ranked_weights_avx2(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
+                            float* w) {
   const __m256 vbest = _mm256_set1_ps(best), vt = _mm256_set1_ps(T);
   const __m256i vbase = _mm256_set1_epi32(int32_t(key_base));
   int64_t i = 0;
@@ -33,13 +30,7 @@ void ranked_weights_avx2(const uint32_t* keys, int64_t m, uint32_t key_base, flo
     const __m256 y = simd256::exp_ps(_mm256_div_ps(_mm256_sub_ps(l, vbest), vt));
     _mm256_storeu_ps(w + i, _mm256_max_ps(y, _mm256_setzero_ps()));  // NaN → 0: max's 2nd operand
   }
-  for (; i < m; ++i) {
-    const uint32_t b = rank_key_bits(keys[i] + key_base);
-    float l;
-    std::memcpy(&l, &b, 4);
-    const float y = det_exp((l - best) / T);
-    w[i] = y >= 0.0f ? y : 0.0f;
-  }
+  return i;
 }
 
 }  // namespace invar

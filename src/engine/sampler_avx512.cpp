@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/detmath.h"
 #include "core/detmath_simd.h"
 #include "engine/sampler_isa.h"
 
@@ -21,8 +20,8 @@ __m512 rank_values(__m512i key) {
 
 }  // namespace
 
-void ranked_weights_avx512(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
-                           float* w) {
+int64_t ranked_weights_avx512(const uint32_t* keys, int64_t m, uint32_t key_base, float best,
+                              float T, float* w) {
   const __m512 vbest = _mm512_set1_ps(best), vt = _mm512_set1_ps(T);
   const __m512i vbase = _mm512_set1_epi32(int32_t(key_base));
   int64_t i = 0;
@@ -32,13 +31,7 @@ void ranked_weights_avx512(const uint32_t* keys, int64_t m, uint32_t key_base, f
     const __m512 y = simd512::exp_ps(_mm512_div_ps(_mm512_sub_ps(l, vbest), vt));
     _mm512_storeu_ps(w + i, _mm512_max_ps(y, _mm512_setzero_ps()));  // NaN → 0: max's 2nd operand
   }
-  for (; i < m; ++i) {
-    const uint32_t b = rank_key_bits(keys[i] + key_base);
-    float l;
-    std::memcpy(&l, &b, 4);
-    const float y = det_exp((l - best) / T);
-    w[i] = y >= 0.0f ? y : 0.0f;
-  }
+  return i;
 }
 
 bool row_max_finite_avx512(const float* x, int64_t n, float* best) {

@@ -14,11 +14,12 @@ inline uint32_t rank_key_bits(uint32_t key) {
   return ascending & 0x80000000u ? ascending & 0x7fffffffu : ~ascending;
 }
 
-// w[i] = max(det_exp((l_i − best)/T), 0) for i < m, l_i the logit of rank key keys[i] + key_base.
-void ranked_weights_avx2(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
-                         float* w);
-void ranked_weights_avx512(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
-                           float* w);
+// w[i] = max(det_exp((l_i − best)/T), 0), l_i the logit of rank key keys[i] + key_base, for the
+// whole vectors of i < m; returns how many were done (the caller's scalar loop does the rest).
+int64_t ranked_weights_avx2(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
+                            float* w);
+int64_t ranked_weights_avx512(const uint32_t* keys, int64_t m, uint32_t key_base, float best,
+                              float T, float* w);
 
 // The row's first pass, AVX-512 only (its compress store packs the head; AVX2 runs the scalar
 // loops of sampler.cpp): *best = the largest of x[n] (which of −0 and +0 does not matter: both

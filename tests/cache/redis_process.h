@@ -14,6 +14,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,6 +162,18 @@ class RedisProcess {
   pid_t pid_ = -1;
   int port_ = 0, tls_port_ = 0;
 };
+
+// A --cache-tier-key file at `path` holding `fill` 64 times (a test's fixed secret), mode 0600,
+// written aside and renamed so that a server never reads half of it. Returns path.
+inline std::string tier_key_file(const std::string& path, char fill) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  const std::string tmp = path + "." + std::to_string(::getpid());
+  std::ofstream(tmp) << std::string(64, fill) << "\n";
+  std::filesystem::permissions(
+      tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::filesystem::rename(tmp, path);
+  return path;
+}
 
 // A self-signed certificate for 127.0.0.1 and localhost in dir (cert.pem, key.pem), made by the
 // openssl command (Debian's openssl, installed by install-deps); false if it failed.

@@ -60,6 +60,12 @@ const TierSecret& test_secret() {
   return s;
 }
 
+// Where the disk tier files the record of name `name` (disk_tier.h's layout).
+std::string record_path(const std::string& dir, uint64_t name) {
+  const std::string hex = tier_key_hex(name);
+  return dir + "/fp_test0123456789/" + hex.substr(0, 2) + "/" + hex + ".blk";
+}
+
 // The name block `key` is filed under, as the tiers spell it.
 std::string name_hex(uint64_t key) {
   return tier_key_hex(tier_record_name(test_secret(), key));
@@ -392,11 +398,6 @@ TEST(TierDisk, BudgetLruRestartAndStaleTemporaries) {
   fs::remove_all(dir);
 }
 
-std::string record_path(const std::string& dir, uint64_t key) {
-  const std::string hex = tier_key_hex(key);
-  return dir + "/fp_test0123456789/" + hex.substr(0, 2) + "/" + hex + ".blk";
-}
-
 // f() on a thread of its own, waited for at most a minute: a read that blocks for good fails the
 // test instead of hanging it (the thread is left behind).
 template <class F>
@@ -591,8 +592,7 @@ TEST(TierBridge, DiskRestoresAfterRestartSaltsApartCorruptSkipped) {
   // Damage block 6's file: the restore stops before it, counts it and removes the file.
   std::vector<uint64_t> keys;
   PrefixCache(cache_config()).chain_keys(tokens, "s1", 10, keys);
-  const std::string hex = name_hex(keys[7]);
-  const std::string victim = dir + "/fp_test0123456789/" + hex.substr(0, 2) + "/" + hex + ".blk";
+  const std::string victim = record_path(dir, tier_record_name(test_secret(), keys[7]));
   ASSERT_TRUE(fs::exists(victim));
   const auto read_all = [](const std::string& path) {
     std::ifstream f(path, std::ios::binary);
@@ -786,8 +786,7 @@ TEST(TierBridge, RecordsPlantedUnderOfflineKeysAreNeverRead) {
   int64_t planted = 0;
   for (int64_t i = 0; i < 6; ++i) {
     parent = XXH3_64bits_withSeed(victim.data() + i * kBs, kBs * sizeof(int32_t), parent);
-    const std::string hex = tier_key_hex(parent);
-    const std::string path = dir + "/fp_test0123456789/" + hex.substr(0, 2) + "/" + hex + ".blk";
+    const std::string path = record_path(dir, parent);
     fs::create_directories(fs::path(path).parent_path());
     fs::copy_file(honest[static_cast<size_t>(i)], path, fs::copy_options::overwrite_existing);
     ++planted;
@@ -863,7 +862,7 @@ TEST(TierBridge, UnreachableRedisFallsBackToRecomputation) {
 }
 
 // A tier that fails logs once when it starts failing and once when it works again, whatever
-// the number of requests in between; each corrupt record once. Redis crashes and comes back
+// the number of requests in between; the first corrupt record once. Redis crashes and comes back
 // empty on the same port.
 TEST(TierBridge, FailuresAreLoggedOncePerEpisode) {
   testing::RedisProcess redis;

@@ -33,15 +33,14 @@ class Fleet : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new fs::path(scratch_dir("invar-fleet-nginx"));
     redis_ = new invar::testing::RedisProcess();
-    const fs::path key = *dir_ / "tier.key";  // the secret every replica sharing Redis holds
-    std::ofstream(key) << std::string(64, 'f') << "\n";
-    fs::permissions(key, fs::perms::owner_read | fs::perms::owner_write);
+    // The secret every replica sharing Redis holds.
+    const std::string key = invar::testing::tier_key_file((*dir_ / "tier.key").string(), 'f');
     std::vector<std::string> upstreams;
     for (int i = 0; i < kReplicas; ++i) {
-      replicas_[i] = new ServeProcess(
-          {"--model", kTinyModel, "--threads", "1", "--block-size", "16", "--ctx", "4096",
-           "--cache-redis", redis_->url(), "--cache-tier-key", key.string()},
-          "fleet_nginx_replica" + std::to_string(i));
+      replicas_[i] =
+          new ServeProcess({"--model", kTinyModel, "--threads", "1", "--block-size", "16", "--ctx",
+                            "4096", "--cache-redis", redis_->url(), "--cache-tier-key", key},
+                           "fleet_nginx_replica" + std::to_string(i));
       upstreams.push_back("127.0.0.1:" + std::to_string(replicas_[i]->port()));
     }
     // Requests without a routing header spread over the replicas, so the probe's cells are

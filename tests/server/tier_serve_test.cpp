@@ -133,14 +133,8 @@ std::vector<fs::path> files_with(const std::string& dir, const std::string& ext)
 
 // --cache-tier-key: one deployment's secret, every replica of a test holds it.
 std::string tier_key() {
-  const std::string path = std::string(INVAR_BINARY_DIR) + "/tests/server/tier-test.key";
-  fs::create_directories(fs::path(path).parent_path());
-  // Written aside and renamed: a server of another test process never reads half a key.
-  const std::string tmp = path + "." + std::to_string(::getpid());
-  std::ofstream(tmp) << std::string(64, 'e') << "\n";
-  fs::permissions(tmp, fs::perms::owner_read | fs::perms::owner_write);
-  fs::rename(tmp, path);
-  return path;
+  return invar::testing::tier_key_file(
+      std::string(INVAR_BINARY_DIR) + "/tests/server/tier-test.key", 'e');
 }
 
 std::string fresh_dir(const std::string& name) {
