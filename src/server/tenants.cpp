@@ -22,23 +22,27 @@ bool name_valid(const std::string& n) {
 
 }  // namespace
 
-bool same_secret(std::string_view a, std::string_view b) {
-  unsigned char da[SHA256_DIGEST_LENGTH], db[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(a.data()), a.size(), da);
-  SHA256(reinterpret_cast<const unsigned char*>(b.data()), b.size(), db);
-  return CRYPTO_memcmp(da, db, sizeof da) == 0;
+namespace {
+
+std::array<unsigned char, 32> sha256_of(std::string_view s) {
+  std::array<unsigned char, 32> d{};
+  SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), d.data());
+  return d;
 }
 
+}  // namespace
+
 const Tenant* Tenants::find(std::string_view authorization) const {
+  const auto d = sha256_of(authorization);
   const Tenant* found = nullptr;
   for (const Tenant& t : list)
-    if (same_secret(authorization, "Bearer " + t.key) && !found) found = &t;
+    if (CRYPTO_memcmp(d.data(), t.digest.data(), d.size()) == 0 && !found) found = &t;
   return found;
 }
 
 Tenants tenants_load(const std::string& api_key, const std::string& api_key_file) {
   Tenants t;
-  if (!api_key.empty()) t.list.push_back({"default", api_key});
+  if (!api_key.empty()) t.list.push_back({"default", api_key, sha256_of("Bearer " + api_key)});
   if (api_key_file.empty()) return t;
   std::ifstream in(api_key_file);
   if (!in) throw Error("--api-key-file " + api_key_file + ": cannot open");
@@ -69,6 +73,7 @@ Tenants tenants_load(const std::string& api_key, const std::string& api_key_file
     if (!names.insert(tenant.name).second)
       throw Error(where + ": tenant " + tenant.name + " twice");
     if (!keys.insert(tenant.key).second) throw Error(where + ": a key given twice");
+    tenant.digest = sha256_of("Bearer " + tenant.key);
     t.list.push_back(std::move(tenant));
   }
   if (t.list.empty()) throw Error("--api-key-file " + api_key_file + ": no key in it");

@@ -4,6 +4,7 @@
 // and shares one cache — as vLLM's `cache_salt`, a salt then isolates only what a client asks.
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,13 +14,14 @@ namespace invar::server {
 struct Tenant {
   std::string name;  // for the log and the caches' namespaces: [A-Za-z0-9._-], ≤ 64
   std::string key;   // the bearer token, never logged
+  std::array<unsigned char, 32> digest{};  // SHA-256 of "Bearer " + key (tenants_load)
 };
 
 struct Tenants {
   std::vector<Tenant> list;  // empty: no auth
   // The tenant whose key `authorization` ("Bearer KEY", the whole value) presents; null if
-  // none does. Every key is compared, each in constant time, so the time says nothing of which
-  // key came close.
+  // none does. One hash of the header, then every key's digest compared in constant time, so the
+  // time says nothing of which key came close.
   const Tenant* find(std::string_view authorization) const;
 };
 
@@ -32,8 +34,5 @@ Tenants tenants_load(const std::string& api_key, const std::string& api_key_file
 // cache_salt inside it (length-prefixed: no two (tenant, salt) pairs give one string). Without a
 // tenant (no auth), the request's salt alone.
 std::string tenant_cache_salt(const Tenant* tenant, const std::string& salt);
-
-// Equal whole values, in time that does not depend on where they differ or on their lengths.
-bool same_secret(std::string_view a, std::string_view b);
 
 }  // namespace invar::server

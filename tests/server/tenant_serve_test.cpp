@@ -143,7 +143,7 @@ TEST(TenantKeys, FileMistakesAreRefusedWithTheLine) {
   EXPECT_EQ(t.find("Bearer " + kKeyB + "x"), nullptr);
   EXPECT_EQ(t.find(kKeyB), nullptr) << "the whole header value, scheme included";
   // Namespaces cannot be joined by choosing a salt.
-  const Tenant ab{"ab", "k"}, a{"a", "k"};
+  const Tenant ab{"ab", "k", {}}, a{"a", "k", {}};
   EXPECT_NE(tenant_cache_salt(&ab, "c"), tenant_cache_salt(&a, "b:c"));
   EXPECT_NE(tenant_cache_salt(&a, "x"), tenant_cache_salt(&ab, "x"));
 }
