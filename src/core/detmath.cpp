@@ -272,6 +272,10 @@ void det_sincos(double x, double* s, double* c) {
   }
 }
 
+double det_log_d(double x) {
+  return log_d(x);
+}
+
 double det_pow(double base, double e) {
   if (e == 0.0) return 1.0;
   return exp_d(e * log_d(base));

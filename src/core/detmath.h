@@ -22,5 +22,6 @@ float det_rsqrt(float x);  // 1/sqrt(x) = 1.0f / std::sqrt(x) (sqrt is a correct
 // Cody–Waite range reduction and fixed polynomials.
 void det_sincos(double x, double* s, double* c);
 double det_pow(double base, double e);  // base^e for base > 0 (RoPE frequencies), ≤ 64 ulp
+double det_log_d(double x);             // ln x in double (RoPE scaling's ranges), ≤ 2 ulp
 
 }  // namespace invar

@@ -14,7 +14,7 @@ namespace {
 
 int64_t context_limit(const Hparams& hp, int64_t n_ctx_flag) {
   if (n_ctx_flag > 0) return n_ctx_flag;
-  return hp.n_ctx_train > 0 ? hp.n_ctx_train : int64_t(1) << 20;
+  return hp.n_ctx_train > 0 ? hp.n_ctx_limit() : int64_t(1) << 20;
 }
 
 void request_check(const GenerationRequest& r, const RequestLimits& lim) {

@@ -2,10 +2,49 @@
 // 6 flops per rotated pair and head, negligible next to the projections around it.
 #include "kernels/rope.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/detmath.h"
 #include "core/error.h"
 
 namespace invar {
+
+namespace {
+
+// YaRN's correction dimension: the pair index whose wavelength turns `turns` times over n_orig.
+double yarn_corr_dim(int64_t n_rot, int64_t n_orig, double turns, double base) {
+  constexpr double kTwoPi = 6.28318530717958647692;
+  return double(n_rot) * det_log_d(double(n_orig) / (turns * kTwoPi)) / (2.0 * det_log_d(base));
+}
+
+// f.inv_freq[j] *= the scaling's multiplier of pair j (RopeScaling's formula); f.mscale set.
+void rope_scale_freqs(const RopeConfig& cfg, RopeFreqs& f) {
+  const RopeScaling& sc = cfg.scaling;
+  if (sc.type == RopeScalingType::none) return;
+  INVAR_CHECK(sc.factor > 0.0, "rope: scaling factor must be positive");
+  const double fs = 1.0 / sc.factor;
+  if (sc.type == RopeScalingType::linear) {
+    for (double& v : f.inv_freq) v *= fs;
+    f.mscale = sc.mscale;
+    return;
+  }
+  INVAR_CHECK(sc.n_ctx_orig > 0, "rope: yarn needs the original context length");
+  const double lo = std::max(
+      0.0, std::floor(yarn_corr_dim(cfg.n_rot, sc.n_ctx_orig, sc.beta_fast, cfg.freq_base)));
+  const double hi = std::min(
+      double(cfg.n_rot - 1),
+      std::ceil(yarn_corr_dim(cfg.n_rot, sc.n_ctx_orig, sc.beta_slow, cfg.freq_base)));
+  const double width = std::max(0.001, hi - lo);
+  for (size_t j = 0; j < f.inv_freq.size(); ++j) {
+    const double ramp = std::min(1.0, std::max(0.0, (double(j) - lo) / width));
+    const double mix = (1.0 - ramp) * sc.ext_factor;
+    f.inv_freq[j] *= fs * (1.0 - mix) + mix;
+  }
+  f.mscale = sc.mscale;
+}
+
+}  // namespace
 
 RopeFreqs rope_freqs_build(const RopeConfig& cfg) {
   INVAR_CHECK(cfg.n_rot > 0 && cfg.n_rot % 2 == 0 && cfg.n_rot <= cfg.head_dim,
@@ -19,6 +58,7 @@ RopeFreqs rope_freqs_build(const RopeConfig& cfg) {
   f.axis.assign(size_t(half), 0);
   for (int64_t j = 0; j < half; ++j)
     f.inv_freq[size_t(j)] = det_pow(cfg.freq_base, -2.0 * double(j) / double(cfg.n_rot));
+  rope_scale_freqs(cfg, f);
   if (cfg.imrope) {
     const auto& sec = cfg.sections;
     const int64_t total = int64_t(sec[0]) + sec[1] + sec[2] + sec[3];
@@ -56,12 +96,20 @@ void rope_pairs(const RopeFreqs& f, float* q, int64_t nq, float* k, int64_t nk,
                 const RopePos& pos) {
   const int64_t d = f.cfg.head_dim;
   const int64_t half = f.cfg.n_rot / 2;
+  // An IMROPE pair on the e component turns by 0: cos = mscale, sin = 0 (ggml scales it too).
+  const float m = float(f.mscale);
   for (int64_t j = 0; j < half; ++j) {
-    if (!f.rotated[size_t(j)]) continue;
+    if (!f.rotated[size_t(j)]) {
+      if (f.mscale != 1.0) {
+        rotate_pair(q, nq, d, half, j, m, 0.0f);
+        rotate_pair(k, nk, d, half, j, m, 0.0f);
+      }
+      continue;
+    }
     const int64_t p = pos[f.axis[size_t(j)]];
     double sd, cd;
     det_sincos(double(p) * f.inv_freq[size_t(j)], &sd, &cd);
-    const float s = float(sd), c = float(cd);
+    const float s = float(sd * f.mscale), c = float(cd * f.mscale);
     rotate_pair(q, nq, d, half, j, c, s);
     rotate_pair(k, nk, d, half, j, c, s);
   }

@@ -10,20 +10,44 @@
 
 namespace invar {
 
+// Context-length scaling of the rotation ({arch}.rope.scaling.*), as llama.cpp's rope_yarn and
+// HF's _compute_linear/yarn_parameters define it. With f = 1/factor and a pair's ramp
+// r_j = clamp((j − low)/max(0.001, high − low), 0, 1), mix_j = (1 − r_j)·ext_factor:
+//   θ_j = pos · base^(−2j/R) · (f·(1 − mix_j) + mix_j)      (linear: mix_j = 0)
+//   low  = max(0, ⌊R·ln(n_orig/(2π·beta_fast))/(2·ln base)⌋)
+//   high = min(R − 1, ⌈R·ln(n_orig/(2π·beta_slow))/(2·ln base)⌉)
+// and cos/sin are multiplied by mscale (YaRN's attention factor, 1 + 0.1·ln factor by default);
+// an IMROPE pair on the e component (angle 0) is multiplied by it too, as in ggml.
+// Pairs below `low` (fast, many turns in the original context) keep their frequency; pairs above
+// `high` are interpolated by f.
+enum class RopeScalingType : uint8_t { none, linear, yarn };
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::none;
+  double factor = 1.0;       // context multiple (freq_scale = 1/factor)
+  int64_t n_ctx_orig = 0;    // yarn: the context the model was trained at
+  double ext_factor = 1.0;   // yarn: weight of the extrapolated frequency in the ramp
+  double beta_fast = 32.0;   // yarn: correction range, in turns over n_ctx_orig
+  double beta_slow = 1.0;
+  double mscale = 1.0;       // multiplies cos and sin (resolved from the file's attention factors)
+};
+
 struct RopeConfig {
   int64_t head_dim = 0;  // [D]
   int64_t n_rot = 0;     // [R] even, ≤ D
   double freq_base = 10000.0;
   bool imrope = false;
   std::array<int32_t, 4> sections{};  // imrope only
+  RopeScaling scaling{};
 };
 
-// Per-pair inverse frequencies and section flags, built once at load (det_pow, no libm).
+// Per-pair inverse frequencies (scaling applied) and section flags, built once at load (det_pow,
+// det_log_d: no libm).
 struct RopeFreqs {
   RopeConfig cfg;
-  std::vector<double> inv_freq;  // [R/2] base^(−2j/R)
+  std::vector<double> inv_freq;  // [R/2] base^(−2j/R), times the scaling's per-pair multiplier
   std::vector<uint8_t> rotated;  // [R/2] 0 if the pair takes the e component (not rotated)
   std::vector<uint8_t> axis;     // [R/2] rotated pairs: the position component, 0 t, 1 h, 2 w
+  double mscale = 1.0;           // cos/sin multiplier (1 without YaRN: the product is exact)
 };
 
 // A token's IMROPE position (t, h, w); e is 0. A text token at position p is (p, p, p); an image

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "core/detmath.h"
 #include "model/gguf_types.h"
 
 namespace invar {
@@ -118,6 +119,65 @@ bool is_mtp_tensor(const std::string& name, int64_t n_layer) {
   return n >= n_layer;
 }
 
+// {arch}.rope.scaling.*, read as llama.cpp reads them (type defaults to linear, factor 0 or absent
+// means 1, the original context defaults to context_length, attn_factor multiplies) plus the YaRN
+// keys the converter writes from the HF config (extrapolation, attention factor, beta fast/slow),
+// which define the model's math in HF's rotary code. Anything that would change the rotation
+// in a way invar does not compute is refused by name.
+RopeScaling read_rope_scaling(const GgufFile& f, const KeyReader& k, int64_t n_ctx_train) {
+  RopeScaling sc;
+  const std::string type_key = k.key("rope.scaling.type");
+  const std::string type = f.get_string_or(type_key, "linear");
+  double factor = k.num("rope.scaling.factor", 0.0, false);
+  if (!k.has("rope.scaling.factor")) factor = k.num("rope.scale_linear", 0.0, false);
+  if (factor == 0.0) factor = 1.0;
+  if (!(factor > 0.0 && factor <= 1e6))
+    fail("key '" + k.key("rope.scaling.factor") + "' = " + std::to_string(factor) +
+         " must be in (0, 1e6]");
+  const double attn = k.num("rope.scaling.attn_factor", 1.0, false);
+  if (!(attn > 0.0 && attn <= 1e3))
+    fail("key '" + k.key("rope.scaling.attn_factor") + "' = " + std::to_string(attn) +
+         " must be in (0, 1e3]");
+  for (const char* unsupported : {"rope.scaling.alpha", "rope.scaling.yarn_log_multiplier"})
+    if (k.num(unsupported, 0.0, false) != 0.0)
+      fail("key '" + k.key(unsupported) + "' is set: invar does not implement that scaling");
+  if (type == "none") return sc;
+  if (type == "linear") {
+    if (factor == 1.0 && attn == 1.0) return sc;  // llama.cpp's default: no scaling
+    sc.type = RopeScalingType::linear;
+    sc.factor = factor;
+    sc.mscale = attn;
+    return sc;
+  }
+  if (type != "yarn")
+    fail("key '" + type_key + "' = '" + type +
+         "': invar implements RoPE scaling none, linear and yarn");
+  sc.type = RopeScalingType::yarn;
+  sc.factor = factor;
+  sc.n_ctx_orig = k.int_or("rope.scaling.original_context_length", n_ctx_train);
+  if (sc.n_ctx_orig < 1 || sc.n_ctx_orig > (int64_t(1) << 40))
+    fail("key '" + k.key("rope.scaling.original_context_length") + "' = " +
+         std::to_string(sc.n_ctx_orig) + " is out of range");
+  sc.ext_factor = k.num("rope.scaling.yarn_ext_factor", 1.0, false);
+  sc.beta_fast = k.num("rope.scaling.yarn_beta_fast", 32.0, false);
+  sc.beta_slow = k.num("rope.scaling.yarn_beta_slow", 1.0, false);
+  if (!(sc.ext_factor >= 0.0 && sc.ext_factor <= 1.0))
+    fail("key '" + k.key("rope.scaling.yarn_ext_factor") + "' must be in [0, 1]");
+  if (!(sc.beta_fast > 0.0 && sc.beta_slow > 0.0 && sc.beta_fast < 1e6 && sc.beta_slow < 1e6))
+    fail("keys '" + k.key("rope.scaling.yarn_beta_fast") + "' and '" +
+         k.key("rope.scaling.yarn_beta_slow") + "' must be positive");
+  // The attention factor: the file's, else HF's get_mscale (1 + 0.1·ln factor above 1); ggml
+  // applies it only while extrapolation mixes in (llama.cpp cancels it otherwise).
+  double yarn_attn = factor > 1.0 ? 1.0 + 0.1 * det_log_d(factor) : 1.0;
+  if (k.has("rope.scaling.yarn_attn_factor")) {
+    yarn_attn = k.num("rope.scaling.yarn_attn_factor", 1.0, false);
+    if (!(yarn_attn > 0.0 && yarn_attn <= 1e3))
+      fail("key '" + k.key("rope.scaling.yarn_attn_factor") + "' must be in (0, 1e3]");
+  }
+  sc.mscale = (sc.ext_factor != 0.0 ? yarn_attn : 1.0) * attn;
+  return sc;
+}
+
 void read_keys(const GgufFile& f, Hparams& hp) {
   const KeyReader k(f, std::string(arch_name(hp.arch)) + ".");
   const int64_t ctx = k.int_or("context_length", -1);
@@ -157,6 +217,7 @@ void read_keys(const GgufFile& f, Hparams& hp) {
   hp.rope_freq_base = k.num("rope.freq_base", 10000.0, false);
   if (!(hp.rope_freq_base > 1.0))
     fail("rope.freq_base must be > 1, got " + std::to_string(hp.rope_freq_base));
+  hp.rope_scaling = read_rope_scaling(f, k, hp.n_ctx_train);
   const double eps = k.num("attention.layer_norm_rms_epsilon", 0, true);
   if (!(float(eps) > 0 && eps < 1))
     fail("attention.layer_norm_rms_epsilon must be in (0, 1), got " + std::to_string(eps));
@@ -405,6 +466,13 @@ Hparams hparams_from_gguf(const GgufFile& f) {
   return hp;
 }
 
+int64_t Hparams::n_ctx_limit() const {
+  if (rope_scaling.type == RopeScalingType::none || rope_scaling.n_ctx_orig == 0)
+    return n_ctx_train;
+  const double scaled = double(rope_scaling.n_ctx_orig) * rope_scaling.factor;
+  return std::max(n_ctx_train, scaled >= 9e15 ? int64_t(9e15) : int64_t(scaled));
+}
+
 std::string hparams_describe(const Hparams& hp) {
   std::ostringstream o;
   auto line = [&](const char* name, const auto& v, const char* what) {
@@ -441,6 +509,19 @@ std::string hparams_describe(const Hparams& hp) {
     line("rope_sections", s, "IMROPE (t, h, w, e)");
   } else {
     line("rope", "neox", "rope type");
+  }
+  const RopeScaling& sc = hp.rope_scaling;
+  if (sc.type == RopeScalingType::linear) {
+    line("rope_scaling", "linear factor " + std::to_string(sc.factor) + ", mscale " +
+                             std::to_string(sc.mscale), "rope.scaling.*");
+  } else if (sc.type == RopeScalingType::yarn) {
+    line("rope_scaling",
+         "yarn factor " + std::to_string(sc.factor) + " over " + std::to_string(sc.n_ctx_orig) +
+             " (ext " + std::to_string(sc.ext_factor) + ", beta " +
+             std::to_string(sc.beta_fast) + "/" + std::to_string(sc.beta_slow) + ", mscale " +
+             std::to_string(sc.mscale) + "); positions up to " +
+             std::to_string(hp.n_ctx_limit()),
+         "rope.scaling.*");
   }
   line("rms_eps", hp.rms_eps, "RMSNorm and q/k L2-norm eps");
   if (hp.is_moe()) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/rope.h"
 #include "model/gguf.h"
 
 namespace invar {
@@ -16,6 +17,10 @@ enum class Arch { qwen3next, qwen35, qwen35moe };
 std::string_view arch_name(Arch a);
 
 struct Hparams {
+  // The positions a request may reach: context_length, or with RoPE scaling the scaled length
+  // (original context × factor) when that is longer.
+  int64_t n_ctx_limit() const;
+
   Arch arch = Arch::qwen3next;
   int64_t n_ctx_train = 0;          // context_length: positions the model was trained for
   int64_t n_embd = 0;               // [E] residual width
@@ -29,6 +34,7 @@ struct Hparams {
   double rope_freq_base = 10000.0;  // θ base
   std::array<int32_t, 4> rope_sections{};  // qwen35*: IMROPE sections (t, h, w, e); zeros otherwise
   bool rope_imrope = false;                // qwen35*: multi-section RoPE; qwen3next: plain NEOX
+  RopeScaling rope_scaling{};              // rope.scaling.*: none, linear or yarn
   float rms_eps = 1e-6f;                   // every RMSNorm and the q/k L2 norm
   // FFN
   int64_t n_ff = 0;           // [F] dense FFN width (qwen35), fallback for expert sizes

@@ -287,6 +287,14 @@ void make_model_validate(const MakeModelConfig& c, int64_t n_vocab) {
   if (c.n_rot > c.head_dim || c.n_rot % 2 != 0) bad("--rot must be even and <= --head-dim");
   if (c.ssm_v_heads % c.ssm_groups != 0) bad("--v-heads must be a multiple of --groups");
   if (!(c.rope_base > 1.0)) bad("--rope-base must be > 1");
+  if (!c.rope_scaling.empty()) {
+    if (c.rope_scaling != "linear" && c.rope_scaling != "yarn" && c.rope_scaling != "none")
+      bad("--rope-scaling must be none, linear or yarn");
+    if (!(c.rope_scaling_factor >= 1.0 && c.rope_scaling_factor <= 1024.0))
+      bad("--rope-scale must be in [1, 1024]");
+    if (c.rope_scaling_orig_ctx < 0 || c.rope_scaling_orig_ctx > c.n_ctx)
+      bad("--rope-orig-ctx must be in [0, --ctx]");
+  }
   if (!(c.rms_eps > 0)) bad("rms eps must be > 0");
   if (c.fused_gate_up && !moe) bad("--fused-gate-up needs an MoE architecture");
   if (c.mtp_own_head && c.mtp == MtpKind::none) bad("--mtp-own-head needs --mtp");
@@ -337,6 +345,16 @@ void make_model(const MakeModelConfig& c, int64_t n_vocab, GgufWriter& w) {
     w.set_i32_array(a + ".rope.dimension_sections", {s[0], s[1], s[2], s[3]});
   }
   w.set_f32(a + ".rope.freq_base", float(c.rope_base));
+  if (!c.rope_scaling.empty()) {
+    w.set_string(a + ".rope.scaling.type", c.rope_scaling);
+    w.set_f32(a + ".rope.scaling.factor", float(c.rope_scaling_factor));
+    if (c.rope_scaling == "yarn") {
+      const int64_t orig = c.rope_scaling_orig_ctx > 0
+                               ? c.rope_scaling_orig_ctx
+                               : std::max<int64_t>(1, int64_t(double(c.n_ctx) / c.rope_scaling_factor));
+      w.set_u32(a + ".rope.scaling.original_context_length", u32(orig));
+    }
+  }
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
   if (moe) {
     w.set_u32(a + ".expert_count", u32(c.n_expert));

@@ -40,6 +40,11 @@ struct MakeModelConfig {
   int64_t n_rot = 16;                      // [R] rotated dims per head
   double rope_base = 1e7;                  // rope.freq_base (Qwen3-Next's real value)
   std::array<int32_t, 4> rope_sections{};  // qwen35*: all zero → derived from n_rot (see .cpp)
+  // rope.scaling.* as the converter writes it from an HF rope_scaling: "" writes no key, else
+  // "linear" or "yarn" with the factor (and, for yarn, the original context).
+  std::string rope_scaling;
+  double rope_scaling_factor = 1.0;
+  int64_t rope_scaling_orig_ctx = 0;  // yarn: 0 → n_ctx / factor
   float rms_eps = 1e-6f;
   int64_t n_ff = 512;           // [F] dense FFN width (qwen35); written for the MoE archs too
   int64_t n_expert = 8;         // [NE] (MoE archs)

@@ -203,6 +203,7 @@ ModelWeights weights_bind(const GgufFile& f, const Hparams& hp) {
   rc.freq_base = hp.rope_freq_base;
   rc.imrope = hp.rope_imrope;
   rc.sections = hp.rope_sections;
+  rc.scaling = hp.rope_scaling;
   w.rope = rope_freqs_build(rc);
   return w;
 }

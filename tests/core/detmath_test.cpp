@@ -169,6 +169,23 @@ TEST(Detmath, PowAgainstLibm) {
   EXPECT_EQ(det_pow(1.0, -0.5), 1.0);
 }
 
+// RoPE scaling's correction range takes ln of context lengths and factors.
+TEST(Detmath, LogDoubleAgainstLibm) {
+  double worst = 0;
+  for (double x : {1e-300, 0.01, 0.5, 0.999999, 1.0, 1.000001, 2.0, 3.14159, 4.0, 4096.0, 262144.0,
+                   1e7, 1e300}) {
+    for (int k = 0; k < 64; ++k) {
+      const double v = x * (1.0 + k / 64.0);
+      worst = std::max(worst, ulp_err_d(det_log_d(v), logl((long double)v)));
+    }
+  }
+  std::printf("det_log_d: max %.3f ulp (double)\n", worst);
+  EXPECT_LE(worst, 2.0);
+  EXPECT_EQ(det_log_d(1.0), 0.0);
+  EXPECT_TRUE(std::isnan(det_log_d(-1.0)));
+  EXPECT_EQ(det_log_d(0.0), -std::numeric_limits<double>::infinity());
+}
+
 TEST(Detmath, SpecialValues) {
   EXPECT_TRUE(std::isnan(det_exp(kNaN)));
   EXPECT_EQ(det_exp(kInf), kInf);

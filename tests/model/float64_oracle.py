@@ -18,6 +18,7 @@ Usage:
       "dtype": "f64" (as tests/vision/vision_reference.py writes them) (Model.logits).
 """
 import json
+import math
 import sys
 
 import numpy as np
@@ -51,6 +52,40 @@ def softmax(x):
     return e / np.sum(e, axis=-1, keepdims=True)
 
 
+def rope_scaling(kv, p, R, base, n_ctx):
+    """Per-pair inverse frequencies [R/2] and the cos/sin multiplier, as HF's rotary code builds
+    them from a config's rope_scaling (_compute_linear_scaling_rope_parameters and
+    _compute_yarn_parameters, truncate=True), read back from the keys the converter writes."""
+    j = np.arange(R // 2)
+    inv_extra = base ** (-2.0 * j / R)
+    kind = kv.get(p + "rope.scaling.type", "linear")
+    factor = kv.get(p + "rope.scaling.factor", kv.get(p + "rope.scale_linear", 0.0)) or 1.0
+    attn = kv.get(p + "rope.scaling.attn_factor", 1.0)
+    if kind == "none":
+        return inv_extra, 1.0
+    if kind == "linear":
+        return inv_extra / factor, attn
+    assert kind == "yarn", kind
+    orig = kv.get(p + "rope.scaling.original_context_length", n_ctx)
+    beta_fast = kv.get(p + "rope.scaling.yarn_beta_fast", 32.0)
+    beta_slow = kv.get(p + "rope.scaling.yarn_beta_slow", 1.0)
+    ext = kv.get(p + "rope.scaling.yarn_ext_factor", 1.0)
+
+    def corr_dim(turns):
+        return R * math.log(orig / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(math.floor(corr_dim(beta_fast)), 0)
+    high = min(math.ceil(corr_dim(beta_slow)), R - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((j - low) / (high - low), 0.0, 1.0)
+    extra_weight = (1.0 - ramp) * ext
+    inv_freq = (inv_extra / factor) * (1.0 - extra_weight) + inv_extra * extra_weight
+    mscale = kv.get(p + "rope.scaling.yarn_attn_factor",
+                    0.1 * math.log(factor) + 1.0 if factor > 1.0 else 1.0)
+    return inv_freq, (mscale if ext != 0 else 1.0) * attn
+
+
 class Model:
     def __init__(self, path):
         g = Gguf(path)
@@ -74,6 +109,8 @@ class Model:
         self.Hv = kv[p + "ssm.time_step_rank"]
         self.Dv = kv[p + "ssm.inner_size"] // self.Hv
         self.K = kv.get(p + "expert_used_count", 0)
+        self.inv_freq, self.mscale = rope_scaling(kv, p, self.R, self.base,
+                                                  kv[p + "context_length"])
         secs = list(kv.get(p + "rope.dimension_sections", [])) + [0, 0, 0, 0]
         self.sections = secs[:4] if self.arch != "qwen3next" else None
         interval = kv.get(p + "full_attention_interval", 4)
@@ -97,7 +134,7 @@ class Model:
         sector % 3 within 3·s_c, else e = 0 (not rotated); qwen3next turns every pair by t."""
         half = self.R // 2
         j = np.arange(half)
-        inv_freq = self.base ** (-2.0 * j / self.R)
+        inv_freq = self.inv_freq
         scale = np.ones(half)
         axis = np.zeros(half, dtype=np.int64)
         if self.sections is not None:
@@ -109,7 +146,8 @@ class Model:
             scale = np.where(t | h | w, 1.0, 0.0)
             axis = np.where(h, 1, np.where(w, 2, 0))
         theta = pos[:, axis].astype(np.float64) * (scale * inv_freq)[None, :]
-        c, s = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
+        c = (np.cos(theta) * self.mscale)[:, None, :]
+        s = (np.sin(theta) * self.mscale)[:, None, :]
         y = x.copy()
         a, b = x[:, :, :half], x[:, :, half:2 * half]
         y[:, :, :half] = a * c - b * s
