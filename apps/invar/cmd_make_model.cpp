@@ -225,12 +225,11 @@ Command make_model_command("make-model", [](CLI::App& root) -> Command::Run {
                      "rope.scaling.type to write: linear or yarn (none: no keys), as the "
                      "converter writes an HF rope_scaling"),
        [](MakeModelConfig& d, const MakeModelConfig& p) { d.rope_scaling = p.rope_scaling; }});
-  o->shape.push_back(
-      {s->add_option("--rope-scale", c.rope_scaling_factor, "rope.scaling.factor")
-           ->capture_default_str(),
-       [](MakeModelConfig& d, const MakeModelConfig& p) {
-         d.rope_scaling_factor = p.rope_scaling_factor;
-       }});
+  o->shape.push_back({s->add_option("--rope-scale", c.rope_scaling_factor, "rope.scaling.factor")
+                          ->capture_default_str(),
+                      [](MakeModelConfig& d, const MakeModelConfig& p) {
+                        d.rope_scaling_factor = p.rope_scaling_factor;
+                      }});
   o->shape.push_back(
       {s->add_option("--rope-orig-ctx", c.rope_scaling_orig_ctx,
                      "yarn: rope.scaling.original_context_length (0: --ctx / --rope-scale)")

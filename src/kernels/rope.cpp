@@ -32,9 +32,9 @@ void rope_scale_freqs(const RopeConfig& cfg, RopeFreqs& f) {
   INVAR_CHECK(sc.n_ctx_orig > 0, "rope: yarn needs the original context length");
   const double lo = std::max(
       0.0, std::floor(yarn_corr_dim(cfg.n_rot, sc.n_ctx_orig, sc.beta_fast, cfg.freq_base)));
-  const double hi = std::min(
-      double(cfg.n_rot - 1),
-      std::ceil(yarn_corr_dim(cfg.n_rot, sc.n_ctx_orig, sc.beta_slow, cfg.freq_base)));
+  const double hi =
+      std::min(double(cfg.n_rot - 1),
+               std::ceil(yarn_corr_dim(cfg.n_rot, sc.n_ctx_orig, sc.beta_slow, cfg.freq_base)));
   const double width = std::max(0.001, hi - lo);
   for (size_t j = 0; j < f.inv_freq.size(); ++j) {
     const double ramp = std::min(1.0, std::max(0.0, (double(j) - lo) / width));

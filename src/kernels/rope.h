@@ -23,12 +23,12 @@ namespace invar {
 enum class RopeScalingType : uint8_t { none, linear, yarn };
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::none;
-  double factor = 1.0;       // context multiple (freq_scale = 1/factor)
-  int64_t n_ctx_orig = 0;    // yarn: the context the model was trained at
-  double ext_factor = 1.0;   // yarn: weight of the extrapolated frequency in the ramp
-  double beta_fast = 32.0;   // yarn: correction range, in turns over n_ctx_orig
+  double factor = 1.0;      // context multiple (freq_scale = 1/factor)
+  int64_t n_ctx_orig = 0;   // yarn: the context the model was trained at
+  double ext_factor = 1.0;  // yarn: weight of the extrapolated frequency in the ramp
+  double beta_fast = 32.0;  // yarn: correction range, in turns over n_ctx_orig
   double beta_slow = 1.0;
-  double mscale = 1.0;       // multiplies cos and sin (resolved from the file's attention factors)
+  double mscale = 1.0;  // multiplies cos and sin (resolved from the file's attention factors)
 };
 
 struct RopeConfig {

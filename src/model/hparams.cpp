@@ -156,8 +156,8 @@ RopeScaling read_rope_scaling(const GgufFile& f, const KeyReader& k, int64_t n_c
   sc.factor = factor;
   sc.n_ctx_orig = k.int_or("rope.scaling.original_context_length", n_ctx_train);
   if (sc.n_ctx_orig < 1 || sc.n_ctx_orig > (int64_t(1) << 40))
-    fail("key '" + k.key("rope.scaling.original_context_length") + "' = " +
-         std::to_string(sc.n_ctx_orig) + " is out of range");
+    fail("key '" + k.key("rope.scaling.original_context_length") +
+         "' = " + std::to_string(sc.n_ctx_orig) + " is out of range");
   sc.ext_factor = k.num("rope.scaling.yarn_ext_factor", 1.0, false);
   sc.beta_fast = k.num("rope.scaling.yarn_beta_fast", 32.0, false);
   sc.beta_slow = k.num("rope.scaling.yarn_beta_slow", 1.0, false);
@@ -512,15 +512,15 @@ std::string hparams_describe(const Hparams& hp) {
   }
   const RopeScaling& sc = hp.rope_scaling;
   if (sc.type == RopeScalingType::linear) {
-    line("rope_scaling", "linear factor " + std::to_string(sc.factor) + ", mscale " +
-                             std::to_string(sc.mscale), "rope.scaling.*");
+    line("rope_scaling",
+         "linear factor " + std::to_string(sc.factor) + ", mscale " + std::to_string(sc.mscale),
+         "rope.scaling.*");
   } else if (sc.type == RopeScalingType::yarn) {
     line("rope_scaling",
          "yarn factor " + std::to_string(sc.factor) + " over " + std::to_string(sc.n_ctx_orig) +
-             " (ext " + std::to_string(sc.ext_factor) + ", beta " +
-             std::to_string(sc.beta_fast) + "/" + std::to_string(sc.beta_slow) + ", mscale " +
-             std::to_string(sc.mscale) + "); positions up to " +
-             std::to_string(hp.n_ctx_limit()),
+             " (ext " + std::to_string(sc.ext_factor) + ", beta " + std::to_string(sc.beta_fast) +
+             "/" + std::to_string(sc.beta_slow) + ", mscale " + std::to_string(sc.mscale) +
+             "); positions up to " + std::to_string(hp.n_ctx_limit()),
          "rope.scaling.*");
   }
   line("rms_eps", hp.rms_eps, "RMSNorm and q/k L2-norm eps");

@@ -349,9 +349,10 @@ void make_model(const MakeModelConfig& c, int64_t n_vocab, GgufWriter& w) {
     w.set_string(a + ".rope.scaling.type", c.rope_scaling);
     w.set_f32(a + ".rope.scaling.factor", float(c.rope_scaling_factor));
     if (c.rope_scaling == "yarn") {
-      const int64_t orig = c.rope_scaling_orig_ctx > 0
-                               ? c.rope_scaling_orig_ctx
-                               : std::max<int64_t>(1, int64_t(double(c.n_ctx) / c.rope_scaling_factor));
+      const int64_t orig =
+          c.rope_scaling_orig_ctx > 0
+              ? c.rope_scaling_orig_ctx
+              : std::max<int64_t>(1, int64_t(double(c.n_ctx) / c.rope_scaling_factor));
       w.set_u32(a + ".rope.scaling.original_context_length", u32(orig));
     }
   }

@@ -60,8 +60,7 @@ std::vector<float> run_invar(const std::string& path, std::vector<int32_t>& toke
     const float* row = all.data() + (all.size() / size_t(V) - 1) * size_t(V);
     const int32_t next = argmax_of(row, V);
     tokens.push_back(next);
-    const std::vector<float> lg =
-        run_chunked(*m, st, {next}, 0, pool, int64_t(tokens.size()) - 1);
+    const std::vector<float> lg = run_chunked(*m, st, {next}, 0, pool, int64_t(tokens.size()) - 1);
     all.insert(all.end(), lg.begin(), lg.end());
   }
   return all;
@@ -128,10 +127,10 @@ void check_scaled(Arch arch, const std::string& kind, double factor) {
   const double past = worst_diff(inv, oracle[0], V, size_t(kOrigCtx));
   const double all = worst_diff(inv, oracle[0], V, 0);
   const double unscaled = worst_diff(inv, oracle[1], V, size_t(kOrigCtx));
-  std::printf("%-10s %-6s x%-3g positions %d-%zu: vs oracle %.2g (all positions %.2g), vs the "
-              "unscaled oracle %.2g\n",
-              a.c_str(), kind.c_str(), factor, int(kOrigCtx), tokens.size() - 1, past, all,
-              unscaled);
+  std::printf(
+      "%-10s %-6s x%-3g positions %d-%zu: vs oracle %.2g (all positions %.2g), vs the "
+      "unscaled oracle %.2g\n",
+      a.c_str(), kind.c_str(), factor, int(kOrigCtx), tokens.size() - 1, past, all, unscaled);
   EXPECT_LE(past, kTol);
   EXPECT_LE(all, kTol);
   EXPECT_GT(unscaled, 10 * std::max(past, 1e-6)) << "the scaling made no difference";
