@@ -15,12 +15,12 @@
 
 #include "command.h"
 #include "core/error.h"
-#include "core/quantize.h"
 #include "model/gguf.h"
 #include "model/hparams.h"
 #include "model/make_model.h"
 #include "model/model_presets.h"
 #include "model/quant_preset.h"
+#include "quant/quantize.h"
 #include "tokenizer/tokenizer.h"
 #include "vision/make_mmproj.h"
 #include "vision/vision_model.h"

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "core/quant_blocks.h"
+#include "quant/blocks.h"
 
 namespace invar {
 namespace {

@@ -26,9 +26,9 @@
 
 #include <cstdint>
 
-#include "core/dtype.h"
 #include "core/simd.h"
 #include "kernels/qmatmul.h"
+#include "quant/dtype.h"
 
 namespace invar {
 

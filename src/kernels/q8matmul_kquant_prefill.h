@@ -7,9 +7,9 @@
 #include <cstring>
 
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
-#include "core/quant_blocks.h"
 #include "kernels/q8matmul.h"
 #include "kernels/q8matmul_simd_base.h"
+#include "quant/blocks.h"
 
 namespace invar::q8simd {
 namespace {

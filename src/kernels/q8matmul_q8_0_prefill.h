@@ -27,8 +27,8 @@
 #include <cstring>
 
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
-#include "core/quant_blocks.h"
 #include "kernels/q8matmul.h"
+#include "quant/blocks.h"
 
 namespace invar::q8simd {
 namespace {

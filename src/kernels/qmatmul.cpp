@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/dequant.h"
 #include "kernels/reduce.h"
+#include "quant/dequant.h"
 
 namespace invar {
 

@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "quant/dtype.h"
 
 namespace invar {
 

@@ -1,6 +1,6 @@
 // Private to the quantised matmul (qmatmul_tiles.h): block decoders that turn one block of a
 // quantised row, read in place from the file, into F32 weights in registers, 16 at a time, with the
-// bits of the scalar dequant_row (core/dequant.h).
+// bits of the scalar dequant_row (quant/dequant.h).
 //
 // Why the bits agree: every type's weight is either an exact product of small integers and F16
 // scales (Q8_0, Q4_0, Q5_0, Q3_K, Q6_K, IQ4_NL, IQ4_XS and the low-bit IQ1 / IQ2 / IQ3 / TQ types:
@@ -13,7 +13,7 @@
 //
 // A decoder D has kBlock (elements), kBytes (bytes of a block), a constructor from the block's
 // address that unpacks the block's scales, and chunk(c): weights [16c, 16c + 16) of the block.
-// Byte offsets follow ggml's block structs (ggml-common.h); see core/quant_blocks.h.
+// Byte offsets follow ggml's block structs (ggml-common.h); see quant/blocks.h.
 #pragma once
 
 #include <algorithm>
@@ -21,9 +21,9 @@
 #include <cstring>
 
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
-#include "core/dtype.h"
-#include "core/iq_grids.h"
-#include "core/quant_blocks.h"
+#include "quant/blocks.h"
+#include "quant/dtype.h"
+#include "quant/iq_grids.h"
 
 namespace invar::qdecode {
 namespace {
@@ -341,7 +341,7 @@ struct IQ4_XS {
   }
 };
 
-// ---- The low-bit types (layouts: core/quant_blocks.h; grids: core/iq_grids.h). ----
+// ---- The low-bit types (layouts: quant/blocks.h; grids: quant/iq_grids.h). ----
 //
 // IQ2 / IQ3: a chunk is two groups of 8 whose unsigned magnitudes (≤ 62) come from grid entries,
 // signs applied as bytes (−g fits an int8), times the group's scale db. The scalar code forms

@@ -21,8 +21,8 @@
 #include <cstdint>
 
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
-#include "core/dtype.h"
 #include "kernels/qmatmul.h"
+#include "quant/dtype.h"
 
 namespace invar::qdense {
 namespace {

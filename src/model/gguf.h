@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/dtype.h"
 #include "core/error.h"
+#include "quant/dtype.h"
 
 namespace invar {
 

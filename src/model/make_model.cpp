@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/quantize.h"
 #include "model/hparams.h"
 #include "model/quant_preset.h"
+#include "quant/quantize.h"
 
 namespace invar {
 

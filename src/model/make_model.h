@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <string>
 
-#include "core/dtype.h"
 #include "model/gguf.h"
 #include "model/hparams.h"
+#include "quant/dtype.h"
 
 namespace invar {
 

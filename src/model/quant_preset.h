@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/dtype.h"
+#include "quant/dtype.h"
 
 namespace invar {
 

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "core/quantize.h"
 #include "model/make_model.h"
+#include "quant/quantize.h"
 #include "vision/mmproj_hparams.h"
 
 namespace invar {

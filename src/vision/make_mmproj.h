@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
 #include "model/gguf.h"
+#include "quant/dtype.h"
 
 namespace invar {
 

@@ -1,4 +1,4 @@
-// F16 and BF16 conversions (core/dtype.h) against independent oracles written with float64:
+// F16 and BF16 conversions (quant/dtype.h) against independent oracles written with float64:
 // every F16 value decodes exactly, and narrowing rounds to nearest, ties to even, overflowing to
 // infinity exactly where IEEE says.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <random>
 
-#include "core/dtype.h"
+#include "quant/dtype.h"
 
 namespace invar {
 namespace dtype_convert_test {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/quant_blocks.h"
 #include "core/simd.h"
 #include "kernels/matmul.h"
+#include "quant/blocks.h"
+#include "quant/dtype.h"
 
 namespace invar::test {
 

@@ -9,9 +9,9 @@
 #include <limits>
 
 #include "core/activations.h"
-#include "core/dequant.h"
 #include "core/thread_pool.h"
 #include "matmul_test_util.h"
+#include "quant/dequant.h"
 
 namespace invar::test {
 namespace q8matmul_test {

@@ -9,10 +9,10 @@
 #include <cmath>
 #include <limits>
 
-#include "core/dequant.h"
 #include "core/thread_pool.h"
 #include "kernels/reduce.h"
 #include "matmul_test_util.h"
+#include "quant/dequant.h"
 
 namespace invar::test {
 namespace qmatmul_test {

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "core/dequant.h"
 #include "model/gguf.h"
 #include "model/make_model.h"
 #include "model_harness.h"
+#include "quant/dequant.h"
 
 namespace invar::test {
 namespace {

@@ -1,8 +1,8 @@
-// core/iq_grids.h, the generated lookup tables of the low-bit types: (1) equal to what
+// quant/iq_grids.h, the generated lookup tables of the low-bit types: (1) equal to what
 // scripts/gen-iq-grids.py makes of ggml's ggml-common.h, when that file is present; (2) without
 // ggml, the sizes, a hash of each table's bytes recorded when the header was generated, and the
 // structural facts the dequantisers rely on (magnitudes and ±1 values, even sign parity).
-#include "core/iq_grids.h"
+#include "quant/iq_grids.h"
 
 #include <gtest/gtest.h>
 
@@ -48,10 +48,11 @@ TEST(IqGrids, HeaderIsTheGeneratorsOutputOfGgmlCommon) {
   ASSERT_EQ(r.status, 0) << r.out;
   const std::string generated = read_all(out);
   std::remove(out.c_str());
-  const std::string committed = read_all(INVAR_SOURCE_DIR "/src/core/iq_grids.h");
+  const std::string committed = read_all(INVAR_SOURCE_DIR "/src/quant/iq_grids.h");
   ASSERT_FALSE(committed.empty());
-  EXPECT_TRUE(generated == committed) << "src/core/iq_grids.h differs from scripts/gen-iq-grids.py "
-                                      << common << " (regenerate it)";
+  EXPECT_TRUE(generated == committed)
+      << "src/quant/iq_grids.h differs from scripts/gen-iq-grids.py " << common
+      << " (regenerate it)";
 }
 
 TEST(IqGrids, TablesHaveTheirRecordedContents) {

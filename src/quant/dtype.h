@@ -1,5 +1,5 @@
 // Element types of tensors, numbered exactly as ggml's `enum ggml_type` so GGUF type ids map 1:1.
-// Block layouts of the quantised types: core/quant_blocks.h; their dequantisation: core/dequant.h.
+// Block layouts of the quantised types: quant/blocks.h; their dequantisation: quant/dequant.h.
 #pragma once
 
 #include <cstdint>

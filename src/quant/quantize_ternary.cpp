@@ -1,12 +1,12 @@
-// Quantisers of the ternary types TQ1_0 and TQ2_0 and of MXFP4 (layouts: core/quant_blocks.h).
+// Quantisers of the ternary types TQ1_0 and TQ2_0 and of MXFP4 (layouts: quant/blocks.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
 
-#include "core/iq_grids.h"
-#include "core/quant_blocks.h"
-#include "core/quantize_fit.h"
+#include "quant/blocks.h"
+#include "quant/iq_grids.h"
+#include "quant/quantize_fit.h"
 
 namespace invar {
 

@@ -1,7 +1,7 @@
 // quantize_row → dequant_row round trips: error bounds per type on Gaussian-like weights, on
 // super-blocks whose sub-blocks differ in scale by 2^7 (the per-sub-block scales must follow),
 // and exact cases (zeros; values already on a type's grid).
-#include "core/quantize.h"
+#include "quant/quantize.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "core/dequant.h"
-#include "core/dtype.h"
+#include "quant/dequant.h"
+#include "quant/dtype.h"
 
 namespace invar {
 namespace quantize_test {

@@ -1,4 +1,4 @@
-// Quantisers for every weight type: F32 rows to ggml's block layouts (core/quant_blocks.h), so
+// Quantisers for every weight type: F32 rows to ggml's block layouts (quant/blocks.h), so
 // invar can write the files users download. Round-to-nearest (the lattice types: nearest grid
 // point) with a least-squares scale/min fit per (sub-)block; not llama-quantize's search (no
 // importance matrix), so the bits differ from llama-quantize's, but dequant_row() of the result is
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/dtype.h"
+#include "quant/dtype.h"
 
 namespace invar {
 

@@ -2,14 +2,14 @@
 // types. The K-quants are in quantize_k.cpp, the IQ1 / IQ2 / IQ3 types in quantize_iq.cpp, TQ1_0,
 // TQ2_0 and MXFP4 in quantize_ternary.cpp. Codes are always computed from the scale as the file
 // will store it (F16-rounded), so dequantisation reproduces the fit that was chosen.
-#include "core/quantize.h"
+#include "quant/quantize.h"
 
 #include <cstring>
 #include <string>
 
 #include "core/error.h"
-#include "core/quant_blocks.h"
-#include "core/quantize_fit.h"
+#include "quant/blocks.h"
+#include "quant/quantize_fit.h"
 
 namespace invar {
 

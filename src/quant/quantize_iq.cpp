@@ -1,5 +1,5 @@
 // Quantisers of the lattice types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M
-// (layouts: core/quant_blocks.h, grids: core/iq_grids.h). No importance matrix: every choice
+// (layouts: quant/blocks.h, grids: quant/iq_grids.h). No importance matrix: every choice
 // minimises the plain squared error.
 //
 // A scale group (the values sharing one sub-scale: 16 or 32) is coded, for a given real scale λ,
@@ -18,9 +18,9 @@
 #include <iterator>
 #include <vector>
 
-#include "core/iq_grids.h"
-#include "core/quant_blocks.h"
-#include "core/quantize_fit.h"
+#include "quant/blocks.h"
+#include "quant/iq_grids.h"
+#include "quant/quantize_fit.h"
 
 namespace invar {
 

@@ -5,10 +5,10 @@ Usage: quant_reference.py TYPE BLOCKS_FILE OUT_FILE
 Reads raw blocks of TYPE, writes the dequantised values as little-endian float32.
 Every product and difference is a float32 operation on its own (numpy rounds each one), in the
 association ggml's dequantize_row_* writes: e.g. q4_K w = (d*sc)*q - (dmin*m), q6_K
-w = (d*sc)*q. Used by tests/core/quant_dequant_test.cpp, which compares the bit patterns.
+w = (d*sc)*q. Used by tests/quant/dequant_test.cpp, which compares the bit patterns.
 The low-bit types (IQ1/IQ2/IQ3) read their lattice grids and sign tables from
-src/core/iq_grids.h (generated from ggml-common.h by scripts/gen-iq-grids.py); the formulas
-below are written from the block layouts independently of core/dequant.cpp.
+src/quant/iq_grids.h (generated from ggml-common.h by scripts/gen-iq-grids.py); the formulas
+below are written from the block layouts independently of quant/dequant.cpp.
 """
 import os
 import re
@@ -30,7 +30,7 @@ GEOMETRY = {
     "tq2_0": (256, 66), "mxfp4": (32, 17),
 }
 
-GRIDS_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "core",
+GRIDS_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "quant",
                        "iq_grids.h")
 
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "quant/dtype.h"
 
 namespace invar::quant_fit {
 

@@ -1,14 +1,14 @@
-// Per-type dequantisation loops (formulas and layouts: core/quant_blocks.h). Every line computes
+// Per-type dequantisation loops (formulas and layouts: quant/blocks.h). Every line computes
 // one F32 operation at a time in ggml's association, so each intermediate is rounded exactly where
 // ggml's reference C rounds it.
-#include "core/dequant.h"
+#include "quant/dequant.h"
 
 #include <cstring>
 #include <string>
 
 #include "core/error.h"
-#include "core/iq_grids.h"
-#include "core/quant_blocks.h"
+#include "quant/blocks.h"
+#include "quant/iq_grids.h"
 
 namespace invar {
 namespace {

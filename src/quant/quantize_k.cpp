@@ -1,11 +1,11 @@
-// Quantisers of the K-quants (layouts: core/quant_blocks.h). Each super-block of 256 is cut into
+// Quantisers of the K-quants (layouts: quant/blocks.h). Each super-block of 256 is cut into
 // sub-blocks (16 × 16 for Q2_K, Q3_K, Q6_K; 8 × 32 for Q4_K, Q5_K); every sub-block gets its own
 // fitted scale (and min), those are quantised against the F16 super-block scale(s), and the codes
 // are then chosen with the sub-scales exactly as stored.
 #include <cstring>
 
-#include "core/quant_blocks.h"
-#include "core/quantize_fit.h"
+#include "quant/blocks.h"
+#include "quant/quantize_fit.h"
 
 namespace invar {
 

@@ -1,12 +1,12 @@
 // Scalar dequantisation of every weight type to F32, bit-exact with ggml's dequantize_row_* as its
 // C source defines them: each product and difference rounded to F32 on its own (no FMA
 // contraction: the project builds with -ffp-contract=off), in the association ggml writes, e.g.
-// Q4_K's w = (d·sc)·q − (dmin·m) and Q6_K's w = (d·sc)·q. Formulas per type: core/quant_blocks.h.
+// Q4_K's w = (d·sc)·q − (dmin·m) and Q6_K's w = (d·sc)·q. Formulas per type: quant/blocks.h.
 #pragma once
 
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "quant/dtype.h"
 
 namespace invar {
 

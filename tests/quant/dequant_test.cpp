@@ -1,10 +1,12 @@
 // dequant_row against two independent references, bit for bit (uint32 patterns, so −0 ≠ +0):
-//   1. tests/core/quant_reference.py, numpy written from the block layouts, on random blocks
+//   1. tests/quant/quant_reference.py, numpy written from the block layouts, on random blocks
 //      whose F16 scales include the extremes (±max, smallest subnormal, largest subnormal,
 //      smallest normal, ±0);
 //   2. fixed vectors: blocks dequantised by ggml's own dequantize_row_* (ggml-quants.c built with
 //      -ffp-contract=off), stored in tests/data/quant/ggml_fixed_vectors.bin and (the IQ1 / IQ2 /
 //      IQ3 / TQ types and MXFP4, by scripts/gen-ggml-fixed-vectors) ggml_lowbit_vectors.bin.
+#include "quant/dequant.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,9 +17,8 @@
 #include <vector>
 
 #include "command_run.h"
-#include "core/dequant.h"
-#include "core/dtype.h"
-#include "core/quant_blocks.h"
+#include "quant/blocks.h"
+#include "quant/dtype.h"
 
 namespace invar {
 namespace quant_dequant_test {
@@ -108,7 +109,7 @@ std::string first_mismatch(const std::vector<float>& got, const std::vector<floa
 }
 
 TEST(QuantDequant, MatchesNumpyReferenceBitForBit) {
-  const std::string script = std::string(INVAR_SOURCE_DIR) + "/tests/core/quant_reference.py";
+  const std::string script = std::string(INVAR_SOURCE_DIR) + "/tests/quant/quant_reference.py";
   for (DType t : kQuantTypes) {
     SCOPED_TRACE(std::string(dtype_name(t)));
     const int n_blocks = 64;

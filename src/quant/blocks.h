@@ -1,8 +1,8 @@
 // The block structs of ggml's quantised types, byte for byte as ggml-common.h lays them out
 // (GGUF stores these blocks back to back, little-endian; F16 fields are IEEE binary16 bits).
-// Each weight of a block is w = (scale) · (quant) [− (min)], computed in F32 as core/dequant.cpp
+// Each weight of a block is w = (scale) · (quant) [− (min)], computed in F32 as quant/dequant.cpp
 // spells out per type. QK_K = 256 ("super-block") for the K-quants and the IQ / TQ types but
-// IQ4_NL. The lattice grids and sign tables of the IQ1 / IQ2 / IQ3 types are in core/iq_grids.h.
+// IQ4_NL. The lattice grids and sign tables of the IQ1 / IQ2 / IQ3 types are in quant/iq_grids.h.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/dtype.h"
+#include "quant/dtype.h"
 
 namespace invar {
 

@@ -1,4 +1,4 @@
-#include "core/dtype.h"
+#include "quant/dtype.h"
 
 #include <cctype>
 #include <string>
@@ -16,7 +16,7 @@ struct Traits {
   int64_t block_bytes;
 };
 
-// Geometry as ggml-common.h defines it (block structs: core/quant_blocks.h).
+// Geometry as ggml-common.h defines it (block structs: quant/blocks.h).
 constexpr Traits kTraits[] = {
     {DType::F32, "f32", 1, 4},
     {DType::F16, "f16", 1, 2},
