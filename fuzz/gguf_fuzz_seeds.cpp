@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/make_model.h"
 
 namespace {

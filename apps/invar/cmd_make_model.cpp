@@ -15,7 +15,7 @@
 
 #include "command.h"
 #include "core/error.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/hparams.h"
 #include "model/make_model.h"
 #include "model/model_presets.h"

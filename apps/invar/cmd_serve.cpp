@@ -21,7 +21,7 @@
 #include "core/error.h"
 #include "core/simd.h"
 #include "core/user_cache_dir.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/make_model.h"
 #include "model/sha256_cache.h"
 #include "server/http_server.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 namespace invar {
 
@@ -75,7 +75,5 @@ std::string hparams_describe(const Hparams& hp);
 
 // Largest dimension a model may have: keeps every product of three dims inside int64.
 inline constexpr int64_t kMaxTensorDim = int64_t(1) << 24;
-// "{a, b, c}", as errors about tensor shapes print them.
-std::string tensor_shape_str(const std::vector<int64_t>& ne);
 
 }  // namespace invar

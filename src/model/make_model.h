@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/hparams.h"
 #include "quant/dtype.h"
 

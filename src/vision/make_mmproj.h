@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "quant/dtype.h"
 
 namespace invar {

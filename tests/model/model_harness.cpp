@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/make_model.h"
 
 // Test binaries outside tests/model link the harness for its generators only and name no model.

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/make_model.h"
 #include "model_harness.h"
 #include "quant/dequant.h"

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "core/activations.h"
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/quant_preset.h"
 #include "model_harness.h"
 #include "test_process_dir.h"

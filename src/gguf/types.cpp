@@ -1,9 +1,9 @@
-#include "model/gguf_types.h"
+#include "gguf/types.h"
 
 #include <array>
 #include <string>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 namespace invar {
 
@@ -72,6 +72,12 @@ int64_t GgufTensorInfo::n_elements() const {
   int64_t n = 1;
   for (int64_t d : ne) n *= d;  // the reader has checked that this product fits
   return n;
+}
+
+std::string tensor_shape_str(const std::vector<int64_t>& ne) {
+  std::string s = "{";
+  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+  return s + "}";
 }
 
 }  // namespace invar

@@ -83,6 +83,9 @@ struct GgufTensorInfo {
   int64_t n_elements() const;
 };
 
+// "{a, b, c}", as errors about tensor shapes print them.
+std::string tensor_shape_str(const std::vector<int64_t>& ne);
+
 // What identifies one version of a file without reading it (stat): model/sha256_cache.h keys on
 // it. Times in nanoseconds since the epoch.
 struct FileIdentity {

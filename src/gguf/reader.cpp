@@ -14,8 +14,8 @@
 #include <unordered_set>
 
 #include "core/zero_pages.h"
-#include "model/gguf.h"
-#include "model/gguf_types.h"
+#include "gguf/gguf.h"
+#include "gguf/types.h"
 
 namespace invar {
 

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "core/thread_pool.h"
-#include "model/gguf.h"
-#include "model/gguf_types.h"
+#include "gguf/gguf.h"
+#include "gguf/types.h"
 
 namespace invar {
 

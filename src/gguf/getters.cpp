@@ -2,7 +2,7 @@
 // naming the key, the type found and the type wanted.
 #include <limits>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 namespace invar {
 
