@@ -41,8 +41,8 @@
 #include "core/error.h"
 #include "core/simd.h"
 #include "core/thread_pool.h"
+#include "forge/make_model.h"
 #include "int_list.h"
-#include "model/make_model.h"
 #include "model/model.h"
 #include "quant/quantize.h"
 

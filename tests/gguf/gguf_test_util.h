@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "forge/make_model.h"
 #include "gguf/gguf.h"
-#include "model/make_model.h"
 
 namespace invar::test {
 

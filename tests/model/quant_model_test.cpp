@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "forge/make_model.h"
 #include "gguf/gguf.h"
-#include "model/make_model.h"
 #include "model_harness.h"
 #include "quant/dequant.h"
 

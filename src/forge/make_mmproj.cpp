@@ -1,9 +1,9 @@
-#include "vision/make_mmproj.h"
+#include "forge/make_mmproj.h"
 
 #include <cmath>
 
 #include "core/error.h"
-#include "model/make_model.h"
+#include "forge/make_model.h"
 #include "quant/quantize.h"
 #include "vision/mmproj_hparams.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "model/make_model.h"
+#include "forge/make_model.h"
 
 namespace invar {
 

@@ -58,7 +58,7 @@ struct MakeModelConfig {
   bool mtp_own_head = false;    // also nextn.embed_tokens and nextn.shared_head_head (else the
                                 // MTP head reads token_embd and output, as llama.cpp falls back)
   DType type = DType::F32;      // matrices; norms, ssm_a, dt bias, conv and routers stay F32
-  // A llama-quantize preset ("q4_k_m", ...) or a type name (model/quant_preset.h); when set it
+  // A llama-quantize preset ("q4_k_m", ...) or a type name (forge/quant_preset.h); when set it
   // replaces `type` and chooses each matrix's type as llama-quantize would.
   std::string quant;
   uint64_t seed = 0;

@@ -7,7 +7,7 @@
 // shared_expert_intermediate_size → NE / K / Fe / Fs, intermediate_size → F,
 // full_attention_interval 4, rope_theta 1e7. The vocabulary comes from --vocab (the checkpoints'
 // own: 151936 rows for Qwen3-Next, 248320 for Qwen3.5).
-#include "model/model_presets.h"
+#include "forge/model_presets.h"
 
 namespace invar {
 namespace {

@@ -1,7 +1,7 @@
 // Mirrors llama_tensor_get_type_impl for the presets invar offers; only the branches these
 // presets and these architectures reach are kept (no Falcon, 70B or imatrix cases: invar has no
 // importance matrix, so the IQ3_XXS rules take their no-imatrix branches).
-#include "model/quant_preset.h"
+#include "forge/quant_preset.h"
 
 #include <algorithm>
 #include <cctype>

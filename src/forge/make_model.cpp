@@ -2,14 +2,14 @@
 // test models: caveat") and the reference tiny models: residual-writing projections std 0.2,
 // embeddings 0.15, input projections 0.4/sqrt(fan_in), effective norm weights ≈ 1, ssm_a < 0.
 // With these, greedy continuations vary instead of repeating the input token.
-#include "model/make_model.h"
+#include "forge/make_model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "forge/quant_preset.h"
 #include "model/hparams.h"
-#include "model/quant_preset.h"
 #include "quant/quantize.h"
 
 namespace invar {
