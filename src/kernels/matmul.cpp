@@ -1,5 +1,5 @@
 // Matrix product: the scalar reference of the canonical order, embedding rows, and the dispatch
-// to the SIMD paths, which read every type in place (qmatmul_tiles.h).
+// to the SIMD paths, which read every type in place (f32_act_simd.h).
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -11,8 +11,8 @@
 #include "core/activations.h"
 #include "core/error.h"
 #include "kernels/kernels_isa.h"
-#include "kernels/q8matmul.h"
-#include "kernels/qmatmul.h"
+#include "kernels/matmul/f32_act.h"
+#include "kernels/matmul/q8_act.h"
 #include "kernels/reduce.h"
 #include "quant/dequant.h"
 

@@ -1,5 +1,5 @@
-// Private to the matmul kernels (qmatmul_tiles.h): F32, F16 and BF16 weights in the canonical lane
-// order every type shares (qmatmul.h, rule N1), read in place from the file's row-major rows.
+// Private to the matmul kernels (f32_act_simd.h): F32, F16 and BF16 weights in the canonical lane
+// order every type shares (f32_act.h, rule N1), read in place from the file's row-major rows.
 //
 // Lane l of output (m, n) accumulates k = l, l+16, … with one FMA per term from +0, and y[m][n] is
 // the reduce.h tree over the 16 lanes. A row is consumed 16 consecutive weights at a time, exactly
@@ -14,14 +14,14 @@
 // they keep exactly the terms the scalar reference gives them.
 //
 // Many rows: the decoders F32/F16/BF16 below feed the quantised path's dequantise-then-tile loop
-// (qmatmul_tiles.h decode_group), 16 weights per block.
+// (f32_act_simd.h decode_group), 16 weights per block.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
-#include "kernels/qmatmul.h"
+#include "kernels/matmul/f32_act.h"
 #include "quant/dtype.h"
 
 namespace invar::qdense {

@@ -3,7 +3,7 @@
 // reference of the canonical order (16 lanes over k, then the reduce.h tree) over dequant_row's
 // weights; that reference is checked against a direct evaluation and float64; and a quantised
 // matrix is read in place (no packed or F32 copy).
-#include "kernels/qmatmul.h"
+#include "kernels/matmul/f32_act.h"
 
 #include <atomic>
 #include <cmath>

@@ -1,6 +1,6 @@
-// The scalar reference of the quantised product's canonical order (qmatmul.h): each weight block
+// The scalar reference of the quantised product's canonical order (f32_act.h): each weight block
 // dequantised by dequant_row, 16 lane accumulators per output, the reduce.h tree.
-#include "kernels/qmatmul.h"
+#include "kernels/matmul/f32_act.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // The q8 profile's AVX2 kernels (vpmaddubsw / vpmaddwd).
-#include "kernels/q8matmul_simd.h"
+#include "kernels/matmul/q8_act_simd.h"
 
 namespace invar {
 

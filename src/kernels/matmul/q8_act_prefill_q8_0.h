@@ -1,5 +1,5 @@
-// Private to q8matmul_simd.h: the q8 profile's Q8_0 product for more than 4 activation rows, bit
-// for bit q8_0_ref (q8matmul.cpp).
+// Private to q8_act_simd.h: the q8 profile's Q8_0 product for more than 4 activation rows, bit
+// for bit q8_0_ref (q8_act.cpp).
 //
 // The canonical order adds block b's term (d·dx)·float(is_b) to float lane b mod 8, so each output
 // needs, per 8 consecutive blocks, the 8 integer dot products side by side in one vector. The
@@ -27,7 +27,7 @@
 #include <cstring>
 
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
-#include "kernels/q8matmul.h"
+#include "kernels/matmul/q8_act.h"
 #include "quant/blocks.h"
 
 namespace invar::q8simd {

@@ -1,13 +1,13 @@
-// Private to the matmul kernels (qmatmul_tiles.h): the product for many activation rows (prefill),
+// Private to the matmul kernels (f32_act_simd.h): the product for many activation rows (prefill),
 // every weight type, over a 16-float vector type V (vec_avx2.h, vec_avx512.h).
 //
 // Every output keeps one 16-lane accumulator whose lane l sees k ≡ l (mod 16) in ascending k, one
-// FMA per term, and ends with the reduce.h tree: the canonical order of qmatmul.h. Which outputs
+// FMA per term, and ends with the reduce.h tree: the canonical order of f32_act.h. Which outputs
 // run side by side, how K is cut into chunks (an accumulator parked in the scratch between chunks
 // is stored and reloaded unchanged), where activations and weights are read from (the caller's
 // rows or a packed copy, the file or a dequantised copy: the same values) change no bit.
 //
-// Loop order (qprefill_plan in qmatmul.h gives the sizes), per block of activation rows (as many
+// Loop order (qprefill_plan in f32_act.h gives the sizes), per block of activation rows (as many
 // as keep the block's packed activations in L2):
 //   pack the block's rows once (64-byte aligned, each tile's rows one sequential stream);
 //   for each group of weight rows, for each K-chunk:
@@ -22,9 +22,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/qmatmul.h"
-#include "kernels/qmatmul_decode.h"
-#include "kernels/qmatmul_dense.h"
+#include "kernels/matmul/f32_act.h"
+#include "kernels/matmul/f32_act_dense.h"
+#include "kernels/matmul/f32_act_unpack.h"
 
 namespace invar::qprefill {
 namespace {

@@ -1,6 +1,6 @@
-// Private to the quantised matmul (qmatmul_tiles.h): AVX-512 few-rows (decode) kernels for the
+// Private to the quantised matmul (f32_act_simd.h): AVX-512 few-rows (decode) kernels for the
 // types of Q8_0, Q4_K_M and Q5_K_M files (Q8_0, Q4_K, Q5_K, Q6_K), with the bits of the generic
-// path (qmatmul_decode.h).
+// path (f32_act_unpack.h).
 //
 // At M = 1 each weight feeds one FMA, so the cost per 16 weights is what it takes to decode them.
 // The generic decoders unpack one block of one row at a time in 16-byte registers; here:
@@ -27,15 +27,15 @@
 // changes.
 //
 // Templates over V (vec_avx512.h) so that the AVX2 translation unit, which includes this header
-// through qmatmul_tiles.h, never instantiates them.
+// through f32_act_simd.h, never instantiates them.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
-#include "kernels/qmatmul.h"
-#include "kernels/qmatmul_decode.h"
+#include "kernels/matmul/f32_act.h"
+#include "kernels/matmul/f32_act_unpack.h"
 
 // GCC 12's false positive on the AVX-512 intrinsics' undefined pass-through operands (as in
 // vec_avx512.h, which the AVX-512 file includes after this header).

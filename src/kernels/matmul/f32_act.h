@@ -9,7 +9,7 @@
 // quantised type, so each lane sees exactly K/16 terms; F32/F16/BF16 allow any K (lanes past the
 // last k see fewer terms). A 16-lane vector holds one output's lanes, so a row of weights is
 // consumed 16 consecutive weights at a time, the order in which the file stores them: decode
-// streams rows and dequantises them in registers (qmatmul_decode.h, qmatmul_dense.h); prefill
+// streams rows and dequantises them in registers (f32_act_unpack.h, f32_act_dense.h); prefill
 // dequantises a few rows into a per-thread buffer and runs a register tile over it.
 #pragma once
 
@@ -27,7 +27,7 @@ struct QuantView {
   int64_t k, n, row_bytes;
 };
 
-// Prefill (qmatmul_prefill.h), per thread: a group of weight rows × a K-chunk, dequantised
+// Prefill (f32_act_prefill.h), per thread: a group of weight rows × a K-chunk, dequantised
 // (kQPanelWeights floats, 24 KiB: stays in the 48 KiB L1 with one tile's activations while every
 // tile of a row block runs over it); the parked lane accumulators of up to kQMBlockMax activation
 // rows × kQGroupRowsMax outputs between K-chunks; and the packed activations of one row block, at

@@ -1,6 +1,6 @@
-// Private to the q8 profile's SIMD kernels (q8matmul_simd.h and the prefill headers): the helpers
-// they share. Compiled for AVX2 and for AVX-512 with VNNI (q8matmul_avx2.cpp,
-// q8matmul_avx512.cpp).
+// Private to the q8 profile's SIMD kernels (q8_act_simd.h and the prefill headers): the helpers
+// they share. Compiled for AVX2 and for AVX-512 with VNNI (q8_act_avx2.cpp,
+// q8_act_avx512.cpp).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// Private to q8matmul_avx2.cpp / q8matmul_avx512.cpp: the q8 profile's kernels over 256-bit
-// integer vectors, bit for bit the references of q8matmul.cpp. Every integer sum is exact, so
-// only the float steps have to follow the canonical order (q8matmul.h), and they are the same
+// Private to q8_act_avx2.cpp / q8_act_avx512.cpp: the q8 profile's kernels over 256-bit
+// integer vectors, bit for bit the references of q8_act.cpp. Every integer sum is exact, so
+// only the float steps have to follow the canonical order (q8_act.h), and they are the same
 // scalar (K-quants) or 8-lane (Q8_0) operations as the reference's.
 //
 // Products of 8-bit codes: `vpmaddubsw` (unsigned weight code × signed activation, pairs summed
@@ -14,7 +14,7 @@
 // accumulators side by side); a group of rows whose codes fit about 256 KiB runs over every output
 // of the range before the next group, so the codes stay in L2 while the weights stream. More than
 // 4 rows go through tiles of 8 outputs (AVX-512 2 rows × 4 weight rows, AVX2 4 × 2;
-// q8matmul_kquant_prefill.h, q8matmul_q8_0_prefill.h).
+// q8_act_prefill_kquant.h, q8_act_prefill_q8_0.h).
 #pragma once
 
 #include <algorithm>
@@ -24,10 +24,10 @@
 #include <limits>
 
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
-#include "kernels/q8matmul.h"
-#include "kernels/q8matmul_kquant_prefill.h"
-#include "kernels/q8matmul_q8_0_prefill.h"
-#include "kernels/q8matmul_simd_base.h"
+#include "kernels/matmul/q8_act.h"
+#include "kernels/matmul/q8_act_prefill_kquant.h"
+#include "kernels/matmul/q8_act_prefill_q8_0.h"
+#include "kernels/matmul/q8_act_simd_base.h"
 #include "quant/blocks.h"
 
 namespace invar::q8simd {
@@ -49,7 +49,7 @@ Q8_INLINE void codes32(const float* x, __m256 inv, int8_t* q) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), o);
 }
 
-// One block of n (32 or 256) floats: codes into q, returns d (q8matmul.h).
+// One block of n (32 or 256) floats: codes into q, returns d (q8_act.h).
 Q8_INLINE float quantize_block(const float* x, int n, int8_t* q) {
   if (n <= 0) return 0.0f;  // (never: n is 32 or 256)
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);

@@ -1,5 +1,5 @@
 // The q8 profile's AVX-512 kernels: the 256-bit bodies with AVX-512 VNNI's vpdpwssd / vpdpbusd.
-#include "kernels/q8matmul_simd.h"
+#include "kernels/matmul/q8_act_simd.h"
 
 namespace invar {
 

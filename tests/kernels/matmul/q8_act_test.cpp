@@ -1,9 +1,9 @@
-// The q8 activation profile (core/activations.h, kernels/q8matmul.h) keeps the contract: for
+// The q8 activation profile (core/activations.h, kernels/matmul/q8_act.h) keeps the contract: for
 // Q4_K, Q5_K, Q6_K and Q8_0 weights, every SIMD level, thread count and number of rows gives the
 // bits of the scalar reference; the SIMD quantiser gives the scalar one's codes and scales; the
 // reference equals a float64 evaluation over the dequantised weights and the quantised
 // activations; and its error against the F32 activations is the 8-bit quantisation's.
-#include "kernels/q8matmul.h"
+#include "kernels/matmul/q8_act.h"
 
 #include <cmath>
 #include <limits>
@@ -79,7 +79,7 @@ TEST(Q8Matmul, EveryPathEqualsReferenceBitExact) {
 }
 
 // More than 4 rows run the prefill tiles (AVX-512 2 rows × 4 outputs, AVX2 4 × 2; Q8_0's in
-// q8matmul_q8_0_prefill.h): every remainder of rows (M mod 4) and of outputs (N mod 4, and the
+// q8_act_prefill_q8_0.h): every remainder of rows (M mod 4) and of outputs (N mod 4, and the
 // 2-thread split); for Q8_0 K below one step of the tile (3 blocks), a multiple of 16 blocks and
 // 65 blocks (the last step padded); several row blocks (M = 130 and 300 at K = 2080 or 2048,
 // 300 at K = 512); and activation blocks whose scale is zero or, for Q8_0, NaN (an Inf). Not

@@ -1,6 +1,6 @@
-// Private to the quantised matmul (qmatmul_tiles.h): AVX2 few-rows (decode) kernels for the
+// Private to the quantised matmul (f32_act_simd.h): AVX2 few-rows (decode) kernels for the
 // types of Q8_0, Q4_K_M and Q5_K_M files (Q8_0, Q4_K, Q5_K, Q6_K), with the bits of the generic
-// path (qmatmul_decode.h).
+// path (f32_act_unpack.h).
 //
 // At M = 1 each weight feeds one FMA, so the cost per 16 weights is what it takes to decode
 // them. The generic decoders suit AVX-512, where a 16-entry table lookup is one vpermps; on AVX2
@@ -18,15 +18,15 @@
 // k ≡ 8h + l (mod 16) in ascending k, one FMA per term, then V::sum — the canonical order.
 //
 // Templates over V (vec_avx2.h) so that the AVX-512 translation unit, which includes this header
-// through qmatmul_tiles.h, never instantiates them.
+// through f32_act_simd.h, never instantiates them.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
-#include "kernels/qmatmul.h"
-#include "kernels/qmatmul_decode.h"
+#include "kernels/matmul/f32_act.h"
+#include "kernels/matmul/f32_act_unpack.h"
 
 namespace invar::qdirect256 {
 namespace {

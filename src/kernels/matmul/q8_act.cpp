@@ -1,6 +1,6 @@
-// The q8 profile's scalar references (q8matmul.h): the activation quantiser and the integer dot
+// The q8 profile's scalar references (q8_act.h): the activation quantiser and the integer dot
 // products of Q4_K, Q5_K, Q6_K and Q8_0 weights in the canonical order.
-#include "kernels/q8matmul.h"
+#include "kernels/matmul/q8_act.h"
 
 #include <algorithm>
 #include <cmath>
@@ -26,7 +26,7 @@ float f16_at(const uint8_t* p) {
 constexpr uint32_t kTinyBits = 0x1f800000;  // 2^-64: smaller blocks quantise to zero
 constexpr uint32_t kInfBits = 0x7f800000;
 
-// One block of n activations (q8matmul.h): codes q, returns the scale d.
+// One block of n activations (q8_act.h): codes q, returns the scale d.
 float quantize_block(const float* x, int n, int8_t* q) {
   if (n <= 0) return 0.0f;  // (never: n is 32 or 256)
   uint32_t a = 0;

@@ -27,7 +27,7 @@
 #include <cstdint>
 
 #include "core/simd.h"
-#include "kernels/qmatmul.h"
+#include "kernels/matmul/f32_act.h"
 #include "quant/dtype.h"
 
 namespace invar {
@@ -82,7 +82,7 @@ void q8_quantize_rows(const float* x, const Q8Rows& out, int64_t r0, int64_t r1,
 void q8_quantize_ref(const float* x, const Q8Rows& out, int64_t r0, int64_t r1);
 void q8matmul_ref_range(const QuantView& w, const Q8Rows& x, float* y, int64_t n0, int64_t n1);
 
-// The SIMD versions, bit for bit the references (q8matmul_simd.h).
+// The SIMD versions, bit for bit the references (q8_act_simd.h).
 struct Q8Kernels {
   void (*quantize)(const float* x, const Q8Rows& out, int64_t r0, int64_t r1);
   // scratch: kQScratchFloats floats, where Q8_0's prefill transposes its operands; nullptr sends

@@ -1,4 +1,4 @@
-// Private to the quantised matmul (qmatmul_tiles.h): block decoders that turn one block of a
+// Private to the quantised matmul (f32_act_simd.h): block decoders that turn one block of a
 // quantised row, read in place from the file, into F32 weights in registers, 16 at a time, with the
 // bits of the scalar dequant_row (quant/dequant.h).
 //

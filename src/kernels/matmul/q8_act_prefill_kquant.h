@@ -1,5 +1,5 @@
-// Private to q8matmul_simd.h: the q8 profile's Q4_K, Q5_K and Q6_K products for more than 4
-// activation rows, bit for bit q45k_ref / q6k_ref (q8matmul.cpp).
+// Private to q8_act_simd.h: the q8 profile's Q4_K, Q5_K and Q6_K products for more than 4
+// activation rows, bit for bit q45k_ref / q6k_ref (q8_act.cpp).
 #pragma once
 
 #include <algorithm>
@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "core/detmath_simd.h"  // <immintrin.h>, with GCC bug 105593 silenced
-#include "kernels/q8matmul.h"
-#include "kernels/q8matmul_simd_base.h"
+#include "kernels/matmul/q8_act.h"
+#include "kernels/matmul/q8_act_simd_base.h"
 #include "quant/blocks.h"
 
 namespace invar::q8simd {

@@ -1,9 +1,9 @@
-// Private to the matmul kernels: the quantised product (qmatmul.h) over a 16-float vector type V
+// Private to the matmul kernels: the quantised product (f32_act.h) over a 16-float vector type V
 // (vec_avx2.h, vec_avx512.h), shared by the AVX2 and AVX-512 files; F32, F16 and BF16 weights
-// take the same paths in the same order (qmatmul_dense.h).
+// take the same paths in the same order (f32_act_dense.h).
 //
 // Every output keeps one 16-lane accumulator whose lane l sees k ≡ l (mod 16) in ascending k, one
-// FMA per term, and ends with V::sum (the reduce.h tree): the canonical order of qmatmul.h. Which
+// FMA per term, and ends with V::sum (the reduce.h tree): the canonical order of f32_act.h. Which
 // outputs run side by side, how K is cut into chunks (an accumulator parked in the scratch between
 // chunks is stored and reloaded unchanged) and whether weights come from registers or from the
 // dequantised buffer (the same values, stored and reloaded) change no bit.
@@ -19,12 +19,12 @@
 #include <type_traits>
 #include <utility>
 
-#include "kernels/qmatmul.h"
-#include "kernels/qmatmul_decode.h"
-#include "kernels/qmatmul_dense.h"
-#include "kernels/qmatmul_direct256.h"
-#include "kernels/qmatmul_direct512.h"
-#include "kernels/qmatmul_prefill.h"
+#include "kernels/matmul/f32_act.h"
+#include "kernels/matmul/f32_act_decode_avx2.h"
+#include "kernels/matmul/f32_act_decode_avx512.h"
+#include "kernels/matmul/f32_act_dense.h"
+#include "kernels/matmul/f32_act_prefill.h"
+#include "kernels/matmul/f32_act_unpack.h"
 
 namespace invar::qmatmul_tiles {
 namespace {
@@ -111,8 +111,8 @@ void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int6
   }
   int64_t n = n0;
   if constexpr (is_avx512<V>()) {
-    // AVX-512 kernels of the K-quant types of Q4_K_M / Q5_K_M files (qmatmul_direct512.h).
-    // 4 weight rows side by side at every M (qmatmul_direct512.h says why not 8 at M = 1).
+    // AVX-512 kernels of the K-quant types of Q4_K_M / Q5_K_M files (f32_act_decode_avx512.h).
+    // 4 weight rows side by side at every M (f32_act_decode_avx512.h says why not 8 at M = 1).
     constexpr int P = 4;
     if constexpr (std::is_same_v<D, qdecode::Q8_0<V>>) {
       for (; n + P <= n1; n += P) qdirect512::q80_rows<V, R, P>(w, n, x, y);
@@ -124,7 +124,7 @@ void direct_run(const QuantView& w, const float* x, int64_t rows, float* y, int6
       for (; n + P <= n1; n += P) qdirect512::q6k_rows<V, R, P>(w, n, x, y);
     }
   } else {
-    // AVX2 kernels of the same types (qmatmul_direct256.h), P rows then one at a time.
+    // AVX2 kernels of the same types (f32_act_decode_avx2.h), P rows then one at a time.
     constexpr int P = qdirect256::panels<R>();
     auto rows = [&]<int Q>() __attribute__((always_inline)) {
       for (; n + Q <= n1; n += Q) {
@@ -177,7 +177,7 @@ void run_typed(const QuantView& w, const float* x, int64_t rows, float* y, int64
   }
 }
 
-// F32 / F16 / BF16 (qmatmul_dense.h): the many-rows tiles need whole 16-weight blocks.
+// F32 / F16 / BF16 (f32_act_dense.h): the many-rows tiles need whole 16-weight blocks.
 template <class V, DType T>
 void run_dense(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n0, int64_t n1,
                float* scratch) {
