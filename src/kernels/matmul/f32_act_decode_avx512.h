@@ -2,26 +2,21 @@
 // types of Q8_0, Q4_K_M and Q5_K_M files (Q8_0, Q4_K, Q5_K, Q6_K), with the bits of the generic
 // path (f32_act_unpack.h).
 //
-// At M = 1 each weight feeds one FMA, so the cost per 16 weights is what it takes to decode them.
-// The generic decoders unpack one block of one row at a time in 16-byte registers; here:
+// At M = 1 each weight feeds one FMA, so the cost per 16 weights is what it takes to unpack them.
+// The generic unpackers take one block of one row at a time in 16-byte registers; here:
 //   - Q4_K / Q5_K: the 12-byte scale fields of 4 rows sit in the 4 lanes of one register and are
-//     unpacked together (k4_scales4), which was 40% of the time spent per block at M = 1;
+//     unpacked together (k4_scales4);
 //   - Q5_K: the 5-bit code indexes a 32-entry table (two registers, vpermt2ps);
 //   - Q6_K: half a block (128 weights: 64 bytes of low nibbles, 32 of high bits) is unpacked at
 //     once in 512-bit registers into 8 × 16 signed codes, instead of 16 bytes per chunk;
 //   - Q8_0: the F16 scales of a row's 8 blocks are packed by integer instructions and converted
-//     in one instruction (an insert, a conversion and a broadcast per block before; a gather
-//     was slower still);
+//     in one instruction;
 //   - 4 rows side by side: at M = 1 their 4 FMA chains still cover the FMA latency, since each
-//     FMA waits on 2-4 cycles of decoding. 8 rows (the choice on Zen 5) were the same speed from
-//     L2 on an Intel Xeon (Emerald Rapids) but slower from DRAM, where 8 interleaved streams per
-//     thread defeat the hardware prefetchers: 2 threads over a 151669 × 2048 matrix
-//     (bench/kernels/decode_matmul_bench) streamed Q8_0 at 19.1 → 21.1-22.6 GB/s, Q4_K 14.1 →
-//     18.5, Q6_K 16.5 → 17.4-18.7. On the AMD EPYC (Zen 5) VM, where 8 rows had been chosen,
-//     4 rows were faster from DRAM as well (same bench, medians of 5-7 samples, 8 → 4 rows):
-//     Q8_0 20-31 → 35-39 GB/s, Q4_K 20-22 → 30-33, Q6_K 23-26 → 27-31. Every loop over rows
-//     and lanes is unrolled so the R·P accumulators stay in registers (an accumulator array
-//     indexed by a loop counter lives in memory: 3-4x slower at M = 4).
+//     FMA waits on 2-4 cycles of unpacking, and 4 interleaved row streams per thread leave the
+//     hardware prefetchers working from DRAM, where 8 defeat them (docs/machine.md has the
+//     measurements behind each of these choices).
+// Every loop over rows and lanes is unrolled so the R·P accumulators stay in registers (an
+// accumulator array indexed by a loop counter lives in memory).
 // The weights are the same exact F32 values (same products, same single rounded add for Q4_K and
 // Q5_K), fed to the same per-lane FMA chains in the same k order: nothing in the canonical order
 // changes.
