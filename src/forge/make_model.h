@@ -2,7 +2,7 @@
 // keys, tensor names and shapes as a converted checkpoint, weights drawn from a counter-based
 // generator so the file is the same bytes on every machine for a given seed.
 //
-// The vocabulary is not this layer's business (src/model does not depend on src/tokenizer): the
+// The vocabulary is not this layer's business (src/forge does not depend on src/tokenizer): the
 // caller writes the tokenizer.ggml.* keys into the same GgufWriter and passes n_vocab.
 #pragma once
 
