@@ -8,15 +8,19 @@ endfunction()
 # invar_library(NAME DIR DEPS...): a static library from every .cpp in DIR.
 # Files named *_avx2.cpp / *_avx512.cpp get their ISA flags; dispatch happens at run time.
 function(invar_library name)
-  # SOURCES: these files instead of every *.cpp of the directory; EXCLUDE: files left out;
-  # PCH: headers precompiled once for the library's files (invar_pch); NO_UNITY: files compiled
-  # on their own in a unity build (invar_unity).
-  cmake_parse_arguments(A "" "" "DEPS;INCLUDES;SOURCES;EXCLUDE;PCH;NO_UNITY" ${ARGN})
+  # SOURCES: these files instead of every *.cpp of the directory; SUBDIRS: the *.cpp of these
+  # subfolders too; EXCLUDE: files left out; PCH: headers precompiled once for the library's files
+  # (invar_pch); NO_UNITY: files compiled on their own in a unity build (invar_unity).
+  cmake_parse_arguments(A "" "" "DEPS;INCLUDES;SOURCES;SUBDIRS;EXCLUDE;PCH;NO_UNITY" ${ARGN})
   if(A_SOURCES)
     list(TRANSFORM A_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/ OUTPUT_VARIABLE srcs)
   else()
     file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   endif()
+  foreach(d ${A_SUBDIRS})
+    file(GLOB sub CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${d}/*.cpp)
+    list(APPEND srcs ${sub})
+  endforeach()
   foreach(x ${A_EXCLUDE})
     list(REMOVE_ITEM srcs ${CMAKE_CURRENT_SOURCE_DIR}/${x})
   endforeach()

@@ -26,12 +26,12 @@
 #include "bench_machine.h"
 #include "bench_registry.h"
 #include "core/activations.h"
-#include "core/dtype.h"
 #include "core/error.h"
-#include "core/quant_blocks.h"
 #include "core/simd.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
+#include "quant/blocks.h"
+#include "quant/dtype.h"
 
 namespace invar::app {
 namespace {

@@ -39,12 +39,12 @@
 #include "bench_vision.h"
 #include "core/activations.h"
 #include "core/error.h"
-#include "core/quantize.h"
 #include "core/simd.h"
 #include "core/thread_pool.h"
+#include "forge/make_model.h"
 #include "int_list.h"
-#include "model/make_model.h"
 #include "model/model.h"
+#include "quant/quantize.h"
 
 namespace invar::app {
 namespace {

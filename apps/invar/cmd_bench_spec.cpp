@@ -30,8 +30,8 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/engine.h"
+#include "forge/make_model.h"
 #include "int_list.h"
-#include "model/make_model.h"
 #include "model/model.h"
 
 namespace invar::app {

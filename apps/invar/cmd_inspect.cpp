@@ -10,9 +10,9 @@
 
 #include "command.h"
 #include "core/error.h"
+#include "gguf/gguf.h"
+#include "gguf/types.h"
 #include "model/forward.h"
-#include "model/gguf.h"
-#include "model/gguf_types.h"
 #include "model/hparams.h"
 
 namespace invar::app {

@@ -15,14 +15,14 @@
 
 #include "command.h"
 #include "core/error.h"
-#include "core/quantize.h"
-#include "model/gguf.h"
+#include "forge/make_mmproj.h"
+#include "forge/make_model.h"
+#include "forge/model_presets.h"
+#include "forge/quant_preset.h"
+#include "gguf/gguf.h"
 #include "model/hparams.h"
-#include "model/make_model.h"
-#include "model/model_presets.h"
-#include "model/quant_preset.h"
+#include "quant/quantize.h"
 #include "tokenizer/tokenizer.h"
-#include "vision/make_mmproj.h"
 #include "vision/vision_model.h"
 
 namespace invar::app {

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/quant_blocks.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
+#include "quant/blocks.h"
+#include "quant/dtype.h"
 
 namespace {
 

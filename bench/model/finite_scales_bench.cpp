@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "model/finite_scales.h"
-#include "model/gguf.h"
 
 namespace {
 

@@ -37,7 +37,7 @@ struct IsaKernels {
                           int64_t u0, int64_t u1, float* scores);
   void (*swiglu)(const float* gate, const float* up, int64_t n, float* y);
   void (*sigmoid_mul_inplace)(float* y, const float* gate, int64_t n);
-  // qmatmul.h (every weight type): outputs [n_begin, n_end) of every row; scratch: kQScratchFloats
+  // f32_act.h (every weight type): outputs [n_begin, n_end) of every row; scratch: kQScratchFloats
   // floats.
   void (*qmatmul_rows)(const QuantView& w, const float* x, int64_t rows, float* y, int64_t n_begin,
                        int64_t n_end, float* scratch);

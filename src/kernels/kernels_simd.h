@@ -1,13 +1,13 @@
 // Private to the kernels: the table of SIMD entry points (kernels_isa.h) for a 16-float vector
 // type V. Every body is written once over V (rows_simd.h, delta_rule_simd.h, attention_simd.h,
-// qmatmul_tiles.h, each with the argument for why its bits equal the scalar reference); an ISA
+// f32_act_simd.h, each with the argument for why its bits equal the scalar reference); an ISA
 // file only defines V and builds its table here.
 #pragma once
 
 #include "kernels/attention_simd.h"
 #include "kernels/delta_rule_simd.h"
 #include "kernels/kernels_isa.h"
-#include "kernels/qmatmul_tiles.h"
+#include "kernels/matmul/f32_act_simd.h"
 #include "kernels/rows_simd.h"
 
 namespace invar::kernels_simd {

@@ -1,5 +1,5 @@
 // Matrix product: the scalar reference of the canonical order, embedding rows, and the dispatch
-// to the SIMD paths, which read every type in place (qmatmul_tiles.h).
+// to the SIMD paths, which read every type in place (f32_act_simd.h).
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "core/activations.h"
-#include "core/dequant.h"
 #include "core/error.h"
 #include "kernels/kernels_isa.h"
-#include "kernels/q8matmul.h"
-#include "kernels/qmatmul.h"
+#include "kernels/matmul/f32_act.h"
+#include "kernels/matmul/q8_act.h"
 #include "kernels/reduce.h"
+#include "quant/dequant.h"
 
 namespace invar {
 namespace {
@@ -127,7 +127,7 @@ Matrix::Matrix(DType type, int64_t k, int64_t n, const void* data)
 
 void Matrix::row_to_f32(int64_t n, float* out) const {
   INVAR_CHECK(n >= 0 && n < n_, "row " + std::to_string(n) + " of " + std::to_string(n_));
-  // Every type through ggml's dequantisation (core/dequant.h): the exact values the matmul
+  // Every type through ggml's dequantisation (quant/dequant.h): the exact values the matmul
   // paths use.
   dequant_row(type_, static_cast<const uint8_t*>(data_) + n * dtype_row_bytes(type_, k_), out, k_);
 }

@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <span>
 
-#include "core/dtype.h"
 #include "core/thread_pool.h"
+#include "quant/dtype.h"
 
 namespace invar {
 

@@ -81,7 +81,7 @@ struct V256x2 {
   static constexpr int direct_panels() {
     return R == 1 ? 4 : R <= 3 ? 2 : 1;
   }
-  // Weight rows side by side in the F32/F16/BF16 few-rows kernels (qmatmul_dense.h): as many as
+  // Weight rows side by side in the F32/F16/BF16 few-rows kernels (f32_act_dense.h): as many as
   // the 16 ymm registers hold accumulators for.
   template <int R>
   static constexpr int dense_direct_rows() {

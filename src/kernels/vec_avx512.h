@@ -33,7 +33,7 @@ struct V512 {
   static constexpr int kLanes = 16;
   static constexpr int kDirectRows = 4;
   // Batched decode up to this many rows: kDirectRows-row passes over groups of 16 outputs
-  // (qmatmul_tiles.h direct_passes). Measured on Zen 5, 2 threads, 4096 x 2048 (bench matmul
+  // (f32_act_simd.h direct_passes). Measured on Zen 5, 2 threads, 4096 x 2048 (bench matmul
   // --clock cpu): q4_K / q6_K / q8_0 at M = 5 210 / 193 / 184 GFLOP/s against the tiles' 116 / 96
   // / 105, at M = 8 257 / 240 / 252 against 192 / 183 / 168; even at M = 12, behind at 16.
   static constexpr int kBatchedRows = 12;
@@ -41,13 +41,13 @@ struct V512 {
   static constexpr int direct_panels() {
     return 4;
   }
-  // Weight rows side by side in the F32/F16/BF16 few-rows kernels (qmatmul_dense.h): R·P
+  // Weight rows side by side in the F32/F16/BF16 few-rows kernels (f32_act_dense.h): R·P
   // accumulators.
   template <int R>
   static constexpr int dense_direct_rows() {
     return R == 1 ? 8 : 4;
   }
-  // Register tile of the quantised many-rows path (qmatmul_tiles.h): 4 activation rows × 6
+  // Register tile of the quantised many-rows path (f32_act_simd.h): 4 activation rows × 6
   // outputs = 24 lane accumulators, 6 weight vectors and one activation vector of 32 registers;
   // per 16 k it loads 10 vectors for 24 FMAs. Measured against 6 × 4, 8 × 3 and 5 × 5 on Zen 5:
   // 4 activation streams instead of 6 keep more of the dequantised group in L1 (5-10% faster).

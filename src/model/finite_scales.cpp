@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "core/quant_blocks.h"
+#include "quant/blocks.h"
 
 namespace invar {
 namespace {

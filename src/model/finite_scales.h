@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 namespace invar {
 

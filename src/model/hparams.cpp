@@ -9,7 +9,7 @@
 #include <unordered_set>
 
 #include "core/detmath.h"
-#include "model/gguf_types.h"
+#include "gguf/types.h"
 
 namespace invar {
 
@@ -546,12 +546,6 @@ std::string hparams_describe(const Hparams& hp) {
   line("tied_embeddings", hp.tied_embeddings ? "true" : "false", "no output.weight");
   if (hp.legacy_ssm_in) line("legacy_ssm_in", "true", "ssm_in instead of attn_qkv + attn_gate");
   return o.str();
-}
-
-std::string tensor_shape_str(const std::vector<int64_t>& ne) {
-  std::string s = "{";
-  for (size_t i = 0; i < ne.size(); ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
-  return s + "}";
 }
 
 }  // namespace invar

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "kernels/rope.h"
-#include "model/gguf.h"
 
 namespace invar {
 
@@ -81,7 +81,5 @@ std::string hparams_describe(const Hparams& hp);
 
 // Largest dimension a model may have: keeps every product of three dims inside int64.
 inline constexpr int64_t kMaxTensorDim = int64_t(1) << 24;
-// "{a, b, c}", as errors about tensor shapes print them.
-std::string tensor_shape_str(const std::vector<int64_t>& ne);
 
 }  // namespace invar

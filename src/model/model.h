@@ -22,8 +22,8 @@
 #include <string>
 
 #include "core/thread_pool.h"
+#include "gguf/gguf.h"
 #include "kernels/rope.h"
-#include "model/gguf.h"
 #include "model/hparams.h"
 
 namespace invar {

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 namespace invar {
 

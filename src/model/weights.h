@@ -8,9 +8,9 @@
 #include <optional>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "kernels/rope.h"
-#include "model/gguf.h"
 #include "model/hparams.h"
 
 namespace invar {

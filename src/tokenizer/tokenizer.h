@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 
 namespace invar {
 

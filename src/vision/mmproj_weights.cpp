@@ -6,8 +6,7 @@
 #include <set>
 #include <string>
 
-#include "model/gguf_types.h"
-#include "model/hparams.h"
+#include "gguf/types.h"
 
 namespace invar {
 namespace {

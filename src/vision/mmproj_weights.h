@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "kernels/matmul.h"
-#include "model/gguf.h"
 #include "vision/mmproj_hparams.h"
 
 namespace invar {

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "gguf/gguf.h"
 #include "kernels/rope.h"
-#include "model/gguf.h"
 #include "vision/mmproj_hparams.h"
 #include "vision/mmproj_weights.h"
 

@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "core/error.h"
+#include "gguf/gguf.h"
 #include "invariance_harness.h"
-#include "model/gguf.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::testing_engine {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "forge/quant_preset.h"
 #include "gguf_test_util.h"
-#include "model/quant_preset.h"
 
 namespace invar {
 namespace gguf_make_model_test {

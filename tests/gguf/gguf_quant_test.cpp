@@ -9,10 +9,10 @@
 #include <cstring>
 #include <limits>
 
-#include "core/quant_blocks.h"
 #include "gguf_test_util.h"
 #include "model/finite_scales.h"
 #include "model/hparams.h"
+#include "quant/blocks.h"
 
 namespace invar::test {
 namespace gguf_quant_test {

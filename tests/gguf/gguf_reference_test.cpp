@@ -6,7 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "model/gguf.h"
+#include "gguf/gguf.h"
 #include "model/hparams.h"
 #include "test_data.h"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "model/gguf.h"
-#include "model/make_model.h"
+#include "forge/make_model.h"
+#include "gguf/gguf.h"
 
 namespace invar::test {
 

@@ -1,5 +1,5 @@
 """A small GGUF (v2/v3) reader for the float64 oracle: metadata keys and every tensor
-dequantised to float64 by ggml's rules (tests/core/quant_reference.py, bit-exact in float32,
+dequantised to float64 by ggml's rules (tests/quant/quant_reference.py, bit-exact in float32,
 then widened exactly).
 
 Layout (ggml's gguf.h): magic "GGUF", u32 version, u64 tensor count, u64 key count; keys as
@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "core"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "quant"))
 import quant_reference  # noqa: E402
 
 # ggml type id -> name (ggml.h enum ggml_type), for the types invar reads.

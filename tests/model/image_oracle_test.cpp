@@ -17,9 +17,9 @@
 #include <random>
 
 #include "core/simd.h"
+#include "forge/make_mmproj.h"
 #include "model_harness.h"
 #include "test_process_dir.h"
-#include "vision/make_mmproj.h"
 #include "vision/vision_forward.h"
 
 namespace invar::test {

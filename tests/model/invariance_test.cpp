@@ -13,8 +13,8 @@
 
 #include "core/activations.h"
 #include "core/simd.h"
+#include "forge/quant_preset.h"
 #include "kernels/select.h"
-#include "model/quant_preset.h"
 #include "model_harness.h"
 
 namespace invar::test {

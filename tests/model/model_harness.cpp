@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "model/gguf.h"
-#include "model/make_model.h"
+#include "forge/make_model.h"
+#include "gguf/gguf.h"
 
 // Test binaries outside tests/model link the harness for its generators only and name no model.
 

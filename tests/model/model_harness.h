@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "model/make_model.h"
+#include "forge/make_model.h"
 #include "model/model.h"
 #include "model/seq_images.h"
 
@@ -55,7 +55,7 @@ void write_tiny_qwen35moe(const std::string& path, const std::string& vocab_from
 
 // The small model of the quantised-weight tests: rows of 256 (E, VAL) take the K-quants, while
 // D·H = 64, Fe = 64 and Fs = 96 are not multiples of 256, so llama-quantize's fallback types
-// (or the 32-blocks) appear too. `quant` is a preset or type name (model/quant_preset.h).
+// (or the 32-blocks) appear too. `quant` is a preset or type name (forge/quant_preset.h).
 MakeModelConfig quant_test_config(Arch arch, const std::string& quant);
 
 // Writes c with the vocabulary of vocab_from ("": tests/data/models/qwen35-tiny.gguf) to path.

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "command_run.h"
-#include "model/make_model.h"
+#include "forge/make_model.h"
 #include "model/model.h"
 #include "model_harness.h"
 

@@ -3,7 +3,7 @@
 // equal, bit for bit, those of the same model with every tensor dequantised (by ggml's rules) and
 // written as F32: every weight type has the same canonical order (docs/numerics.md: 16 lanes over
 // k, then a fixed tree) over the same exact weight values. Bit-identity across paths is proven
-// in tests/kernels_matmul.
+// in tests/kernels/matmul.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "core/dequant.h"
-#include "model/gguf.h"
-#include "model/make_model.h"
+#include "forge/make_model.h"
+#include "gguf/gguf.h"
 #include "model_harness.h"
+#include "quant/dequant.h"
 
 namespace invar::test {
 namespace {

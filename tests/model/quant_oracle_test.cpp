@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "core/activations.h"
-#include "model/gguf.h"
-#include "model/quant_preset.h"
+#include "forge/quant_preset.h"
+#include "gguf/gguf.h"
 #include "model_harness.h"
 #include "test_process_dir.h"
 

@@ -15,8 +15,8 @@
 #include <sstream>
 
 #include "core/sha256.h"
+#include "gguf/gguf.h"
 #include "gguf/gguf_test_util.h"
-#include "model/gguf.h"
 #include "serve_process.h"
 
 namespace chat_serve_test {

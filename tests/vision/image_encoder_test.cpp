@@ -12,10 +12,10 @@
 #include <string>
 
 #include "core/thread_pool.h"
+#include "forge/make_mmproj.h"
 #include "image_write.h"
 #include "test_process_dir.h"
 #include "vision/image_preprocess.h"
-#include "vision/make_mmproj.h"
 #include "vision/vision_forward.h"
 
 namespace invar {

@@ -8,8 +8,8 @@
 #include <random>
 #include <string>
 
+#include "forge/make_mmproj.h"
 #include "test_process_dir.h"
-#include "vision/make_mmproj.h"
 #include "vision/vision_model.h"
 
 namespace invar {

@@ -16,8 +16,8 @@
 
 #include "core/simd.h"
 #include "core/thread_pool.h"
+#include "forge/make_mmproj.h"
 #include "test_process_dir.h"
-#include "vision/make_mmproj.h"
 
 namespace invar {
 namespace {

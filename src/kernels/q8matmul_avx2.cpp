@@ -1,8 +1,0 @@
-// The q8 profile's AVX2 kernels (vpmaddubsw / vpmaddwd).
-#include "kernels/q8matmul_simd.h"
-
-namespace invar {
-
-constinit const Q8Kernels kQ8KernelsAvx2 = {&q8simd::quantize, &q8simd::rows<false>};
-
-}  // namespace invar
