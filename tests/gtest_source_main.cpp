@@ -2,7 +2,14 @@
 // compile as a few unity batches, which CI's build time needs: invar_test(... IN exe) in
 // cmake/invar.cmake). `--source=NAME.cpp` (repeatable) runs only the tests defined in those
 // files, so each file group keeps its own CTest entry, timeout, labels and environment.
-// Without --source every test runs, as with GoogleTest's own main.
+// Without --source every test runs, as with GoogleTest's own main. Every test executable uses
+// this main (cmake/invar.cmake).
+//
+// Exit status: GoogleTest's (0 when every test that ran passed), except that a run where no test
+// failed and at least one was skipped (GTEST_SKIP) exits with kSkipExit after naming each skipped
+// test and its reason. CTest's SKIP_RETURN_CODE (set on every test, tests/CMakeLists.txt) then
+// reports the entry as skipped rather than passed. A failure always wins: a run with a failed
+// test keeps GoogleTest's non-zero status, however many tests were skipped beside it.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,9 +19,34 @@
 
 namespace {
 
+// The status CTest reads as "skipped" (the Automake convention), SKIP_RETURN_CODE in
+// tests/CMakeLists.txt.
+constexpr int kSkipExit = 77;
+
 std::string_view base_name(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// Names each skipped test with the message of its GTEST_SKIP; returns how many were skipped.
+int report_skips(const testing::UnitTest& unit) {
+  int skipped = 0;
+  for (int s = 0; s < unit.total_test_suite_count(); ++s) {
+    const testing::TestSuite& suite = *unit.GetTestSuite(s);
+    for (int t = 0; t < suite.total_test_count(); ++t) {
+      const testing::TestInfo& info = *suite.GetTestInfo(t);
+      const testing::TestResult& r = *info.result();
+      if (!info.should_run() || !r.Skipped()) continue;
+      ++skipped;
+      std::string why;
+      for (int i = 0; i < r.total_part_count(); ++i) {
+        if (r.GetTestPartResult(i).skipped()) why = r.GetTestPartResult(i).message();
+      }
+      std::printf("SKIPPED TEST %s.%s: %s\n", info.test_suite_name(), info.name(),
+                  why.empty() ? "(no reason given)" : why.c_str());
+    }
+  }
+  return skipped;
 }
 
 }  // namespace
@@ -61,5 +93,8 @@ int main(int argc, char** argv) {
     }
     GTEST_FLAG_SET(filter, filter);
   }
-  return RUN_ALL_TESTS();
+  const int status = RUN_ALL_TESTS();
+  if (status != 0) return status;
+  if (report_skips(*testing::UnitTest::GetInstance()) > 0) return kSkipExit;
+  return 0;
 }

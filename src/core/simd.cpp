@@ -1,7 +1,9 @@
 #include "core/simd.h"
 
 #include <atomic>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -25,6 +27,42 @@ SimdLevel detect_once() {
 
 std::atomic<int> g_active{-1};
 
+constexpr int kLevels = 3;
+
+// One thread's kernel calls per level; only that thread writes them, simd_calls reads them.
+struct ThreadCalls {
+  std::atomic<uint64_t> n[kLevels] = {};
+  ThreadCalls();
+  ~ThreadCalls();
+};
+
+// Every live thread's counters, and the sums of the threads that have exited. Never destroyed:
+// a thread still running at exit may count after static destructors ran.
+struct CallRegistry {
+  std::mutex mu;
+  std::vector<ThreadCalls*> live;
+  uint64_t exited[kLevels] = {};
+};
+CallRegistry& registry() {
+  static CallRegistry* r = new CallRegistry;
+  return *r;
+}
+
+ThreadCalls::ThreadCalls() {
+  CallRegistry& r = registry();
+  std::lock_guard lock(r.mu);
+  r.live.push_back(this);
+}
+
+ThreadCalls::~ThreadCalls() {
+  CallRegistry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (int l = 0; l < kLevels; ++l) r.exited[l] += n[l].load(std::memory_order_relaxed);
+  std::erase(r.live, this);
+}
+
+thread_local ThreadCalls t_calls;
+
 }  // namespace
 
 SimdLevel simd_detect() {
@@ -44,6 +82,20 @@ void simd_set(SimdLevel level) {
                 " (best available: " + std::string(simd_name(simd_detect())) + ")");
   }
   g_active.store(int(level), std::memory_order_relaxed);
+}
+
+void simd_count(SimdLevel level) {
+  // Single writer: a load and a store, no read-modify-write.
+  std::atomic<uint64_t>& c = t_calls.n[int(level)];
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+uint64_t simd_calls(SimdLevel level) {
+  CallRegistry& r = registry();
+  std::lock_guard lock(r.mu);
+  uint64_t sum = r.exited[int(level)];
+  for (const ThreadCalls* t : r.live) sum += t->n[int(level)].load(std::memory_order_relaxed);
+  return sum;
 }
 
 std::optional<SimdLevel> simd_parse(std::string_view s) {

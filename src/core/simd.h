@@ -2,6 +2,7 @@
 // made once at start-up (`--simd off|avx2|avx512`, default: the best the CPU has).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -18,5 +19,13 @@ void simd_set(SimdLevel level);
 // "off"/"scalar", "avx2", "avx512"; nullopt otherwise.
 std::optional<SimdLevel> simd_parse(std::string_view s);
 std::string_view simd_name(SimdLevel level);
+
+// Kernel calls dispatched at each level: the kernels' dispatchers (isa_kernels(), q8_kernels(),
+// the sampler's lanes) count one per call, not per row, so a test that iterates the levels can
+// prove each level's kernels ran rather than trust simd_set. Each thread counts in its own
+// counters (no shared cache line on the kernels' path); simd_calls sums them over every thread,
+// exited ones included, since the process started.
+void simd_count(SimdLevel level);
+uint64_t simd_calls(SimdLevel level);
 
 }  // namespace invar

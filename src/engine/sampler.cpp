@@ -73,7 +73,9 @@ float weight_of(float logit, float best, float temperature) {
 void ranked_weights(const uint32_t* keys, int64_t m, uint32_t key_base, float best, float T,
                     float* w) {
   int64_t i = 0;
-  switch (simd_active()) {
+  const SimdLevel level = simd_active();
+  simd_count(level);
+  switch (level) {
     case SimdLevel::avx512:
       i = ranked_weights_avx512(keys, m, key_base, best, T, w);
       break;

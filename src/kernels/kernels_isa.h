@@ -46,8 +46,10 @@ struct IsaKernels {
 extern const IsaKernels kIsaKernelsAvx2;
 extern const IsaKernels kIsaKernelsAvx512;
 
-// The table of the active SIMD level; nullptr when the scalar references run.
+// The table of the active SIMD level; nullptr when the scalar references run. Each call is one
+// kernel call dispatched at that level (simd_count).
 inline const IsaKernels* isa_kernels(SimdLevel level = simd_active()) {
+  simd_count(level);
   switch (level) {
     case SimdLevel::avx512:
       return &kIsaKernelsAvx512;

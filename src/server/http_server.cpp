@@ -565,15 +565,18 @@ HttpServer::HttpServer(ServerConfig cfg, Loader loader) : impl_(std::make_unique
       t, [&m](const HttpRequest& req, const Waker& wake) { return m.route_logged(req, wake); },
       [&m](const std::string& method, const std::string& path, int status,
            const std::string* refusal) {
+        // A refusal is logged here (a handled request, by its handler), before it is counted:
+        // every response /metrics counts has its request-log line written.
+        if (refusal) {
+          RequestRecord rec;
+          rec.id = request_log_id();
+          rec.method = method;
+          rec.path = path;
+          rec.status = status;
+          rec.error = *refusal;
+          request_log_write(rec, m.cfg.log_format);
+        }
         m.metrics.count_response(endpoint_label(path), status);
-        if (!refusal) return;  // the handler's request-log line says the rest
-        RequestRecord rec;
-        rec.id = request_log_id();
-        rec.method = method;
-        rec.path = path;
-        rec.status = status;
-        rec.error = *refusal;
-        request_log_write(rec, m.cfg.log_format);
       });
 }
 

@@ -1,7 +1,9 @@
 // A real redis-server on a free loopback port for tests: no persistence, a byte budget with LRU
 // eviction, stopped (SIGKILL) when the object goes; stop() and restart() (same port, empty) play
-// a crash. Tests skip when redis-server is absent. With a password it requires AUTH; with a TLS
-// directory (cert.pem, key.pem: tls_files_make) it also listens for TLS on tls_port().
+// a crash. A server that is absent or never answers is the test's failure (ASSERT_NE(port(), 0)
+// << failure()), not a skip: scripts/install-deps installs redis-server. With a password it
+// requires AUTH; with a TLS directory (cert.pem, key.pem: tls_files_make) it also listens for TLS
+// on tls_port().
 #pragma once
 
 #include <fcntl.h>
@@ -35,7 +37,11 @@ class RedisProcess {
   explicit RedisProcess(const std::string& maxmemory = "64mb", std::string password = "",
                         std::string tls_dir = "")
       : maxmemory_(maxmemory), password_(std::move(password)), tls_dir_(std::move(tls_dir)) {
-    if (redis_server_binary().empty()) return;
+    if (redis_server_binary().empty()) {
+      failure_ = "redis-server is not installed (scripts/install-deps installs it)";
+      return;
+    }
+    // A port taken between port_free() and redis-server's bind makes it exit: another port.
     for (int attempt = 0; attempt < 5 && port_ == 0; ++attempt) {
       const int port = invar::test::port_free();
       if (!tls_dir_.empty()) tls_port_ = invar::test::port_free();
@@ -60,6 +66,8 @@ class RedisProcess {
   RedisProcess& operator=(const RedisProcess&) = delete;
 
   int port() const { return port_; }  // 0: not running
+  // Why port() is 0: redis-server absent, exiting at start, or not answering PING in time.
+  const std::string& failure() const { return failure_; }
   int tls_port() const { return tls_port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
 
@@ -115,7 +123,10 @@ class RedisProcess {
     if (c) redisFree(c);
     return ok;
   }
-  // Starts redis-server on `port`; true once it answers PING (≤ 10 s).
+  // Starts redis-server on `port`; true once it answers PING. The wait is bounded but generous:
+  // under a sanitizer a loaded machine can take seconds to schedule a new process, and a server
+  // that is merely slow must not read as an absent one.
+  static constexpr auto kStartTimeout = std::chrono::seconds(30);
   bool spawn(int port) {
     std::vector<std::string> args = {redis_server_binary(),
                                      "--port",
@@ -149,16 +160,30 @@ class RedisProcess {
       execv(argv[0], argv.data());
       _exit(127);
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline && waitpid(pid_, nullptr, WNOHANG) == 0) {
-      if (ping(port)) return true;
+    const auto deadline = std::chrono::steady_clock::now() + kStartTimeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        failure_ = "redis-server on port " + std::to_string(port) + " exited at start (status " +
+                   std::to_string(status) + ")";
+        return false;
+      }
+      if (ping(port)) {
+        if (invar::test::port_held_by(port, pid_)) return true;
+        stop();  // another process's server took the port first
+        failure_ = "port " + std::to_string(port) + " was taken by another process";
+        return false;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     stop();
+    failure_ = "redis-server on port " + std::to_string(port) + " did not answer PING within " +
+               std::to_string(kStartTimeout.count()) + " s";
     return false;
   }
 
-  std::string maxmemory_, password_, tls_dir_;
+  std::string maxmemory_, password_, tls_dir_, failure_;
   pid_t pid_ = -1;
   int port_ = 0, tls_port_ = 0;
 };

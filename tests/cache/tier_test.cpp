@@ -630,7 +630,7 @@ TEST(TierBridge, DiskRestoresAfterRestartSaltsApartCorruptSkipped) {
 
 TEST(TierBridge, RedisSharesBetweenCachesAndFillsTheDisk) {
   testing::RedisProcess redis;
-  if (redis.port() == 0) GTEST_SKIP() << "redis-server not installed";
+  ASSERT_NE(redis.port(), 0) << redis.failure();
   TierConfig tc;
   tc.redis_url = redis.url();
   tc.read_timeout_s = 5;
@@ -697,7 +697,7 @@ TEST(TierBridge, RedisWithPasswordAndTls) {
   const std::string dir = tier_temp_dir("tls");
   ASSERT_TRUE(testing::tls_files_make(dir)) << "openssl could not make a certificate";
   testing::RedisProcess redis("64mb", "s3cret", dir);
-  ASSERT_NE(redis.port(), 0) << "redis-server with TLS did not start";
+  ASSERT_NE(redis.port(), 0) << "redis-server with TLS: " << redis.failure();
   std::mutex mu;
   std::vector<std::string> lines;
   TierConfig tc;
@@ -866,7 +866,7 @@ TEST(TierBridge, UnreachableRedisFallsBackToRecomputation) {
 // empty on the same port.
 TEST(TierBridge, FailuresAreLoggedOncePerEpisode) {
   testing::RedisProcess redis;
-  if (redis.port() == 0) GTEST_SKIP() << "redis-server not installed";
+  ASSERT_NE(redis.port(), 0) << redis.failure();
   std::mutex mu;
   std::vector<std::string> lines;
   TierConfig tc;
@@ -922,8 +922,9 @@ TEST(TierBridge, FailuresAreLoggedOncePerEpisode) {
   EXPECT_EQ(count("is truncated"), 1);
 }
 
-// A Redis that accepts connections and never answers: the lookup gives up at the read timeout,
-// long before the Redis timeout, and the request is computed.
+// A Redis that accepts connections and never answers: the lookup gives up at the read timeout
+// (counted as one, not as a failed Redis command, which only its 1.5 s timeout would end), and
+// the request is computed.
 TEST(TierBridge, SilentTierCostsAtMostTheReadTimeout) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -940,13 +941,8 @@ TEST(TierBridge, SilentTierCostsAtMostTheReadTimeout) {
   Tiered t(tc);  // its first command timed out: reconnects are allowed a second later
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   const auto tokens = tokens_make(4, 6 * kBs);
-  const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(seq_run(t.cache, &t.bridge, tokens, ""), 0);
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  // Generous (0.1 s asked), yet below the 1.5 s a Redis command may take.
-  EXPECT_LT(waited, 1.2) << "the engine waited for the silent tier";
-  EXPECT_EQ(t.tiers.report().read_timeouts, 1);
+  EXPECT_EQ(t.tiers.report().read_timeouts, 1) << "the engine waited for the silent tier";
   EXPECT_EQ(seq_run(t.cache, &t.bridge, tokens, ""), 5 * kBs) << "memory serves it";
   ::close(fd);
 }
@@ -998,13 +994,14 @@ TEST(TierDisk, SharedDirectoryWritersAndReaders) {
 // Random prefixes under small disk and Redis budgets: both hold, descriptors do not grow.
 TEST(TierSoak, BudgetsHoldWithoutDescriptorGrowth) {
   testing::RedisProcess redis("3mb");
+  ASSERT_NE(redis.port(), 0) << redis.failure();
   const char* env = std::getenv("INVAR_TIER_SOAK_N");
   const int n = env ? std::atoi(env) : 40;
   const std::string dir = tier_temp_dir("soak");
   TierConfig tc;
   tc.cache_dir = dir;
   tc.cache_dir_bytes = 40 * tier_record_bytes(shape_make(), true);
-  if (redis.port() != 0) tc.redis_url = redis.url();
+  tc.redis_url = redis.url();
   tc.read_timeout_s = 5;
   tc.write_queue_bytes = 64 << 10;  // a writer that falls behind drops records (fsync is slow)
   Tiered t(tc, 30 * PrefixCache::budget_plan(cache_config()).block_bytes());
@@ -1030,11 +1027,9 @@ TEST(TierSoak, BudgetsHoldWithoutDescriptorGrowth) {
   EXPECT_LE(on_disk, tc.cache_dir_bytes);
   EXPECT_LE(open_fds(), fds_early + 2);
   EXPECT_LE(resident_bytes(), rss_early + (8 << 20)) << "memory grew during the soak";
-  if (redis.port() != 0) {
-    EXPECT_GT(t.tier(1).writes, 0);
-    // Redis evicts before each command, so it may pass maxmemory by about one record.
-    EXPECT_LE(redis.info_field("memory", "used_memory"), (3ll << 20) + (64 << 10));
-  }
+  EXPECT_GT(t.tier(1).writes, 0);
+  // Redis evicts before each command, so it may pass maxmemory by about one record.
+  EXPECT_LE(redis.info_field("memory", "used_memory"), (3ll << 20) + (64 << 10));
   fs::remove_all(dir);
 }
 

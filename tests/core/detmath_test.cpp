@@ -15,6 +15,7 @@
 
 #include "core/simd.h"
 #include "detmath_lanes.h"
+#include "simd_levels.h"
 
 namespace invar {
 namespace detmath_test {
@@ -250,8 +251,8 @@ void expect_lanes_equal(test::LaneFn fn, float (*scalar)(float), const char* nam
   std::vector<float> ref(xs.size()), got(xs.size());
   for (size_t i = 0; i < xs.size(); ++i) ref[i] = scalar(xs[i]);
   int levels = 0;
-  for (SimdLevel level : {SimdLevel::avx2, SimdLevel::avx512}) {
-    if (int(level) > int(simd_detect())) continue;
+  for (SimdLevel level : test::simd_levels_to_test()) {
+    if (level == SimdLevel::scalar) continue;  // the reference itself
     ++levels;
     if (level == SimdLevel::avx2)
       test::lanes_avx2(fn, xs.data(), got.data(), int64_t(xs.size()));

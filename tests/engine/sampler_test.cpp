@@ -13,6 +13,7 @@
 
 #include "core/detmath.h"
 #include "core/simd.h"
+#include "simd_levels.h"
 
 namespace invar {
 namespace sampler_test {
@@ -186,9 +187,7 @@ TEST(Sampler, RankedHeadChoosesAsTheFullSortOnRandomRows) {
   std::mt19937_64 rng(51);
   SamplerScratch s_new, s_ref;
   const SimdLevel best_level = simd_active();
-  std::vector<SimdLevel> levels;
-  for (SimdLevel l : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512})
-    if (l <= simd_detect()) levels.push_back(l);
+  const std::vector<SimdLevel> levels = test::simd_levels_to_test();
   int64_t checked = 0;
   for (int round = 0; round < 240; ++round) {
     const RowKind kind = kRowKinds[round % 8];

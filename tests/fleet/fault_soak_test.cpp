@@ -192,7 +192,7 @@ TEST(FaultSoak, NoWrongAnswerNoStray5xxEachFailureLoggedOnce) {
   const double soak_s = std::max(40.0, env ? std::atof(env) : 150.0);
   const fs::path dir = scratch_dir("invar-fault-soak");
   invar::testing::RedisProcess redis;
-  ASSERT_NE(redis.port(), 0) << "redis-server did not start (scripts/install-deps installs it)";
+  ASSERT_NE(redis.port(), 0) << redis.failure();
 
   // 1. The solo run: each request once on a replica without any cache.
   constexpr int kRequests = kPrefixes * kQuestions;

@@ -55,7 +55,7 @@ class Fleet : public ::testing::Test {
     delete dir_;
   }
   void SetUp() override {
-    ASSERT_NE(redis_->port(), 0) << "redis-server did not start (scripts/install-deps installs it)";
+    ASSERT_NE(redis_->port(), 0) << redis_->failure();
     for (auto* r : replicas_) ASSERT_NE(r->port(), 0) << "replica did not start:\n" << r->log();
     ASSERT_NE(nginx_->port(), 0) << nginx_->error();
   }

@@ -89,8 +89,23 @@ class NginxProcess {
   NginxProcess(const fs::path& dir, const std::vector<std::string>& replicas,
                const std::string& render_args)
       : dir_(dir) {
+    // A port taken by another process before nginx binds it: nginx exits, or another server
+    // answers there (port_held_by); either way, another port.
+    for (int attempt = 0; attempt < 5 && port_ == 0; ++attempt)
+      start(replicas, render_args, invar::test::port_free());
+  }
+  ~NginxProcess() { process_stop(pid_, SIGTERM); }
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  const std::string& error() const { return error_; }
+  std::string access_log() const { return file_text(dir_ / "access.log"); }
+  std::string error_log() const { return file_text(dir_ / "error.log"); }
+
+ private:
+  void start(const std::vector<std::string>& replicas, const std::string& render_args, int port) {
+    const fs::path& dir = dir_;
     fs::create_directories(dir);
-    port_ = invar::test::port_free();
+    port_ = port;
     std::string cmd = std::string(INVAR_SOURCE_DIR) + "/deploy/nginx/render-nginx-conf --prefix " +
                       dir.string() + " --listen 127.0.0.1:" + std::to_string(port_) + " " +
                       render_args;
@@ -125,17 +140,15 @@ class NginxProcess {
     if (!port_wait(port_, pid_, 30)) {
       error_ =
           "nginx did not start: " + file_text(dir / "nginx.stdout") + file_text(dir / "error.log");
+      process_stop(pid_, SIGKILL);
+      port_ = 0;
+    } else if (!invar::test::port_held_by(port_, pid_)) {
+      error_ = "port " + std::to_string(port_) + " was taken by another process";
+      process_stop(pid_, SIGKILL);
       port_ = 0;
     }
   }
-  ~NginxProcess() { process_stop(pid_, SIGTERM); }
-  int port() const { return port_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  const std::string& error() const { return error_; }
-  std::string access_log() const { return file_text(dir_ / "access.log"); }
-  std::string error_log() const { return file_text(dir_ / "error.log"); }
 
- private:
   fs::path dir_;
   pid_t pid_ = -1;
   int port_ = 0;

@@ -108,7 +108,7 @@ TEST(Attention, CallerScratch) {
   PagedKv kv(k, v, c.n_pos, c.hkv * c.d, 16, 0);
   const float scale = 1.0f / std::sqrt(float(c.d));
   std::vector<float> scratch(size_t(attention_scratch_floats(c.n_pos, c.d, pool.size())), NAN);
-  const int levels = test::for_each_simd_level([&](SimdLevel) {
+  test::for_each_simd_level([&](SimdLevel) {
     for (int64_t n : {c.n_pos, int64_t(1), int64_t(30)}) {
       const AttentionShape s{n, c.n_pos - n, c.h, c.hkv, c.d, scale};
       const float* qs = q.data() + (c.n_pos - n) * c.h * c.d;
@@ -122,7 +122,6 @@ TEST(Attention, CallerScratch) {
     const std::span<float> small(scratch.data(), scratch.size() - 1);
     EXPECT_DEATH(attention(all, kv.view(), q.data(), out.data(), pool, small), "scratch of");
   });
-  EXPECT_GE(levels, 1);
 }
 
 TEST(Attention, ReferenceCloseToFloat64) {

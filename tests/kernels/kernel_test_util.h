@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/simd.h"
+#include "simd_levels.h"
 
 namespace invar::test {
 
@@ -62,20 +63,16 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<double
   return m;
 }
 
-// Runs body(level) for every level ≤ simd_detect(); returns how many ran.
+// Runs body(level) for every level ≤ simd_detect() (a level INVAR_REQUIRE_SIMD requires and
+// the CPU lacks fails the test), checking that the body ran kernels dispatched at that level.
 template <class F>
-int for_each_simd_level(F body) {
-  const SimdLevel saved = simd_active();
-  int n = 0;
-  for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512}) {
-    if (int(level) > int(simd_detect())) continue;
-    simd_set(level);
+void for_each_simd_level(F body) {
+  for (SimdLevel level : simd_levels_to_test()) {
     SCOPED_TRACE(std::string("simd ") + std::string(simd_name(level)));
+    const SimdLevelRun run(level);
     body(level);
-    ++n;
+    run.expect_kernels_ran();
   }
-  simd_set(saved);
-  return n;
 }
 
 }  // namespace invar::test

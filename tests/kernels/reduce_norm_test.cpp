@@ -16,7 +16,7 @@ using test::bit_diff;
 const int64_t kLengths[] = {0, 1, 2, 7, 15, 16, 17, 31, 32, 33, 100, 255, 256, 1000, 4099};
 
 TEST(Reduce, SimdEqualsReferenceBits) {
-  const int levels = test::for_each_simd_level([](SimdLevel) {
+  test::for_each_simd_level([](SimdLevel) {
     for (int64_t n : kLengths) {
       const auto a = test::randn(size_t(n), uint32_t(n) + 1);
       const auto b = test::randn(size_t(n), uint32_t(n) + 2);
@@ -31,7 +31,6 @@ TEST(Reduce, SimdEqualsReferenceBits) {
           << n;
     }
   });
-  EXPECT_GE(levels, 1);
 }
 
 // The canonical order is observable: a left-to-right sum of these values gives 0 (the 3 and the 1

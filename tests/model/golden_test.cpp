@@ -20,6 +20,7 @@
 #include "core/simd.h"
 #include "model_harness.h"
 #include "sanitizer_build.h"
+#include "simd_levels.h"
 
 namespace invar::test {
 namespace {
@@ -97,8 +98,7 @@ TEST(Golden, LogitBitsAreTheNumericsVersionsOwn) {
   const bool write = std::getenv("INVAR_GOLDEN_WRITE") != nullptr;
   const ActivationProfile saved = activations_active();
   const SimdLevel saved_simd = simd_active();
-  std::vector<SimdLevel> levels = {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512};
-  while (levels.back() > simd_detect()) levels.pop_back();
+  std::vector<SimdLevel> levels = simd_levels_to_test();
   // A sanitizer build checks its own bits at the best level; the release suite sweeps them.
   if (write || kSanitizerBuild) levels = {simd_detect()};
   for (const SimdLevel level : levels)

@@ -19,6 +19,7 @@
 #include "core/simd.h"
 #include "forge/make_mmproj.h"
 #include "model_harness.h"
+#include "simd_levels.h"
 #include "test_process_dir.h"
 #include "vision/vision_forward.h"
 
@@ -232,15 +233,12 @@ TEST(ImageOracle, SameBitsAcrossChunksThreadsSimd) {
   }
   const std::string d2 = bits_diff(run(3, p2), one, V);
   EXPECT_TRUE(d2.empty()) << "2 threads: " << d2;
-  const SimdLevel best = simd_detect();
-  for (SimdLevel lvl : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512}) {
-    if (int(lvl) > int(best)) continue;
-    simd_set(lvl);
-    ASSERT_EQ(simd_active(), lvl);
+  for (SimdLevel lvl : simd_levels_to_test()) {
+    const SimdLevelRun run_at(lvl);
     const std::string d = bits_diff(run(9, p1), one, V);
     EXPECT_TRUE(d.empty()) << "simd " << simd_name(lvl) << ": " << d;
+    run_at.expect_kernels_ran();
   }
-  simd_set(best);
 }
 
 }  // namespace

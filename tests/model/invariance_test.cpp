@@ -16,6 +16,7 @@
 #include "forge/quant_preset.h"
 #include "kernels/select.h"
 #include "model_harness.h"
+#include "simd_levels.h"
 
 namespace invar::test {
 namespace {
@@ -146,20 +147,13 @@ TEST(Invariance, TwoThreads) {
 }
 
 TEST(Invariance, SimdLevels) {
-  const SimdLevel best = simd_detect();
   ThreadPool pool(1);
-  for (SimdLevel lvl : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512}) {
-    if (int(lvl) > int(best)) {
-      std::printf("skipping simd %s: not supported by this CPU\n",
-                  std::string(simd_name(lvl)).c_str());
-      continue;
-    }
-    simd_set(lvl);
-    ASSERT_EQ(simd_active(), lvl);
+  for (SimdLevel lvl : simd_levels_to_test()) {
+    const SimdLevelRun run(lvl);
     expect_same_as_baseline(0, pool, "simd " + std::string(simd_name(lvl)));
     expect_same_as_baseline(64, pool, "simd " + std::string(simd_name(lvl)) + ", chunk 64");
+    run.expect_kernels_ran();
   }
-  simd_set(best);
 }
 
 // Three sequences share every forward call, each in its own phase and chunk size; the batch's
@@ -359,15 +353,12 @@ TEST(Invariance, ImagesChunksThreadsSimd) {
   }
   const std::string d2 = bits_diff(image_run(7, p2), one, V());
   EXPECT_TRUE(d2.empty()) << "2 threads, chunk 7: " << d2;
-  const SimdLevel best = simd_detect();
-  for (SimdLevel lvl : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512}) {
-    if (int(lvl) > int(best)) continue;
-    simd_set(lvl);
-    ASSERT_EQ(simd_active(), lvl);
+  for (SimdLevel lvl : simd_levels_to_test()) {
+    const SimdLevelRun run(lvl);
     const std::string d = bits_diff(image_run(22, p1), one, V());
     EXPECT_TRUE(d.empty()) << "simd " << simd_name(lvl) << ": " << d;
+    run.expect_kernels_ran();
   }
-  simd_set(best);
 }
 
 }  // namespace

@@ -81,8 +81,8 @@ TEST(ProbeHtml, SelfContainedPage) {
 }
 
 TEST(ProbeHtml, OpensInHeadlessChromium) {
-  if (access(kChromium, X_OK) != 0)
-    GTEST_SKIP() << kChromium << " is absent (scripts/install-deps installs it)";
+  ASSERT_EQ(access(kChromium, X_OK), 0)
+      << kChromium << " is absent (scripts/install-deps installs it)";
   const fs::path dir = fs::temp_directory_path() / ("probe-html-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const fs::path page = dir / "report.html";

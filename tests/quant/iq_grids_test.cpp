@@ -1,7 +1,9 @@
 // quant/iq_grids.h, the generated lookup tables of the low-bit types: (1) equal to what
-// scripts/gen-iq-grids.py makes of ggml's ggml-common.h, when that file is present; (2) without
-// ggml, the sizes, a hash of each table's bytes recorded when the header was generated, and the
-// structural facts the dequantisers rely on (magnitudes and ±1 values, even sign parity).
+// scripts/gen-iq-grids.py makes of ggml's ggml-common.h, in a build that found that file
+// (INVAR_GGML_COMMON_H, tests/quant/CMakeLists.txt; ggml is not part of the repository); (2) in
+// every build, the SHA-256 of all tables' bytes against the digest ggml-common.h's tables give,
+// the sizes, a hash of each table's bytes, and the structural facts the dequantisers rely on
+// (magnitudes and ±1 values, even sign parity).
 #include "quant/iq_grids.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "command_run.h"
+#include "core/sha256.h"
 
 namespace invar {
 namespace iq_grids_test {
@@ -31,8 +34,30 @@ std::string read_all(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-// INVAR_GGML_COMMON_H in the environment, else the build's default (a llama.cpp checkout next to
-// the repository).
+template <class T, size_t N>
+void append_bytes(std::string& out, const T (&table)[N]) {
+  out.append(reinterpret_cast<const char*>(table), sizeof(T) * N);
+}
+
+// The SHA-256 of every table's little-endian bytes, in the order of gen-iq-grids.py's TABLES,
+// equals that of ggml-common.h's tables (computed from llama.cpp's ggml/src/ggml-common.h with
+// the script's parse_tables, packed little-endian): the committed tables are ggml's, checked
+// without ggml's source.
+TEST(IqGrids, TablesDigestIsGgmlCommons) {
+  std::string bytes;
+  append_bytes(bytes, kIQ2SignsTable);
+  append_bytes(bytes, kIQ2XXSGrid);
+  append_bytes(bytes, kIQ2XSGrid);
+  append_bytes(bytes, kIQ2SGrid);
+  append_bytes(bytes, kIQ3XXSGrid);
+  append_bytes(bytes, kIQ3SGrid);
+  append_bytes(bytes, kIQ1SGrid);
+  append_bytes(bytes, kMXFP4Values);
+  EXPECT_EQ(sha256_hex(bytes), "bbabab96651b203caa1307e0223c8bea2ab7016d348c79519f6decc4263c94cc");
+}
+
+#ifdef INVAR_GGML_COMMON_H
+// INVAR_GGML_COMMON_H in the environment, else the file the build found.
 std::string ggml_common_path() {
   const char* env = std::getenv("INVAR_GGML_COMMON_H");
   return env && *env ? env : INVAR_GGML_COMMON_H;
@@ -40,7 +65,7 @@ std::string ggml_common_path() {
 
 TEST(IqGrids, HeaderIsTheGeneratorsOutputOfGgmlCommon) {
   const std::string common = ggml_common_path();
-  if (!std::ifstream(common).good()) GTEST_SKIP() << "no ggml-common.h at " << common;
+  ASSERT_TRUE(std::ifstream(common).good()) << "no ggml-common.h at " << common;
   const std::string out = ::testing::TempDir() + "iq_grids_generated.h";
   const auto r = test::command_run(std::string(INVAR_PYTHON3) +
                                    " " INVAR_SOURCE_DIR "/scripts/gen-iq-grids.py " + common + " " +
@@ -54,6 +79,7 @@ TEST(IqGrids, HeaderIsTheGeneratorsOutputOfGgmlCommon) {
       << "src/quant/iq_grids.h differs from scripts/gen-iq-grids.py " << common
       << " (regenerate it)";
 }
+#endif
 
 TEST(IqGrids, TablesHaveTheirRecordedContents) {
   EXPECT_EQ(fnv1a(kIQ2SignsTable), 0xf19ba8f8c3292ba5ull);

@@ -19,19 +19,37 @@ using json = nlohmann::json;
 
 namespace {
 
-// The request-log lines (text format) written to stderr while `f` ran.
+// The responses /metrics has counted, its own reads left out.
+double responses_counted(const FakeServer& s) {
+  const std::string m = s.get("/metrics")->body;
+  const std::string name = "invar_http_responses_total{endpoint=\"";
+  double n = 0;
+  for (size_t at = m.find(name); at != std::string::npos; at = m.find(name, at + 1)) {
+    if (m.compare(at + name.size(), 9, "/metrics\"") == 0) continue;
+    n += std::atof(m.c_str() + m.find(' ', at) + 1);
+  }
+  return n;
+}
+
+// The request-log lines (text format) of the `responses` responses `f` gets, /metrics's left
+// out. A refusal's line is written as it is sent, maybe after the client has it: the lines are
+// read once /metrics counts them (the server logs a response before counting it).
 template <class F>
-std::vector<std::string> log_lines_of(F&& f) {
+std::vector<std::string> log_lines_of(const FakeServer& s, int responses, F&& f) {
+  const double before = responses_counted(s);
   ::testing::internal::CaptureStderr();
   f();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a refusal is logged as it is sent
+  for (int i = 0; i < 3000 && responses_counted(s) < before + responses; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // a hang guard of 30 s
   const std::string err = ::testing::internal::GetCapturedStderr();
   std::vector<std::string> lines;
   for (size_t at = 0; at < err.size();) {
     size_t end = err.find('\n', at);
     if (end == std::string::npos) end = err.size();
-    if (err.compare(at, 21, "invar serve: request ") == 0)
-      lines.push_back(err.substr(at, end - at));
+    const std::string line = err.substr(at, end - at);
+    if (line.rfind("invar serve: request ", 0) == 0 &&
+        line.find("endpoint=/metrics ") == std::string::npos)
+      lines.push_back(line);
     at = end + 1;
   }
   return lines;
@@ -83,7 +101,7 @@ TEST(BoundedErrors, TwoMegabyteBadFieldsGetSmallErrorsAndSmallLogLines) {
       {"/v1/chat/completions", json{{"messages", {{{"role", big}, {"content", "a"}}}}}.dump()},
       {"/tokenize", json{{"prompt", "a"}, {"model", big}}.dump()},
   };
-  std::vector<std::string> lines = log_lines_of([&] {
+  std::vector<std::string> lines = log_lines_of(s, int(cases.size()), [&] {
     for (const auto& [path, body] : cases) {
       ASSERT_GT(body.size(), 1u << 20);
       auto r = s.post(path, body);
@@ -110,7 +128,7 @@ TEST(BoundedErrors, RequestsTheTransportRefusesAreLogged) {
   cfg.max_body_bytes = 1000;
   cfg.body_stall_s = 0.2;
   FakeServer s(cfg);
-  std::vector<std::string> lines = log_lines_of([&] {
+  std::vector<std::string> lines = log_lines_of(s, 3, [&] {
     EXPECT_EQ(status_of(raw_post(s.port, "/v1/completions", std::string(2000, 'a'))), 413);
     // A declared body that never comes: 408 after the stall.
     Exchange slow =

@@ -1,7 +1,9 @@
 // The HTTP layer under hostile traffic, over a scripted backend: the framing corpus (right
-// status, answered at once, connection closed), pipelining, slow connections, a 100 MB chunked
-// upload, the connection cap, the head deadline, and disconnects of whole and streamed requests.
+// status, answered before any deadline of the server's could fire, connection closed), pipelining,
+// slow connections, a 100 MB chunked upload, the connection cap, the head deadline, and disconnects
+// of whole and streamed requests.
 #include <gtest/gtest.h>
+#include <netinet/tcp.h>
 
 #include <regex>
 #include <thread>
@@ -14,7 +16,6 @@ namespace http_hostile_test {
 
 using namespace invar::server;
 using namespace invar::server::testing;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -49,17 +50,24 @@ int hold_request(FakeServer& s, const std::string& body) {
 
 }  // namespace
 
-TEST(HostileHttp, CorpusAnsweredAtOnceAndClosed) {
+// The server's own deadlines, set far beyond the exchanges' give-up times (10 s, a guard against
+// a hang): an answer, and a closed connection, then cannot come from a deadline firing.
+ServerConfig deadlines_out_of_reach() {
   ServerConfig cfg;
+  cfg.head_timeout_s = cfg.body_timeout_s = cfg.body_stall_s = cfg.idle_timeout_s = 600;
+  return cfg;
+}
+
+TEST(HostileHttp, CorpusAnsweredBeforeAnyDeadlineAndClosed) {
+  ServerConfig cfg = deadlines_out_of_reach();
   cfg.max_body_bytes = 1000;
   FakeServer s(cfg);
   auto cases = hostile_http_corpus();
   ASSERT_GE(cases.size(), 150u);
   for (auto& c : cases) {
-    Exchange ex = exchange(s.port, c.bytes, 5);
+    Exchange ex = exchange(s.port, c.bytes, 10);
     EXPECT_EQ(status_of(ex.response), c.status) << c.name << "\n" << ex.response.substr(0, 300);
-    EXPECT_TRUE(ex.closed) << c.name << ": the connection stayed open";
-    EXPECT_LT(ex.seconds, 1.0) << c.name << ": answered only after a timeout";
+    EXPECT_TRUE(ex.closed) << c.name << ": the connection stayed open (waiting for a timeout)";
     EXPECT_NE(ex.response.find("Connection: close\r\n"), std::string::npos) << c.name;
     EXPECT_NE(ex.response.find("{\"error\":{"), std::string::npos) << c.name;
   }
@@ -122,7 +130,7 @@ TEST(HostileHttp, PipelinedRequestsAnsweredInOrder) {
 }
 
 TEST(HostileHttp, SlowConnectionsDoNotStarveHealth) {
-  FakeServer s;
+  FakeServer s(deadlines_out_of_reach());  // the slow heads stay open throughout
   constexpr int kSlow = 500;
   SlowClients slow(s.port, kSlow, std::chrono::milliseconds(100));
   ASSERT_EQ(slow.connected(), kSlow);
@@ -133,21 +141,32 @@ TEST(HostileHttp, SlowConnectionsDoNotStarveHealth) {
   }
   ASSERT_GE(metric_value(m, "invar_http_connections_open"), kSlow)
       << "the slow connections are not all open";
-  auto [ok, worst] = probe_health(s.port, 20, std::chrono::milliseconds(50));
-  EXPECT_EQ(ok, 20);
-  EXPECT_LT(worst, 0.2) << "/health was slow while " << kSlow << " connections dripped their heads";
+  // Every probe answered (each gives up after 5 s) while every slow connection is still open:
+  // /health did not wait for them to finish or time out.
+  const int ok = probe_health(s.port, 20, std::chrono::milliseconds(50)).first;
+  EXPECT_EQ(ok, 20) << "/health starved while " << kSlow << " connections dripped their heads";
+  EXPECT_GE(metric_value(s.get("/metrics")->body, "invar_http_connections_open"), kSlow)
+      << "slow connections closed before the probes were done";
+}
+
+// How many times the kernel retransmitted on this TCP socket (a SYN counts).
+uint32_t retransmits(int fd) {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return ~0u;
+  return info.tcpi_total_retrans;
 }
 
 TEST(HostileHttp, BurstOfConnectsIsQueued) {
   FakeServer s;
   std::vector<int> fds;
-  double slowest = 0;
-  for (int i = 0; i < 300; ++i) {  // faster than the server accepts: the listen backlog holds them
-    auto t0 = Clock::now();
+  for (int i = 0; i < 300; ++i)  // faster than the server accepts: the listen backlog holds them
     fds.push_back(connect_local(s.port));
-    slowest = std::max(slowest, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  EXPECT_LT(slowest, 0.5) << "a connect waited for a SYN retry: the backlog overflowed";
+  // An overflowing backlog drops the SYN, and the connect completes only after the kernel
+  // retransmits it: counted on the socket, whatever the time it took.
+  int retried = 0;
+  for (int fd : fds) retried += fd < 0 || retransmits(fd) > 0;
+  EXPECT_EQ(retried, 0) << "connects needed a SYN retry: the backlog overflowed";
   int answered = 0;
   for (int fd : fds) {
     send_all(fd, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -175,7 +194,7 @@ TEST(HostileHttp, HugeChunkedUploadGets413WithoutBuffering) {
 }
 
 TEST(HostileHttp, ConnectionCapGives503) {
-  ServerConfig cfg;
+  ServerConfig cfg = deadlines_out_of_reach();  // the 503 cannot wait for one
   cfg.max_connections = 8;
   cfg.client_max_connections = 8;  // every connection here comes from one address
   FakeServer s(cfg);
@@ -184,7 +203,7 @@ TEST(HostileHttp, ConnectionCapGives503) {
   Exchange over = exchange(s.port, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 5);
   EXPECT_EQ(status_of(over.response), 503) << over.response;
   EXPECT_NE(over.response.find("limit of 8 connections"), std::string::npos) << over.response;
-  EXPECT_LT(over.seconds, 1.0);
+  EXPECT_TRUE(over.closed);
   ::close(fds.back());
   fds.pop_back();
   int status = 0;
@@ -206,8 +225,7 @@ TEST(HostileHttp, HeadAndBodyDeadlines) {
   Exchange head = exchange(s.port, "GET /health HTTP/1.1\r\nHost: x\r\n", 10);
   EXPECT_EQ(status_of(head.response), 408) << head.response;
   EXPECT_TRUE(head.closed);
-  EXPECT_GT(head.seconds, 0.4);
-  EXPECT_LT(head.seconds, 5.0);
+  EXPECT_GT(head.seconds, 0.4) << "answered before its deadline";
   Exchange body = exchange(
       s.port, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", 10);
   EXPECT_EQ(status_of(body.response), 408) << body.response;

@@ -72,12 +72,14 @@ TEST(Prepare, StructuralLimitsComeBeforeRenderingAndTokenising) {
   EXPECT_EQ(t->status, 200) << t->body;
 }
 
-// Two large bodies whose tokenisation takes a second each: on the IO threads (two of them)
-// they would hold every connection; on the pool a small request is answered meanwhile.
+// Two large bodies whose tokenisation is held on a gate until the test opens it: on the IO
+// threads (two of them) they would hold every connection; on the pool a small request is
+// answered meanwhile, while both are still held.
 TEST(Prepare, LargeBodiesLeaveTheIoThreadsFree) {
-  FakeServer s({}, false, [](FakeBackend& f) {
+  std::promise<void> open;
+  FakeServer s({}, false, [gate = open.get_future().share()](FakeBackend& f) {
     f.ctx = 1 << 20;
-    f.big_encode_sleep = std::chrono::milliseconds(1000);
+    f.big_encode_gate = gate;
   });
   const json big = {{"prompt", std::string(100000, 'b')}, {"max_tokens", 1}};
   std::vector<int> statuses(2);
@@ -89,9 +91,13 @@ TEST(Prepare, LargeBodiesLeaveTheIoThreadsFree) {
       ++big_done;
     });
   while (s.fake->encodes < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(s.post("/v1/completions", R"({"prompt":"a","max_tokens":2})")->status, 200);
-  EXPECT_EQ(s.get("/health")->status, 200);
-  EXPECT_EQ(big_done, 0) << "the small request waited for a large one's preparation";
+  // On the IO threads, these would wait for the gate until their clients time out.
+  const auto small = s.post("/v1/completions", R"({"prompt":"a","max_tokens":2})");
+  EXPECT_TRUE(small && small->status == 200) << "the small request waited for a large one";
+  const auto health = s.get("/health");
+  EXPECT_TRUE(health && health->status == 200) << "/health waited for a large request";
+  EXPECT_EQ(big_done, 0) << "a large body's preparation ended before its gate opened";
+  open.set_value();
   for (auto& t : ts) t.join();
   EXPECT_EQ(statuses, (std::vector<int>{200, 200}));
 }

@@ -468,9 +468,13 @@ TEST(ServeSignals, HarmlessSignalsAndSecondTerm) {
   std::string first;
   std::thread t = stream(300, &first);
   ASSERT_TRUE(wait_inflight());
+  int handled = 0;
   for (int sig : {SIGHUP, SIGUSR1, SIGUSR2}) {
     s.signal(sig);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Handled (its "ignored" line), not merely sent.
+    ASSERT_TRUE(s.log_wait(" ignored\n", ++handled))
+        << "signal " << sig << " killed the server or went unhandled\n"
+        << s.log();
     ASSERT_TRUE(s.alive()) << "signal " << sig << " killed the server\n" << s.log();
   }
   t.join();
@@ -482,19 +486,19 @@ TEST(ServeSignals, HarmlessSignalsAndSecondTerm) {
   std::thread t2 = stream(4000, &cut);
   ASSERT_TRUE(wait_inflight());
   s.signal(SIGINT);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(s.log_wait(": draining")) << s.log();
   ASSERT_TRUE(s.alive()) << "the drain should still be waiting for the long stream";
-  auto t0 = std::chrono::steady_clock::now();
-  int code = s.stop(SIGTERM, 10);
-  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The drain would wait up to 120 s for the 4000-token stream; the second signal ends it (the
+  // 30 s bound only guards against a hang).
+  int code = s.stop(SIGTERM, 30);
   t2.join();
   EXPECT_NE(code, -1) << "a SIGTERM during the drain did not end it";
   EXPECT_NE(code, 0);
-  EXPECT_LT(took, 5.0);
   EXPECT_NE(s.log().find("second SIGTERM"), std::string::npos) << s.log();
 }
 
-// A model file that cannot be loaded ends `invar serve` with an error, promptly.
+// A model file that cannot be loaded ends `invar serve` with an error (the wait only guards
+// against a hang).
 TEST(ServeSignals, CorruptModelExitsNonZero) {
   std::ifstream in(kTinyModel, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -506,15 +510,12 @@ TEST(ServeSignals, CorruptModelExitsNonZero) {
       {"corrupt-empty.gguf", ""}};
   for (auto& [name, content] : files) {
     std::ofstream(dir + name, std::ios::binary) << content;
-    auto t0 = std::chrono::steady_clock::now();
     ServeProcess s({"--model", dir + name, "--threads", "1"}, "serve_" + name);
-    for (int i = 0; i < 1000 && s.alive(); ++i)
+    for (int i = 0; i < 3000 && s.alive(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     int code = s.exit_code();
     EXPECT_NE(code, -1) << name << ": still running\n" << s.log();
     EXPECT_NE(code, 0) << name;
-    EXPECT_LT(took, 5.0) << name;
     EXPECT_EQ(s.port(), 0) << name << ": reported healthy";
   }
 }

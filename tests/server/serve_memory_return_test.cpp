@@ -11,7 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include "sanitizer_build.h"
 #include "serve_process.h"
 
 namespace serve_memory_return_test {
@@ -95,7 +94,6 @@ Figures drive(const std::vector<std::string>& flags, size_t body_bytes, int n_re
 constexpr int64_t kGrowthBoundKib = 8 << 10;
 
 TEST(ServeMemoryReturn, ThousandRejectedLargeRequestsLeaveNoGrowth) {
-  if (invar::test::kSanitizerBuild) GTEST_SKIP() << invar::test::kResidentSkip;
   const bool soak = std::getenv("INVAR_MEMORY_SOAK") != nullptr;
   const size_t bytes = soak ? (2u << 20) : (160u << 10);
   const Figures f = drive({}, bytes, 1000, "serve_memory_return");

@@ -81,6 +81,20 @@ class ServeProcess {
     ss << in.rdbuf();
     return ss.str();
   }
+  // Waits until the log holds `text` at least `count` times (an event, instead of a sleep);
+  // false if the process exits first or `timeout_s` (a guard against a hang) passes.
+  bool log_wait(const std::string& text, int count = 1, double timeout_s = 60) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    for (;;) {
+      const std::string l = log();
+      int n = 0;
+      for (size_t p = l.find(text); p != std::string::npos; p = l.find(text, p + text.size())) ++n;
+      if (n >= count) return true;
+      if (!alive() || std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
   bool alive() {
     if (exited_) return false;
     int st = 0;

@@ -309,7 +309,7 @@ TEST_F(TierServe, ForgedAndPlantedRecordsNeverAnswer) {
 
 TEST_F(TierServe, PrefixWarmedOnOneServerIsAHitOnAnotherThroughRedis) {
   invar::testing::RedisProcess redis;
-  if (redis.port() == 0) GTEST_SKIP() << "redis-server not installed";
+  ASSERT_NE(redis.port(), 0) << redis.failure();
   ServeProcess a(serve_args({"--cache-redis", redis.url(), "--cache-tier-key", tier_key()}),
                  "tier_redis_a");
   ASSERT_NE(a.port(), 0) << a.log();
@@ -327,7 +327,7 @@ TEST_F(TierServe, PrefixWarmedOnOneServerIsAHitOnAnotherThroughRedis) {
 
 TEST_F(TierServe, SaltsStayApartInMemoryOnDiskAndInRedis) {
   invar::testing::RedisProcess redis;
-  if (redis.port() == 0) GTEST_SKIP() << "redis-server not installed";
+  ASSERT_NE(redis.port(), 0) << redis.failure();
   const std::string dir = fresh_dir("salt");
   {
     ServeProcess a(serve_args({"--cache-dir", dir, "--cache-redis", redis.url(), "--cache-tier-key",
@@ -399,13 +399,13 @@ TEST(TierServeSoak, BudgetsHoldWithoutGrowth) {
   const char* env = std::getenv("INVAR_TIER_SOAK_N");
   const int n = env ? std::atoi(env) : 150;
   invar::testing::RedisProcess redis("4mb");
+  ASSERT_NE(redis.port(), 0) << redis.failure();
   const std::string dir = fresh_dir("soak");
   const int64_t dir_budget = 2 << 20;
   std::vector<std::string> extra = {
-      "--cache-dir",   dir,       "--cache-dir-bytes",        std::to_string(dir_budget),
-      "--cache-bytes", "4000000", "--cache-tier-queue-bytes", "1000000"};
-  if (redis.port() != 0)
-    extra.insert(extra.end(), {"--cache-redis", redis.url(), "--cache-tier-key", tier_key()});
+      "--cache-dir",   dir,         "--cache-dir-bytes",        std::to_string(dir_budget),
+      "--cache-bytes", "4000000",   "--cache-tier-queue-bytes", "1000000",
+      "--cache-redis", redis.url(), "--cache-tier-key",         tier_key()};
   ServeProcess s(serve_args(extra, 16), "tier_soak");
   ASSERT_NE(s.port(), 0) << s.log();
   std::mt19937 rng(11);
@@ -445,15 +445,13 @@ TEST(TierServeSoak, BudgetsHoldWithoutGrowth) {
       tier_metric(m, "invar_cache_tier_write_drops_total", "disk"), writes / commits,
       static_cast<long long>(fds), static_cast<long long>(proc_count(s.pid(), "fd")),
       static_cast<long long>(rss >> 10), static_cast<long long>(proc_count(s.pid(), "rss") >> 10),
-      redis.port() ? redis.info_field("memory", "used_memory") : -1ll);
+      redis.info_field("memory", "used_memory"));
   EXPECT_LE(proc_count(s.pid(), "fd"), fds + 2) << "descriptors grew";
   if (!invar::test::kSanitizerBuild) {  // ASan's quarantine keeps freed memory resident
     EXPECT_LE(proc_count(s.pid(), "rss"), rss + (16 << 20)) << "memory grew";
   }
-  if (redis.port() != 0) {
-    EXPECT_GT(tier_metric(m, "invar_cache_tier_writes_total", "redis"), 0);
-    EXPECT_LE(redis.info_field("memory", "used_memory"), (4ll << 20) + (64 << 10));
-  }
+  EXPECT_GT(tier_metric(m, "invar_cache_tier_writes_total", "redis"), 0);
+  EXPECT_LE(redis.info_field("memory", "used_memory"), (4ll << 20) + (64 << 10));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "core/simd.h"
 #include "core/thread_pool.h"
 #include "forge/make_mmproj.h"
+#include "simd_levels.h"
 #include "test_process_dir.h"
 
 namespace invar {
@@ -124,10 +125,8 @@ TEST(VisionForward, BitIdenticalAcrossThreadsAndSimd) {
   const VisionImage img = random_image(128, 64, 3);
   ThreadPool one(1);
   const std::vector<float> base = vision_encode(*m, img, one);
-  const SimdLevel saved = simd_active();
-  for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512}) {
-    if (int(level) > int(simd_detect())) continue;
-    simd_set(level);
+  for (SimdLevel level : test::simd_levels_to_test()) {
+    const test::SimdLevelRun run(level);
     for (int threads : {1, 2, 3, 5}) {
       ThreadPool pool(threads);
       const std::vector<float> got = vision_encode(*m, img, pool);
@@ -135,8 +134,8 @@ TEST(VisionForward, BitIdenticalAcrossThreadsAndSimd) {
       EXPECT_EQ(std::memcmp(got.data(), base.data(), got.size() * sizeof(float)), 0)
           << simd_name(level) << ", " << threads << " threads";
     }
+    run.expect_kernels_ran();
   }
-  simd_set(saved);
 }
 
 // Buffers kept across images of different sizes (larger first, then smaller, then larger) give

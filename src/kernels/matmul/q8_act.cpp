@@ -207,6 +207,7 @@ void q8matmul_ref_range(const QuantView& w, const Q8Rows& x, float* y, int64_t n
 }
 
 const Q8Kernels* q8_kernels(SimdLevel level) {
+  simd_count(level);
   switch (level) {
     case SimdLevel::avx512:
       return &kQ8KernelsAvx512;

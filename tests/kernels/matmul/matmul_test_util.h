@@ -13,6 +13,7 @@
 #include "kernels/matmul.h"
 #include "quant/blocks.h"
 #include "quant/dtype.h"
+#include "simd_levels.h"
 
 namespace invar::test {
 
@@ -138,11 +139,10 @@ inline std::string bits_diff(const float* a, const float* b, int64_t count, int6
   return out;
 }
 
-// The SIMD levels this CPU can run, scalar first.
+// The SIMD levels this CPU can run, scalar first (a level INVAR_REQUIRE_SIMD requires and the
+// CPU lacks fails the test).
 inline std::vector<SimdLevel> available_levels() {
-  std::vector<SimdLevel> out;
-  for (int l = 0; l <= int(simd_detect()); ++l) out.push_back(SimdLevel(l));
-  return out;
+  return simd_levels_to_test();
 }
 
 // Restores the process-wide SIMD level when a test ends.
