@@ -1,7 +1,7 @@
 // llama.cpp (the pinned peer, commit d32676d77) loads and runs the files `invar make-model`
 // writes: each architecture, in F32 and in the Q4_K_M preset, through llama-bench (-p 16 -n 4
 // -r 1: the model loaded, a prompt and a few decode steps run, rates reported) and one through
-// llama-completion with a fixed prompt. The peer's bin folder comes from INVAR_LLAMA_CPP_BIN (the
+// llama-cli with a fixed prompt. The peer's bin folder comes from INVAR_LLAMA_CPP_BIN (the
 // environment, or `cmake -DINVAR_LLAMA_CPP_BIN=...`); without it the test is skipped and says so.
 #include <gtest/gtest.h>
 
@@ -59,14 +59,16 @@ TEST(LlamaCppPeer, BenchRunsEveryArchitectureAndType) {
   }
 }
 
-TEST(LlamaCppPeer, CompletionGeneratesFromAFixedPrompt) {
+// One turn of llama-cli on the file's own chat template: the model loads, the prompt is read and 4
+// tokens generated (random weights: their text is not checked), then the process exits.
+TEST(LlamaCppPeer, CliAnswersOneTurn) {
   SKIP_WITHOUT_PEER();
   const std::string path = model("qwen35", "q4_k_m");
-  const CommandResult r =
-      command_run(peer_bin() + "/llama-completion -m " + path +
-                  " -p 'The quick brown fox' -n 4 --no-warmup -no-cnv --temp 0 -t 2 2>&1");
+  const CommandResult r = command_run(peer_bin() + "/llama-cli -m " + path +
+                                      " -p 'The quick brown fox' -n 4 --no-warmup -st --simple-io "
+                                      "--temp 0 -t 2 < /dev/null 2>&1");
   EXPECT_EQ(r.status, 0) << r.out;
-  EXPECT_NE(r.out.find("The quick brown fox"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("failed to load"), std::string::npos) << r.out;
 }
 
 }  // namespace
