@@ -428,6 +428,8 @@ TEST_F(TierServe, TwoServersShareOneDirectoryAtOnce) {
     EXPECT_GT(tier_metric(m, "invar_cache_tier_writes_total", "disk"), 0) << s->log();
     EXPECT_GT(tier_metric(m, "invar_cache_tier_hits_total", "disk"), 0) << s->log();
     EXPECT_EQ(tier_metric(m, "invar_cache_tier_corrupt_total", "disk"), 0) << s->log();
+    EXPECT_EQ(tier_metric(m, "invar_cache_tier_write_failures_total", "disk"), 0) << s->log();
+    EXPECT_EQ(tier_metric(m, "invar_cache_tier_errors_total", "disk"), 0) << s->log();
   }
   ServeProcess c(serve_args({"--cache-dir", dir}), "tier_shared_c");
   ASSERT_NE(c.port(), 0) << c.log();
