@@ -42,6 +42,7 @@ struct FleetBenchOptions {
   int concurrency = 3;
   int threads = 1;  // compute threads per replica
   std::string work_dir;
+  bool quick = false;  // --quick: every arm at the smallest size that still shares prefixes
 };
 
 struct Arm {
@@ -261,7 +262,21 @@ BenchKind fleet_bench("fleet", [](CLI::App& bench) -> Command::Run {
       ->capture_default_str();
   s->add_option("--render", o->render, "the nginx configuration renderer")->capture_default_str();
   s->add_option("--work-dir", o->work_dir, "keep logs, nginx files and the disk tier here");
-  return [o]() { return fleet_bench_run(*o); };
+  s->add_flag("--quick", o->quick,
+              "small run: 2 replicas, 8 requests, 2 tenants x 60-word prefixes, 4 tokens, 2 "
+              "clients (flags given explicitly still win)");
+  return [o, s]() {
+    FleetBenchOptions run = *o;
+    if (run.quick) {
+      if (s->count("--replicas") == 0) run.replicas = 2;
+      if (s->count("--requests") == 0) run.requests = 8;
+      if (s->count("--tenants") == 0) run.tenants = 2;
+      if (s->count("--prefix-words") == 0) run.prefix_words = 60;
+      if (s->count("--max-tokens") == 0) run.max_tokens = 4;
+      if (s->count("--concurrency") == 0) run.concurrency = 2;
+    }
+    return fleet_bench_run(run);
+  };
 });
 
 }  // namespace

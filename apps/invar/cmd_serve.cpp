@@ -419,6 +419,9 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
   s->add_option("--cache-dir-write-delay-ms", e.tiers.disk_write_delay_ms,
                 "tests only: pause in the middle of every record file write")
       ->group("");
+  s->add_option("--start-after-requests", e.start_after_requests,
+                "tests only: the engine's first step waits until this many requests arrived")
+      ->group("");
   s->add_option("--max-batch-tokens", e.max_batch_tokens, "tokens per engine step")
       ->capture_default_str();
   s->add_option("--threads", e.threads, "compute threads (0: all cores)")->capture_default_str();

@@ -92,6 +92,7 @@ EngineConfig config_checked(EngineConfig c) {
   if (c.fair_ratio < 0) throw Error("--fair-ratio must be ≥ 0");
   if (c.seat_quantum < 0) throw Error("--seat-quantum must be ≥ 0");
   if (c.client_max_running < 0) throw Error("--client-max-running must be ≥ 0");
+  if (c.start_after_requests < 0) throw Error("--start-after-requests must be ≥ 0");
   if (c.cache_bytes < 0) throw Error("--cache-bytes must be ≥ 0");
   if (c.threads < 0) throw Error("--threads must be ≥ 0");
   if (c.threads == 0)
@@ -179,19 +180,22 @@ struct Engine::Impl {
 
   void loop() {
     for (;;) {
-      queue.take(intake, sched.has_work());
+      queue.take(intake, sched.has_work() && !held());
       for (auto& g : intake.fresh) admit(g);
       if (intake.stop) break;
       for (RequestId id : intake.cancels)
         if (auto it = live.find(id); it != live.end())
           finish(it->second.seq.get(), FinishReason::cancelled);
       if (intake.cancel_all) cancel_live();
-      if (sched.has_work()) step_guarded();
+      if (sched.has_work() && !held()) step_guarded();
       publish();
     }
     cancel_live();
     publish();
   }
+
+  // EngineConfig::start_after_requests: steps wait (the loop sleeps in take()) until it is met.
+  bool held() const { return requests_total < static_cast<uint64_t>(cfg.start_after_requests); }
 
   // (draft →) schedule → run → postprocess → commit → report.
   void step() {

@@ -51,6 +51,10 @@ struct EngineConfig {
   // max_running gets an equal share (grammar::Limits::max_state_bytes), and one that needs more
   // ends with invalid_request. 0: no bound.
   int64_t grammar_state_bytes = int64_t{256} << 20;
+  // --start-after-requests (tests only): the engine takes no step until it has admitted this
+  // many requests, so that concurrent requests of a test share every step from the first by
+  // construction, however slowly their clients arrive (0: steps start with the first request).
+  int64_t start_after_requests = 0;
 };
 
 // What went wrong with a request, for the caller to map onto its own protocol (the server: HTTP

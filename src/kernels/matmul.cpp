@@ -3,6 +3,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -33,6 +34,10 @@ constexpr int64_t kStreamRows = 4;
 // prefetches past its end, so a thread running its pieces in order reads one stream; a thread
 // that finishes early waits at most one piece for the others.
 constexpr double kPieceBytesMin = 64 * 1024, kPieceBytesMax = 256 * 1024;
+
+// matmul_piece_bytes_min_set's minimum (0: kPieceBytesMin) and, while it is set, the counts.
+std::atomic<double> piece_bytes_min_for_tests{0};
+std::atomic<int64_t> pieces_by_caller{0}, pieces_by_workers{0}, pieces_moved{0};
 
 // Weights of row n, k in [0, K), as exact F32 values, handed to `use(k, w)` in order of k.
 template <class Use>
@@ -229,6 +234,21 @@ void q8_quantize_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::ve
   }
 }
 
+namespace {
+
+// Counts pieces [p0, p1) of n run by thread t of n_threads (matmul_piece_counts); its starting
+// share is the one parallel_balanced hands out: n / n_threads pieces, the first n % n_threads
+// threads one more.
+void pieces_count(int64_t n, int n_threads, int64_t p0, int64_t p1, int t) {
+  (t == 0 ? pieces_by_caller : pieces_by_workers).fetch_add(p1 - p0, std::memory_order_relaxed);
+  const int64_t per = n / n_threads, extra = n % n_threads;
+  const int64_t s0 = t * per + std::min<int64_t>(t, extra), s1 = s0 + per + (t < extra);
+  const int64_t inside = std::max<int64_t>(0, std::min(p1, s1) - std::max(p0, s0));
+  pieces_moved.fetch_add(p1 - p0 - inside, std::memory_order_relaxed);
+}
+
+}  // namespace
+
 void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<float> scratch) {
   const IsaKernels* isa = isa_kernels();
   if (isa) check_scratch(scratch, pool.size());
@@ -255,7 +275,10 @@ void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<fl
   if (streaming) {
     // Job j is cut into pieces of group_of(j) output groups of about `piece` cost each; the pieces
     // of all jobs, in job order, are the units the threads balance.
-    const double piece = std::clamp(total / (16.0 * n_threads), kPieceBytesMin, kPieceBytesMax);
+    const double min_for_tests = piece_bytes_min_for_tests.load(std::memory_order_relaxed);
+    const double piece =
+        std::clamp(total / (16.0 * n_threads), min_for_tests > 0 ? min_for_tests : kPieceBytesMin,
+                   kPieceBytesMax);
     auto group_of = [&](const MatmulJob& j) {
       const int64_t groups = (j.w->n() + kOutputGroup - 1) / kOutputGroup;
       const auto g = int64_t(piece / (output_cost(j) * double(kOutputGroup)));
@@ -269,6 +292,7 @@ void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<fl
     int64_t n_pieces = 0;
     for (const MatmulJob& j : jobs) n_pieces += pieces_of(j);
     pool.parallel_balanced(n_pieces, 1, [&](int64_t p0, int64_t p1, int thread_index) {
+      if (min_for_tests > 0) pieces_count(n_pieces, n_threads, p0, p1, thread_index);
       float* thread_scratch = scratch.data() + thread_index * per_thread;
       int64_t first = 0;  // the first piece of job j
       for (size_t i = 0; i < jobs.size(); ++i) {
@@ -311,6 +335,19 @@ void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<fl
       at = end;
     }
   });
+}
+
+void matmul_piece_bytes_min_set(double bytes) {
+  INVAR_CHECK(bytes >= 0 && bytes <= kPieceBytesMax,
+              "matmul piece minimum " + std::to_string(bytes) + " B");
+  pieces_by_caller = 0;
+  pieces_by_workers = 0;
+  pieces_moved = 0;
+  piece_bytes_min_for_tests = bytes;
+}
+
+MatmulPieceCounts matmul_piece_counts() {
+  return {pieces_by_caller.load(), pieces_by_workers.load(), pieces_moved.load()};
 }
 
 void matmul(const Matrix& w, const float* x, int64_t m, float* y, ThreadPool& pool) {

@@ -74,4 +74,16 @@ void matmul_jobs(std::span<const MatmulJob> jobs, ThreadPool& pool, std::span<fl
 // The scalar reference of the same canonical order (bit-identical to matmul()).
 void matmul_ref(const Matrix& w, const float* x, int64_t m, float* y);
 
+// Tests only: balanced (decode) products are cut into pieces of at least `bytes` of weights
+// instead of 64 KiB (0: back to that; at most 256 KiB), so that the small matrices of test models
+// are shared between threads as a large model's are; and while such a minimum is set, the pieces
+// run are counted (the counts start from zero at each call). Never changes a bit (rule N2).
+void matmul_piece_bytes_min_set(double bytes);
+struct MatmulPieceCounts {
+  int64_t by_caller = 0;   // pieces run by the thread that called the product (index 0)
+  int64_t by_workers = 0;  // pieces run by the pool's other threads
+  int64_t moved = 0;       // pieces a thread ran outside the share it started with (taken over)
+};
+MatmulPieceCounts matmul_piece_counts();
+
 }  // namespace invar

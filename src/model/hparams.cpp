@@ -5,6 +5,7 @@
 #include "model/hparams.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 #include <unordered_set>
 
@@ -437,6 +438,22 @@ void check_tensors(const GgufFile& f, Hparams& hp) {
   }
 }
 
+// A part of a file llama.cpp's llama-gguf-split cut up (split.count parts, split.no from 0): the
+// first part holds the keys and some tensors, the others only tensors, so a part alone would
+// fail later as a missing key or tensor. Named here, with the command that joins the parts.
+void check_not_split(const GgufFile& f) {
+  const int64_t count = f.get_int_or("split.count", 1);
+  if (count <= 1) return;
+  const int64_t no = f.get_int_or("split.no", 0);
+  char first[48];  // llama-gguf-split's names end in -%05d-of-%05d.gguf
+  std::snprintf(first, sizeof first, "-00001-of-%05lld.gguf", static_cast<long long>(count));
+  fail(f.path() + " is part " + std::to_string(no + 1) + " of " + std::to_string(count) +
+       " of a split GGUF file (split.count = " + std::to_string(count) +
+       "); invar loads one file: merge the parts first with llama.cpp's `llama-gguf-split "
+       "--merge <...>" +
+       first + " merged.gguf`, then load merged.gguf");
+}
+
 }  // namespace
 
 std::string_view arch_name(Arch a) {
@@ -459,6 +476,7 @@ int64_t Hparams::n_attention_layers() const {
 }
 
 Hparams hparams_from_gguf(const GgufFile& f) {
+  check_not_split(f);
   Hparams hp;
   hp.arch = parse_arch(f.get_string("general.architecture"));
   read_keys(f, hp);

@@ -230,5 +230,37 @@ TEST_F(HparamsTest, LegacySsmInAndFusedExperts) {
             "model: ffn_gate_up_exps is fused in 1 of 4 layers; invar needs all or none");
 }
 
+// The parts of a file llama-gguf-split cut up, with the keys it writes (split.no and split.count
+// as u16, split.tensors.count as i32; the later parts without the model's keys), are refused by
+// name with the command that merges them; a "split" into one part is a whole file.
+TEST_F(HparamsTest, SplitFilePartsAreRefusedWithTheMergeCommand) {
+  const auto split_keys = [](uint64_t no, uint64_t count) {
+    return [no, count](GgufWriter& w) {
+      GgufValue v;
+      v.type = GgufType::UINT16;
+      v.u64 = no;
+      w.set_value("split.no", v);
+      v.u64 = count;
+      w.set_value("split.count", v);
+      w.set_i32("split.tensors.count", 40);
+    };
+  };
+  const std::string first = error_after(next(), {}, {"output.weight"}, split_keys(0, 3));
+  EXPECT_NE(first.find("edited.gguf is part 1 of 3 of a split GGUF file (split.count = 3)"),
+            std::string::npos)
+      << first;
+  EXPECT_NE(first.find("`llama-gguf-split --merge <...>-00001-of-00003.gguf merged.gguf`"),
+            std::string::npos)
+      << first;
+  std::set<std::string> model_keys;
+  for (const auto& kv : next().kvs())
+    if (kv.key.rfind("general.", 0) == 0 || kv.key.rfind("qwen3next.", 0) == 0)
+      model_keys.insert(kv.key);
+  const std::string later = error_after(next(), model_keys, {}, split_keys(2, 3));
+  EXPECT_NE(later.find("edited.gguf is part 3 of 3 of a split GGUF file"), std::string::npos)
+      << later;
+  EXPECT_EQ(error_after(next(), {}, {}, split_keys(0, 1)), "");
+}
+
 }  // namespace gguf_hparams_test
 }  // namespace invar

@@ -14,6 +14,7 @@
 #include "core/activations.h"
 #include "core/simd.h"
 #include "forge/quant_preset.h"
+#include "kernels/matmul.h"
 #include "kernels/select.h"
 #include "model_harness.h"
 #include "simd_levels.h"
@@ -144,6 +145,29 @@ TEST(Invariance, TwoThreads) {
   ASSERT_EQ(pool.size(), 2);
   expect_same_as_baseline(0, pool, "2 threads, one call");
   expect_same_as_baseline(7, pool, "2 threads, chunk 7");
+}
+
+// Decode products (M ≤ 4 rows) cut into pieces that the threads balance while they run
+// (ThreadPool::parallel_balanced): a test model's matrices are smaller than one piece of the
+// default 64 KiB minimum, so the minimum is lowered to one byte (a piece is then one group of 16
+// outputs). Checked to have happened: pieces ran outside the share they were first given, taken
+// over by a thread that had finished its own (repeated, at most 4 times, until some were). Which
+// thread runs them is the machine's doing: a worker woken for a product of a few microseconds
+// often finds the caller done, so the worker's count is printed, not required.
+TEST(Invariance, TwoThreadsShareDecodePieces) {
+  ThreadPool pool(2);
+  ASSERT_EQ(pool.size(), 2);
+  matmul_piece_bytes_min_set(1);
+  MatmulPieceCounts n;
+  for (int run = 0; run < 4 && n.moved == 0; ++run) {
+    expect_same_as_baseline(1, pool, "2 threads balancing decode pieces, token by token");
+    n = matmul_piece_counts();
+  }
+  matmul_piece_bytes_min_set(0);
+  std::printf("decode pieces: %lld on the calling thread, %lld on the worker, %lld taken over\n",
+              static_cast<long long>(n.by_caller), static_cast<long long>(n.by_workers),
+              static_cast<long long>(n.moved));
+  EXPECT_GT(n.moved, 0) << "no piece was taken over: the balancing path never ran";
 }
 
 TEST(Invariance, SimdLevels) {

@@ -3,9 +3,10 @@
 // free HTTP from cpp-httplib. Every claim compares the top-20 logprobs of a request against a
 // cold run (--no-prefix-cache) bit for bit AND checks that the tier served it (cached_tokens,
 // tier counters): restart after SIGTERM, after SIGKILL in the middle of a file write, a damaged
-// file, a prefix warmed on server A served by server B through Redis, salts kept apart in
-// memory, on disk and in Redis, and budgets under a soak (INVAR_TIER_SOAK_N requests; the
-// 10,000-request run carries the soak label).
+// file, two servers writing and reading one directory at once, a prefix warmed on server A
+// served by server B through Redis, salts kept apart in memory, on disk and in Redis, and
+// budgets under a soak (INVAR_TIER_SOAK_N requests; the 10,000-request run carries the soak
+// label).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
@@ -13,9 +14,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
+#include <thread>
 
 #include "cache/redis_process.h"
 #include "http_test_util.h"
@@ -375,6 +378,65 @@ TEST_F(TierServe, SaltsStayApartInMemoryOnDiskAndInRedis) {
       << "Redis: the same salt hits; read timeouts "
       << metric_value(metrics_of(red), "invar_cache_tier_read_timeouts_total");
   expect_cold_bits(a, "Redis, same salt");
+}
+
+// Two replicas on one --cache-dir at once (deploy/k8s/cache-dir.yaml): started together without
+// --cache-tier-key, so that both make or read DIR/tier.key at the same moment; each writes its
+// own prompt's records while the other writes (every record write paused half-way, so the writes
+// interleave), then each reads the other's whole with the bits of a cold run; then both write the
+// same records at once and a third process reads them whole. No record is ever counted corrupt.
+TEST_F(TierServe, TwoServersShareOneDirectoryAtOnce) {
+  const std::string dir = fresh_dir("shared");
+  const std::vector<std::string> args =
+      serve_args({"--cache-dir", dir, "--cache-dir-write-delay-ms", "10"});
+  std::unique_ptr<ServeProcess> a;
+  std::thread start_a([&] { a = std::make_unique<ServeProcess>(args, "tier_shared_a"); });
+  ServeProcess b(args, "tier_shared_b");
+  start_a.join();
+  ASSERT_NE(a->port(), 0) << a->log();
+  ASSERT_NE(b.port(), 0) << b.log();
+  // Both at once: x on server a, y on server b.
+  const auto both = [&](const std::vector<int32_t>& x, const std::vector<int32_t>& y) {
+    json rx;
+    std::thread t([&] { rx = complete(*a, x, ""); });
+    json ry = complete(b, y, "");
+    t.join();
+    return std::pair<json, json>{rx, ry};
+  };
+  const std::vector<int32_t> other = prompt_make(5, 1000);
+  constexpr int64_t kOtherHit = (1000 - 1) / kBlock * kBlock;
+  const auto [first_a, first_b] = both(long_prompt(), other);
+  ASSERT_EQ(cached_of(first_a), 0);
+  ASSERT_EQ(cached_of(first_b), 0);
+  expect_cold_bits(first_a, "server a, first");
+  writes_settle(*a, "disk");
+  writes_settle(b, "disk");
+
+  const auto [cross_a, cross_b] = both(other, long_prompt());
+  EXPECT_EQ(cached_of(cross_a), kOtherHit) << "a did not find b's records";
+  EXPECT_EQ(cached_of(cross_b), kFullHit) << "b did not find a's records";
+  EXPECT_EQ(logprob_entries(cross_a), logprob_entries(first_b)) << "a from b's records";
+  expect_cold_bits(cross_b, "b from a's records");
+
+  const std::vector<int32_t> same = prompt_make(6, 1000);
+  const auto [same_a, same_b] = both(same, same);
+  EXPECT_EQ(logprob_entries(same_a), logprob_entries(same_b));
+  writes_settle(*a, "disk");
+  writes_settle(b, "disk");
+  for (ServeProcess* s : {a.get(), &b}) {
+    const std::string m = metrics_of(*s);
+    EXPECT_GT(tier_metric(m, "invar_cache_tier_writes_total", "disk"), 0) << s->log();
+    EXPECT_GT(tier_metric(m, "invar_cache_tier_hits_total", "disk"), 0) << s->log();
+    EXPECT_EQ(tier_metric(m, "invar_cache_tier_corrupt_total", "disk"), 0) << s->log();
+    EXPECT_EQ(tier_metric(m, "invar_cache_tier_write_failures_total", "disk"), 0) << s->log();
+    EXPECT_EQ(tier_metric(m, "invar_cache_tier_errors_total", "disk"), 0) << s->log();
+  }
+  ServeProcess c(serve_args({"--cache-dir", dir}), "tier_shared_c");
+  ASSERT_NE(c.port(), 0) << c.log();
+  const json third = complete(c, same, "");
+  EXPECT_EQ(cached_of(third), kOtherHit) << "the records both wrote at once are not whole";
+  EXPECT_EQ(logprob_entries(third), logprob_entries(same_a));
+  EXPECT_EQ(tier_metric(metrics_of(c), "invar_cache_tier_corrupt_total", "disk"), 0);
 }
 
 int64_t proc_count(pid_t pid, const char* what) {

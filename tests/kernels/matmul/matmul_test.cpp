@@ -360,5 +360,33 @@ TEST(Matmul, JobsEqualSeparateCalls) {
   }
 }
 
+// A decode product whose pieces both threads run, and take over from each other, while they run
+// (ThreadPool::parallel_balanced): the piece minimum lowered to one byte cuts it into 512 pieces
+// of 16 outputs, long enough together for the worker to join. Repeated until the worker ran
+// pieces and some were taken over (at most 200 times: a worker kept off the CPU that long is a
+// broken machine), each run equal to one thread's bits.
+TEST(Matmul, BalancedPiecesOnBothThreadsEqualOneThread) {
+  ThreadPool one(1), two(2);
+  const int64_t k = 256, n = 8192;
+  OwnedMatrix w = random_matrix(DType::F32, k, n, 11);
+  const auto x = random_activations(k, 12);
+  std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+  matmul(w.m, x.data(), 1, want.data(), one);
+  matmul_piece_bytes_min_set(1);
+  MatmulPieceCounts c;
+  for (int run = 0; run < 200 && (c.by_workers == 0 || c.moved == 0); ++run) {
+    std::fill(got.begin(), got.end(), -7.0f);
+    matmul(w.m, x.data(), 1, got.data(), two);
+    ASSERT_EQ(bits_diff(got.data(), want.data(), n, n), "") << "run " << run;
+    c = matmul_piece_counts();
+  }
+  matmul_piece_bytes_min_set(0);
+  std::printf("pieces: %lld on the calling thread, %lld on the worker, %lld taken over\n",
+              static_cast<long long>(c.by_caller), static_cast<long long>(c.by_workers),
+              static_cast<long long>(c.moved));
+  EXPECT_GT(c.by_workers, 0) << "the worker never ran a piece";
+  EXPECT_GT(c.moved, 0) << "no piece was taken over";
+}
+
 }  // namespace matmul_test
 }  // namespace invar::test
