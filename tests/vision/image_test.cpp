@@ -12,8 +12,8 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "engine/seq_images.h"
 #include "image_write.h"
-#include "model/seq_images.h"
 #include "vision/encode_cache.h"
 #include "vision/image_decode.h"
 #include "vision/image_preprocess.h"
