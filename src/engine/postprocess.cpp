@@ -134,8 +134,8 @@ const float* Postprocessor::eog_mask(const float* row, const std::vector<int32_t
   const float off = -std::numeric_limits<float>::infinity();
   // A grammar that allows nothing but the end (its output complete) keeps it: min_tokens
   // never makes a constrained output invalid.
-  std::vector<float> kept;
-  kept.reserve(stops.size());
+  std::vector<float>& kept = eog_kept_;
+  kept.clear();
   for (int32_t id : stops) kept.push_back(m[static_cast<size_t>(id)]);
   for (int32_t id : stops) m[static_cast<size_t>(id)] = off;
   for (int64_t i = 0; i < n_vocab_; ++i)

@@ -88,6 +88,7 @@ class Postprocessor {
   SamplerScratch scratch_;
   PenaltyScratch penalty_scratch_;
   std::vector<float> mask_scratch_;  // [V] a constrained row
+  std::vector<float> eog_kept_;      // [stop tokens] their values before eog_mask
   std::vector<SampledAhead> ahead_;
   size_t ahead_next_ = 0;                       // where ahead_find looks first (chunk order)
   std::vector<SamplerScratch> pool_scratch_;    // one per pool thread
