@@ -61,7 +61,7 @@ Timed timed_run(Engine& e, const std::vector<int32_t>& prompt, int64_t max_token
     if (ev.kind == EventKind::token && t.ttft_s == 0) t.ttft_s = s;
     if (ev.kind == EventKind::finished) {
       t.total_s = s;
-      t.cached = ev.cached_tokens;
+      t.cached = ev.usage.cached_tokens;
       error = ev.error;
       done = true;
       cv.notify_all();

@@ -25,10 +25,10 @@
 #include "core/error.h"
 #include "engine/constraint.h"
 #include "engine/engine.h"
-#include "engine/postprocess.h"
 #include "grammar/compile.h"
 #include "grammar/matcher.h"
 #include "model/model.h"
+#include "tokenizer/end_of_sequence.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::app {

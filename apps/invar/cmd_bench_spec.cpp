@@ -214,10 +214,10 @@ SpecRun decode_in(Engine& e, const std::vector<int32_t>& prompt, int64_t n) {
       d.tokens.push_back(ev.token);
     }
     if (ev.kind == EventKind::finished) {
-      d.tok_s = static_cast<double>(ev.completion_tokens - 1) / since(first);
-      d.drafted = ev.draft_tokens;
-      d.accepted = ev.accepted_draft_tokens;
-      d.cached = ev.cached_tokens;
+      d.tok_s = static_cast<double>(ev.usage.completion_tokens - 1) / since(first);
+      d.drafted = ev.usage.draft_tokens;
+      d.accepted = ev.usage.accepted_draft_tokens;
+      d.cached = ev.usage.cached_tokens;
       error = ev.error;
       done = true;
       cv.notify_all();

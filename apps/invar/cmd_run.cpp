@@ -4,7 +4,7 @@
 // equality is never evidence, the digest is). Same model file + same build + same tokens →
 // same digest, whatever --threads, --simd or --chunk say, and the same digest the probe
 // computes from `invar serve`'s answer to the same chat request. With --mmproj and --image the
-// prompt starts with the image (model/seq_images.h), read through the vision tower.
+// prompt starts with the image (engine/seq_images.h), read through the vision tower.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -20,12 +20,12 @@
 #include "core/error.h"
 #include "core/simd.h"
 #include "engine/engine.h"
-#include "engine/postprocess.h"
 #include "model/model.h"
 #include "probe/digest.h"
 #include "run_image.h"
 #include "server/backend.h"
 #include "spec_flags.h"
+#include "tokenizer/end_of_sequence.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::app {
@@ -211,7 +211,7 @@ int run(const RunOptions& o) {
   req.max_tokens = o.n_predict;  // sampling: greedy (argmax, ties to the smaller id)
   if (!o.ignore_eos) req.stop_tokens = end_of_sequence_ids(tok);
   req.top_logprobs = std::min<int64_t>(kDigestTop, model->hparams().n_vocab);
-  req.prompt_logprobs = o.prompt_logprobs > 0 ? o.prompt_logprobs : -1;
+  if (o.prompt_logprobs > 0) req.prompt_logprobs = o.prompt_logprobs;
 
   Collected got;
   const bool echo = !o.json;
@@ -271,7 +271,7 @@ int run(const RunOptions& o) {
   const auto t1 = got.tokens.empty() ? t2 : got.first_token;
   const double pre_s = std::chrono::duration<double>(t1 - t0).count();
   const double dec_s = std::chrono::duration<double>(t2 - t1).count();
-  const size_t n_gen = size_t(got.finished.completion_tokens);
+  const size_t n_gen = size_t(got.finished.usage.completion_tokens);
   std::fflush(stdout);  // the text first, then the timing line on stderr
   std::fprintf(stderr,
                "prompt %lld tokens %.3f s (%.1f tok/s), generated %zu tokens %.3f s "
@@ -280,10 +280,10 @@ int run(const RunOptions& o) {
                n_gen > 1 ? double(n_gen - 1) / dec_s : 0.0, o.threads,
                std::string(simd_name(simd_active())).c_str(),
                std::string(activations_name(activations_active())).c_str());
-  if (got.finished.speculative)
+  if (got.finished.usage.speculative)
     std::fprintf(stderr, "spec %s: %lld drafted, %lld accepted\n", o.engine.spec.c_str(),
-                 static_cast<long long>(got.finished.draft_tokens),
-                 static_cast<long long>(got.finished.accepted_draft_tokens));
+                 static_cast<long long>(got.finished.usage.draft_tokens),
+                 static_cast<long long>(got.finished.usage.accepted_draft_tokens));
   return 0;
 }
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/seq_images.h"
 #include "model/model.h"
-#include "model/seq_images.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar::app {

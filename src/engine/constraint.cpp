@@ -5,7 +5,7 @@
 #include <span>
 #include <string>
 
-#include "engine/engine.h"
+#include "engine/request.h"
 #include "grammar/error.h"
 #include "tokenizer/token_types.h"
 #include "tokenizer/tokenizer.h"

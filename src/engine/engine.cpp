@@ -323,12 +323,12 @@ struct Engine::Impl {
     ev.kind = EventKind::finished;
     ev.finish = reason;
     ev.logits = std::move(s->logits_pending);
-    ev.prompt_tokens = s->n_prompt;
-    ev.cached_tokens = std::max<int64_t>(s->cached_tokens, 0);
-    ev.completion_tokens = s->n_generated;
-    ev.draft_tokens = s->n_drafted;
-    ev.accepted_draft_tokens = s->n_accepted;
-    ev.speculative = spec.on();
+    ev.usage.prompt_tokens = s->n_prompt;
+    ev.usage.cached_tokens = std::max<int64_t>(s->cached_tokens, 0);
+    ev.usage.completion_tokens = s->n_generated;
+    ev.usage.draft_tokens = s->n_drafted;
+    ev.usage.accepted_draft_tokens = s->n_accepted;
+    ev.usage.speculative = spec.on();
     auto it = live.find(s->id);
     if (TextAssembler* t = it->second.text.get(); t && !t->stopped()) ev.text = t->finish();
     sched.remove(s);
@@ -406,7 +406,7 @@ std::vector<RequestId> Engine::submit_group(std::vector<GenerationRequest> reqs,
     GenerationRequest& req = reqs[i];
     auto s = std::make_unique<Sequence>();
     s->cache_salt = req.cache_salt;
-    s->cache_lookup = req.prompt_logprobs < 0;
+    s->cache_lookup = !req.prompt_logprobs;
     s->client = client;
     s->priority = reqs.front().priority;
     s->tokens = req.prompt;
@@ -455,6 +455,10 @@ const PrefixCache& Engine::prefix_cache() const {
 
 int64_t Engine::n_ctx() const {
   return impl_->limits.n_ctx;
+}
+
+const RequestLimits& Engine::limits() const {
+  return impl_->limits;
 }
 
 void Engine::drain(double timeout_s) {

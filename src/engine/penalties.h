@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/request.h"
 
 namespace invar {
 

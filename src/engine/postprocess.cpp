@@ -2,23 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
-#include "engine/engine.h"
+#include "engine/request.h"
 #include "tokenizer/token_types.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar {
-
-std::vector<int32_t> end_of_sequence_ids(const Tokenizer& tok) {
-  std::vector<int32_t> ids;
-  if (tok.vocab().eos_id >= 0) ids.push_back(tok.vocab().eos_id);
-  for (const char* t : {"<|im_end|>", "<|endoftext|>"}) {
-    const int32_t id = tok.token_id(t);
-    if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-  }
-  return ids;
-}
 
 namespace {
 
@@ -76,7 +67,7 @@ void Postprocessor::prompt_logprobs_emit(Sequence& s, const ChunkPlan& c, const 
     ev.token = s.tokens[static_cast<size_t>(target)];
     require_finite(rows + static_cast<size_t>(j * n_vocab_), n_vocab_, target);
     logprobs_top(rows + static_cast<size_t>(j * n_vocab_), n_vocab_, ev.token,
-                 s.req.prompt_logprobs, scratch_, &ev.logprob, &ev.top);
+                 *s.req.prompt_logprobs, scratch_, &ev.logprob, &ev.top);
     s.prompt_lp_reported = target + 1;
     out.push_back(std::move(ev));
   }
@@ -91,7 +82,7 @@ void Postprocessor::samples_prefetch(const StepPlan& plan,
   for (int64_t k = 0; k < plan.n_chunks; ++k) {
     const ChunkPlan& c = plan.chunks[static_cast<size_t>(k)];
     const Sequence& s = sequence_of(c.seq);
-    if (c.n_draft > 0 || s.constraint) continue;
+    if (c.n_draft > 0 || s.constraint || eog_masked(s)) continue;
     if (c.pos0 + c.n_tokens < static_cast<int64_t>(s.tokens.size())) continue;
     if (s.n_generated >= s.req.max_tokens) continue;
     const float* rows = rows_of(k);
@@ -137,6 +128,22 @@ Postprocessor::SampledAhead* Postprocessor::ahead_find(const Sequence& s, const 
   return nullptr;
 }
 
+const float* Postprocessor::eog_mask(const float* row, const std::vector<int32_t>& stops) {
+  if (row != mask_scratch_.data()) mask_scratch_.assign(row, row + n_vocab_);
+  std::vector<float>& m = mask_scratch_;
+  const float off = -std::numeric_limits<float>::infinity();
+  // A grammar that allows nothing but the end (its output complete) keeps it: min_tokens
+  // never makes a constrained output invalid.
+  std::vector<float>& kept = eog_kept_;
+  kept.clear();
+  for (int32_t id : stops) kept.push_back(m[static_cast<size_t>(id)]);
+  for (int32_t id : stops) m[static_cast<size_t>(id)] = off;
+  for (int64_t i = 0; i < n_vocab_; ++i)
+    if (m[static_cast<size_t>(i)] != off) return m.data();
+  for (size_t j = 0; j < stops.size(); ++j) m[static_cast<size_t>(stops[j])] = kept[j];
+  return m.data();
+}
+
 FinishReason Postprocessor::token_emit(Sequence& s, const float* row, TextAssembler* text,
                                        std::vector<RequestEvent>& out) {
   const int64_t position = static_cast<int64_t>(s.tokens.size());
@@ -156,6 +163,7 @@ FinishReason Postprocessor::token_emit(Sequence& s, const float* row, TextAssemb
         penalties_apply(row, n_vocab_, s.req.sampling, s.tokens, s.n_prompt, penalty_scratch_);
     const float* allowed =
         s.constraint ? s.constraint->masked(penalised, n_vocab_, mask_scratch_) : penalised;
+    if (eog_masked(s)) allowed = eog_mask(allowed, s.req.stop_tokens);
     ev.token = sample_token(allowed, n_vocab_, s.req.sampling, position, scratch_);
     // Logprobs of the model's own row (vLLM's default logprobs_mode, raw_logprobs).
     logprobs_top(row, n_vocab_, ev.token, s.req.top_logprobs, scratch_, &ev.logprob, &ev.top);
@@ -172,7 +180,9 @@ FinishReason Postprocessor::token_emit(Sequence& s, const float* row, TextAssemb
   // the caller ignores end of sequence.
   ev.stop_token = std::find(stops.begin(), stops.end(), ev.token) != stops.end() ||
                   (s.constraint && s.constraint->terminated());
-  if (text && !ev.stop_token) ev.text = text->push(token_text_bytes(s.req, ev.token));
+  if (text && !ev.stop_token)
+    ev.text =
+        text->push(token_text_bytes(s.req, ev.token), s.n_generated >= s.req.sampling.min_tokens);
   const bool stop = ev.stop_token || (text && text->stopped());
   out.push_back(std::move(ev));
   if (stop) return FinishReason::stop;
@@ -205,7 +215,7 @@ ChunkOutcome Postprocessor::process(const ChunkPlan& c, const float* rows, TextA
   ChunkOutcome o;
   o.n_kept = c.n_tokens;
   if (s.req.capture_logits) logits_capture(s, c.pos0, c.n_tokens, rows);
-  if (s.req.prompt_logprobs >= 0) prompt_logprobs_emit(s, c, rows, out);
+  if (s.req.prompt_logprobs) prompt_logprobs_emit(s, c, rows, out);
   // Prompt not finished yet: the chunk ends before the last token.
   if (c.pos0 + c.n_tokens < static_cast<int64_t>(s.tokens.size())) return o;
   if (s.n_generated >= s.req.max_tokens) {

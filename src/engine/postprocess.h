@@ -15,14 +15,11 @@
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "engine/text_assembler.h"
+#include "tokenizer/end_of_sequence.h"
 
 namespace invar {
 
 class Tokenizer;  // tokenizer/tokenizer.h
-
-// The ids that end a completion in this vocabulary (its end-of-sequence token, <|im_end|>,
-// <|endoftext|>): GenerationRequest::stop_tokens unless the caller ignores end of sequence.
-std::vector<int32_t> end_of_sequence_ids(const Tokenizer& tok);
 
 // What a chunk produced, beyond its events.
 struct ChunkOutcome {
@@ -67,6 +64,14 @@ class Postprocessor {
   ChunkOutcome drafts_verify(Sequence& s, const ChunkPlan& c, const float* rows,
                              TextAssembler* text, std::vector<RequestEvent>& out);
 
+  // min_tokens: while fewer were generated, the stop tokens are masked before selection.
+  static bool eog_masked(const Sequence& s) {
+    return s.n_generated < s.req.sampling.min_tokens && !s.req.stop_tokens.empty();
+  }
+  // `row` with the stop tokens at −inf, in mask_scratch_ (copied there unless it is there
+  // already); the row unchanged when they are all it allows.
+  const float* eog_mask(const float* row, const std::vector<int32_t>& stops);
+
   // A token sampled ahead by samples_prefetch, for the sequence's row at `position`.
   struct SampledAhead {
     const Sequence* seq = nullptr;
@@ -83,6 +88,7 @@ class Postprocessor {
   SamplerScratch scratch_;
   PenaltyScratch penalty_scratch_;
   std::vector<float> mask_scratch_;  // [V] a constrained row
+  std::vector<float> eog_kept_;      // [stop tokens] their values before eog_mask
   std::vector<SampledAhead> ahead_;
   size_t ahead_next_ = 0;                       // where ahead_find looks first (chunk order)
   std::vector<SamplerScratch> pool_scratch_;    // one per pool thread

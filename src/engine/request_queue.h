@@ -8,7 +8,8 @@
 #include <mutex>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/engine_metrics.h"
+#include "engine/request.h"
 #include "engine/sequence.h"
 
 namespace invar {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/request.h"
 
 namespace invar {
 

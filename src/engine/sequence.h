@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "engine/constraint.h"
-#include "engine/engine.h"
+#include "engine/drafter.h"
+#include "engine/request.h"
 #include "engine/scheduled_seq.h"
 
 namespace invar {
@@ -32,7 +33,7 @@ struct Sequence : ScheduledSeq {
   // Structured output: the grammar's state over the generated tokens (null: unconstrained).
   std::unique_ptr<SeqConstraint> constraint;
 
-  bool wants_all_logits() const { return req.capture_logits || req.prompt_logprobs >= 0; }
+  bool wants_all_logits() const { return req.capture_logits || req.prompt_logprobs.has_value(); }
 };
 
 // The scheduler hands back the ScheduledSeq part of the engine's sequences.

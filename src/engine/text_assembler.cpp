@@ -10,9 +10,10 @@ TextAssembler::TextAssembler(std::vector<std::string> stops) : stops_(std::move(
   for (auto& s : stops_) max_stop_ = std::max(max_stop_, s.size());
 }
 
-std::string TextAssembler::push(std::string_view token_bytes) {
+std::string TextAssembler::push(std::string_view token_bytes, bool stops) {
   if (stopped_) return "";
   pending_.append(token_bytes);
+  if (!stops) return utf8::release_complete(pending_, pending_.size());
   size_t hit = std::string::npos;
   for (auto& s : stops_) hit = std::min(hit, pending_.find(s));
   if (hit != std::string::npos) {

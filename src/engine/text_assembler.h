@@ -14,8 +14,10 @@ namespace invar {
 class TextAssembler {
  public:
   explicit TextAssembler(std::vector<std::string> stops);
-  // Appends one token's bytes; returns the text that can now be released (maybe "").
-  std::string push(std::string_view token_bytes);
+  // Appends one token's bytes; returns the text that can now be released (maybe ""). With
+  // stops off (min_tokens not reached) no stop string is looked for and nothing is held back
+  // for one: the text up to here can end no stop string.
+  std::string push(std::string_view token_bytes, bool stops = true);
   // End of generation: everything still held back (bytes of an unfinished character as U+FFFD).
   std::string finish();
   bool stopped() const { return stopped_; }  // a stop string completed; later pushes are ignored

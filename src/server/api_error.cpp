@@ -1,5 +1,6 @@
 #include "server/api_error.h"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 namespace invar::server {
@@ -70,6 +71,55 @@ ApiError api_error_of(ErrorKind kind, std::string param, std::string message) {
       break;
   }
   return internal_error(std::move(message));
+}
+
+ApiError api_error_of(const RequestFault& f, std::string field, const std::string& sent) {
+  if (field.empty()) field = f.param;
+  const auto whole = [](double x) { return std::to_string(static_cast<long long>(x)); };
+  const auto number = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return std::string(buf);
+  };
+  const std::string got = !sent.empty() ? sent : f.integral ? whole(f.got) : number(f.got);
+  switch (f.rule) {
+    case FaultRule::range:
+      if (f.param == "logit_bias")
+        return bad_request(field, "'" + field + "' values must be numbers in [" + number(f.lo) +
+                                      ", " + number(f.hi) + "], got " + got);
+      if (f.integral)
+        return bad_request(field, "'" + field + "' must be between " + whole(f.lo) + " and " +
+                                      whole(f.hi) + ", got " + got);
+      return bad_request(field, "'" + field + "' must be in " + (f.lo_open ? "(" : "[") +
+                                    number(f.lo) + ", " + number(f.hi) + "], got " + got);
+    case FaultRule::not_a_token: {
+      const std::string vocab = "(vocabulary size " + whole(f.hi) + ")";
+      if (f.param == "prompt")
+        return bad_request(field, field + "[" + std::to_string(f.index) + "] = " + got +
+                                      " is not a token id " + vocab);
+      if (f.param == "logit_bias")
+        return bad_request(
+            field, "'" + field + "' names token " + got + ", which is not a token id " + vocab);
+      break;
+    }
+    case FaultRule::empty:
+      if (f.param == "stop") return bad_request(field, "'" + field + "' strings must not be empty");
+      return bad_request(field, "'" + field + "' encodes to no tokens");
+    case FaultRule::context: {
+      const auto prompt = static_cast<long long>(f.lo), total = static_cast<long long>(f.got);
+      return bad_request(field, "this model's maximum context length is " + whole(f.hi) +
+                                    " tokens, but " + std::to_string(total) + " were requested (" +
+                                    std::to_string(prompt) + " in the prompt, " +
+                                    std::to_string(total - prompt) +
+                                    " in the completion): shorten the prompt or lower max_tokens");
+    }
+    case FaultRule::exceeds:
+      return bad_request(
+          field, "'" + field + "' must be at most 'max_tokens' (" + whole(f.hi) + "), got " + got);
+    case FaultRule::other:
+      break;
+  }
+  return api_error_of(f.kind, f.param, f.message);
 }
 
 }  // namespace invar::server

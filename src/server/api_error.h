@@ -5,7 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "engine/engine.h"
+#include "engine/request.h"
+#include "engine/request_check.h"
 
 namespace invar::server {
 
@@ -38,5 +39,9 @@ ApiError internal_error(std::string message);                  // 500: a bug in 
 // The status an engine failure deserves: 400 for the request's own faults, 429 when
 // overloaded, 503 while shutting down, 500 for internal errors.
 ApiError api_error_of(ErrorKind kind, std::string param, std::string message);
+// A fault of the engine's one request check (engine/request_check.h) in OpenAI's words, the
+// same for every endpoint. `field`: what the client called the field ("": the engine's name);
+// `sent`: the value as the client wrote it ("": the engine's value, as a number).
+ApiError api_error_of(const RequestFault& f, std::string field = "", const std::string& sent = "");
 
 }  // namespace invar::server

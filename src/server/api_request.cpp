@@ -16,7 +16,6 @@ namespace {
 using json = nlohmann::json;
 
 constexpr int kMaxDepth = 64;  // deeper bodies are junk, not requests
-constexpr int64_t kMaxTopLogprobs = 20;
 constexpr size_t kMaxStops = 16;
 constexpr int64_t kMaxChoices = 128;
 constexpr size_t kMaxIdBytes = 256;
@@ -63,17 +62,15 @@ int64_t int_in(const json& v, const std::string& name, int64_t lo, int64_t hi) {
   return x;
 }
 
-double number_in(const json& v, const std::string& name, double lo, double hi, bool lo_open) {
+// A number as the engine's float; its range is the engine's to check (request_check.h), and
+// one beyond a float's range stays out of every range.
+float as_float(const json& v, const std::string& name) {
   if (!v.is_number()) wrong_type(name, "a number", v);
-  double x = v.get<double>();
-  bool ok = (lo_open ? x > lo : x >= lo) && x <= hi;  // NaN fails both
-  if (!ok) {
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "'%s' must be in %s%g, %g], got %g", name.c_str(),
-                  lo_open ? "(" : "[", lo, hi, x);
-    throw bad_request(name, buf);
-  }
-  return x;
+  const double x = v.get<double>();
+  if (x > double(std::numeric_limits<float>::max())) return std::numeric_limits<float>::infinity();
+  if (x < -double(std::numeric_limits<float>::max()))
+    return -std::numeric_limits<float>::infinity();
+  return float(x);
 }
 
 bool as_bool(const json& v, const std::string& name) {
@@ -118,8 +115,6 @@ void parse_prompt(const json& body, ApiRequest& r) {
 
 // Fields whose non-default values would change the output in a way invar does not implement.
 void reject_unsupported(const json& body, bool chat) {
-  if (const json* v = field(body, "min_tokens"); v && as_int(*v, "min_tokens") != 0)
-    throw bad_request("min_tokens", "'min_tokens' is not supported (must be 0)");
   if (const json* v = field(body, "suffix")) {
     if (!v->is_string()) wrong_type("suffix", "a string", *v);
     if (!v->get<std::string>().empty())
@@ -178,32 +173,29 @@ void parse_stop(const json& body, ApiRequest& r) {
   } else {
     wrong_type("stop", "a string or an array of strings", *s);
   }
-  for (auto& x : r.stop)
-    if (x.empty()) throw bad_request("stop", "'stop' strings must not be empty");
 }
 
 void parse_logprobs(const json& body, ApiRequest& r) {
   if (r.endpoint == Endpoint::chat) {
     if (const json* v = field(body, "logprobs")) r.logprobs = as_bool(*v, "logprobs");
     if (const json* v = field(body, "top_logprobs")) {
-      r.top_logprobs = int_in(*v, "top_logprobs", 0, kMaxTopLogprobs);
-      if (r.top_logprobs > 0 && !r.logprobs)
-        throw bad_request("top_logprobs", "'top_logprobs' requires 'logprobs': true");
+      r.top_logprobs = as_int(*v, "top_logprobs");
     }
   } else {
     if (const json* v = field(body, "logprobs")) {
       r.logprobs = true;
-      r.top_logprobs = int_in(*v, "logprobs", 0, kMaxTopLogprobs);
+      r.top_logprobs = as_int(*v, "logprobs");
     }
     if (const json* v = field(body, "echo")) r.echo = as_bool(*v, "echo");
   }
   if (const json* v = field(body, "prompt_logprobs"))
-    r.prompt_logprobs = int_in(*v, "prompt_logprobs", 0, kMaxTopLogprobs);
+    r.prompt_logprobs = as_int(*v, "prompt_logprobs");
   if (const json* v = field(body, "return_tokens_as_token_ids"))
     r.tokens_as_ids = as_bool(*v, "return_tokens_as_token_ids");
 }
 
-// OpenAI's logit_bias: {"token id": bias in [-100, 100]}, keys as decimal strings.
+// OpenAI's logit_bias: {"token id": bias}, keys as decimal strings (the bias's range is the
+// engine's to check).
 void parse_logit_bias(const json& body, ApiRequest& r) {
   const json* v = field(body, "logit_bias");
   if (!v) return;
@@ -216,18 +208,18 @@ void parse_logit_bias(const json& body, ApiRequest& r) {
     if (id < 0 || id > std::numeric_limits<int32_t>::max())
       throw bad_request("logit_bias",
                         "'logit_bias' keys must be token ids in decimal, got '" + key + "'");
-    const double bias = it->is_number() ? it->get<double>() : NAN;
-    if (!(bias >= -100 && bias <= 100))  // NaN fails too
+    if (!it->is_number())
       throw bad_request("logit_bias", "'logit_bias' values must be numbers in [-100, 100], got " +
                                           it->dump() + " for token " + key);
-    r.logit_bias.emplace_back(int32_t(id), float(bias));
+    r.sampling.logit_bias.emplace_back(int32_t(id), as_float(*it, "logit_bias"));
   }
   // In id order ("5" and "05" are one token: a 400, not a silent choice between them).
-  std::sort(r.logit_bias.begin(), r.logit_bias.end());
-  for (size_t i = 1; i < r.logit_bias.size(); ++i)
-    if (r.logit_bias[i].first == r.logit_bias[i - 1].first)
-      throw bad_request("logit_bias", "'logit_bias' names token " +
-                                          std::to_string(r.logit_bias[i].first) + " twice");
+  auto& bias = r.sampling.logit_bias;
+  std::sort(bias.begin(), bias.end());
+  for (size_t i = 1; i < bias.size(); ++i)
+    if (bias[i].first == bias[i - 1].first)
+      throw bad_request("logit_bias",
+                        "'logit_bias' names token " + std::to_string(bias[i].first) + " twice");
 }
 
 // The penalties: OpenAI's presence/frequency, vLLM's repetition_penalty, llama-server's
@@ -235,21 +227,21 @@ void parse_logit_bias(const json& body, ApiRequest& r) {
 void parse_penalties(const json& body, ApiRequest& r) {
   for (const char* k : {"presence_penalty", "frequency_penalty"})
     if (const json* v = field(body, k))
-      (std::string_view(k) == "presence_penalty" ? r.presence_penalty : r.frequency_penalty) =
-          float(number_in(*v, k, -2, 2, false));
+      (std::string_view(k) == "presence_penalty" ? r.sampling.presence_penalty
+                                                 : r.sampling.frequency_penalty) = as_float(*v, k);
   const json* vllm = field(body, "repetition_penalty");
   const json* llama = field(body, "repeat_penalty");
-  double rep_vllm = vllm ? number_in(*vllm, "repetition_penalty", 0, 100, true) : 1;
-  double rep_llama = llama ? number_in(*llama, "repeat_penalty", 0, 100, true) : 1;
+  const float rep_vllm = vllm ? as_float(*vllm, "repetition_penalty") : 1;
+  const float rep_llama = llama ? as_float(*llama, "repeat_penalty") : 1;
   if (rep_vllm != 1 && rep_llama != 1)
     throw bad_request(
         "repeat_penalty",
         "'repeat_penalty' (llama-server) and 'repetition_penalty' (vLLM) are the same "
         "penalty: send one of them");
-  r.repetition_penalty = float(rep_vllm != 1 ? rep_vllm : rep_llama);
-  if (rep_llama != 1) r.repetition_last_n = kRepeatLastNDefault;
+  r.sampling.repetition_penalty = rep_vllm != 1 ? rep_vllm : rep_llama;
+  if (rep_llama != 1) r.sampling.repetition_last_n = kRepeatLastNDefault;
   if (const json* v = field(body, "repeat_last_n"))
-    r.repetition_last_n = int_in(*v, "repeat_last_n", -1, std::numeric_limits<int32_t>::max());
+    r.sampling.repetition_last_n = as_int(*v, "repeat_last_n");
   parse_logit_bias(body, r);
 }
 
@@ -293,7 +285,8 @@ void parse_platform(const json& body, ApiRequest& r) {
 // vLLM's token-level extras, llama-server's n_predict, and the ids written to the log.
 void parse_surface(const json& body, ApiRequest& r) {
   if (const json* v = field(body, "n")) r.n = int_in(*v, "n", 1, kMaxChoices);
-  if (const json* v = field(body, "min_p")) r.min_p = float(number_in(*v, "min_p", 0, 1, false));
+  if (const json* v = field(body, "min_p")) r.sampling.min_p = as_float(*v, "min_p");
+  if (const json* v = field(body, "min_tokens")) r.sampling.min_tokens = as_int(*v, "min_tokens");
   if (const json* v = field(body, "skip_special_tokens"))
     r.skip_special_tokens = as_bool(*v, "skip_special_tokens");
   if (const json* v = field(body, "stop_token_ids")) {
@@ -327,6 +320,26 @@ void parse_surface(const json& body, ApiRequest& r) {
         throw bad_request(std::string("stream_options.") + k,
                           std::string("'stream_options.") + k + "' is not supported");
   }
+}
+
+// A fault of the engine's check in the client's names: logprobs is completions' top_logprobs,
+// repeat_penalty llama-server's repetition_penalty; a number as the client wrote it.
+ApiError fault_words(RequestFault f, const json& body, const ApiRequest& r) {
+  std::string name = f.param;
+  if (name == "top_logprobs" && r.endpoint == Endpoint::completions) name = "logprobs";
+  if (name == "repetition_penalty") {
+    const json* vllm = field(body, "repetition_penalty");
+    if (!vllm || (vllm->is_number() && vllm->get<double>() == 1)) name = "repeat_penalty";
+  }
+  if (name == "logit_bias" && f.index >= 0) {
+    // The pair at fault as sent: its key (the client's spelling) and its value's JSON text.
+    const int32_t id = r.sampling.logit_bias[size_t(f.index)].first;
+    for (const auto& [key, value] : field(body, "logit_bias")->items())
+      if (std::stoll(key) == id) return api_error_of(f, name, value.dump() + " for token " + key);
+  }
+  if (const json* v = field(body, name.c_str()); v && v->is_number() && !f.integral)
+    f.got = v->get<double>();
+  return api_error_of(f, name);
 }
 
 }  // namespace
@@ -371,17 +384,14 @@ ApiRequest api_request_parse(std::string_view text, Endpoint endpoint, const Pro
   if (mt) r.max_tokens = int_in(*mt, max_name, 1, std::numeric_limits<int32_t>::max());
 
   if (const json* v = field(body, "temperature"))
-    r.temperature = float(number_in(*v, "temperature", 0, 2, false));
-  if (const json* v = field(body, "top_p")) r.top_p = float(number_in(*v, "top_p", 0, 1, true));
-  if (const json* v = field(body, "top_k")) {
-    r.top_k = int_in(*v, "top_k", -1, std::numeric_limits<int32_t>::max());
-    if (r.top_k < 0) r.top_k = 0;
-  }
+    r.sampling.temperature = as_float(*v, "temperature");
+  if (const json* v = field(body, "top_p")) r.sampling.top_p = as_float(*v, "top_p");
+  if (const json* v = field(body, "top_k")) r.sampling.top_k = as_int(*v, "top_k");  // -1: off
   if (const json* v = field(body, "seed")) {
     if (v->is_number_unsigned())
-      r.seed = v->get<uint64_t>();
+      r.sampling.seed = v->get<uint64_t>();
     else
-      r.seed = uint64_t(as_int(*v, "seed"));
+      r.sampling.seed = uint64_t(as_int(*v, "seed"));
     r.has_seed = true;
   }
   parse_stop(body, r);
@@ -400,7 +410,25 @@ ApiRequest api_request_parse(std::string_view text, Endpoint endpoint, const Pro
   parse_surface(body, r);
   parse_penalties(body, r);
   if (endpoint == Endpoint::chat) parse_platform(body, r);
+  // The ranges are the engine's: the one check every front end runs.
+  if (auto f = request_fields_fault(engine_request_of(r))) throw fault_words(*f, body, r);
+  if (endpoint == Endpoint::chat && r.top_logprobs > 0 && !r.logprobs)
+    throw bad_request("top_logprobs", "'top_logprobs' requires 'logprobs': true");
   return r;
+}
+
+GenerationRequest engine_request_of(const ApiRequest& r) {
+  GenerationRequest g;
+  g.sampling = r.sampling;
+  g.max_tokens = r.max_tokens.value_or(std::numeric_limits<int32_t>::max());
+  g.stop_strings = r.stop;
+  g.top_logprobs = r.top_logprobs;
+  g.prompt_logprobs = r.prompt_logprobs;
+  g.cache_salt = r.cache_salt;
+  g.client_key = r.client_key;
+  g.priority = r.priority;
+  g.skip_special_tokens = r.skip_special_tokens;
+  return g;
 }
 
 }  // namespace invar::server

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/request.h"
 #include "server/chat_prompt.h"
 #include "server/output_constraint.h"
 #include "server/prompt_limits.h"
@@ -32,26 +33,31 @@ struct ApiRequest {
   ChatInput chat;
 
   std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens; unset: default
-  float temperature = 1.0f;           // OpenAI's default; 0 = greedy
-  float top_p = 1.0f;
-  int64_t top_k = 0;  // 0: off (-1 accepted as off, vLLM style)
-  uint64_t seed = 0;
+  // The engine's sampling parameters as sent (request_check ranges them), OpenAI's temperature
+  // of 1 when absent. Penalties and logit_bias: vLLM's formulas, in vLLM's order
+  // (engine/penalties.h); repetition_penalty is vLLM's repetition_penalty or llama-server's
+  // repeat_penalty, never both, its window repeat_last_n, else 64 for repeat_penalty
+  // (llama-server's default), all tokens for repetition_penalty.
+  SamplingParams sampling = [] {
+    SamplingParams p;
+    p.temperature = 1.0f;
+    return p;
+  }();
   bool has_seed = false;
   std::vector<std::string> stop;  // stop strings (≤ 16, non-empty)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
 
-  bool logprobs = false;         // chat: logprobs=true; completions: logprobs is an int
-  int64_t top_logprobs = 0;      // candidates per token, 0..20
-  bool echo = false;             // completions: prepend the prompt (+ its logprobs)
-  int64_t prompt_logprobs = -1;  // vLLM extension: ≥ 0 returns prompt logprobs
-  bool tokens_as_ids = false;    // vLLM return_tokens_as_token_ids: tokens as "token_id:N"
-  bool ignore_eos = false;       // vLLM extension: end-of-sequence tokens do not stop
-  std::string cache_salt;        // vLLM extension: isolates the prefix cache
+  bool logprobs = false;                   // chat: logprobs=true; completions: logprobs is an int
+  int64_t top_logprobs = 0;                // candidates per token (request_check: 0..20)
+  bool echo = false;                       // completions: prepend the prompt (+ its logprobs)
+  std::optional<int64_t> prompt_logprobs;  // vLLM extension: set, returns prompt logprobs
+  bool tokens_as_ids = false;  // vLLM return_tokens_as_token_ids: tokens as "token_id:N"
+  bool ignore_eos = false;     // vLLM extension: end-of-sequence tokens do not stop
+  std::string cache_salt;      // vLLM extension: isolates the prefix cache
 
   // The rest of the request surface (docs/api.md; request_fields.h lists every field).
   int64_t n = 1;                        // choices, each its own seeded stream
-  float min_p = 0.0f;                   // 0: off
   bool skip_special_tokens = true;      // vLLM's default: control tokens add no text
   std::vector<int32_t> stop_token_ids;  // vLLM: more ids that end the completion
   int64_t truncate_prompt_tokens = 0;   // vLLM: keep only the last N prompt tokens (0: all)
@@ -60,15 +66,6 @@ struct ApiRequest {
   int64_t priority = 0;                 // vLLM: lower first among one client's requests
   std::string served_name;              // set by the server: the name responses carry
 
-  // Penalties and logit_bias (docs/api.md): vLLM's formulas, in vLLM's order (engine/penalties.h).
-  float presence_penalty = 0.0f;    // [-2, 2]
-  float frequency_penalty = 0.0f;   // [-2, 2]
-  float repetition_penalty = 1.0f;  // (0, 100]: vLLM's repetition_penalty or llama-server's
-                                    // repeat_penalty, never both
-  int64_t repetition_last_n = -1;   // its window: repeat_last_n; else 64 for repeat_penalty
-                                    // (llama-server's default), all tokens for repetition_penalty
-  std::vector<std::pair<int32_t, float>> logit_bias;  // ids are checked against the vocabulary
-                                                      // by the job that knows it
   // Structured output (output_constraint.h): the one constraint the request names, if any.
   std::optional<OutputConstraint> constraint;
   // Chat fields OpenAI defines for its own platform (docs/api.md).
@@ -86,8 +83,14 @@ struct ApiRequest {
 };
 
 // Throws ApiError (400) naming the first bad field. With `limits`, the body's prompt shape is
-// checked against them (prompt_limits.h) before its messages are parsed.
+// checked against them (prompt_limits.h) before its messages are parsed. The JSON's shape is
+// checked here, the values' ranges by the engine's request_fields_fault.
 ApiRequest api_request_parse(std::string_view body, Endpoint endpoint,
                              const PromptLimits* limits = nullptr);
+
+// The engine request's fields that `r` sets by itself, without its prompt: sampling, stop
+// strings, logprob counts (top_logprobs as sent, whether or not logprobs is on), max_tokens
+// when sent (else INT32_MAX), cache salt, client and priority.
+GenerationRequest engine_request_of(const ApiRequest& r);
 
 }  // namespace invar::server

@@ -66,7 +66,7 @@ json stream_chunk(const ResponseContext& c, json choices, json usage) {
 
 }  // namespace
 
-json usage_json(const UsageOut& u) {
+json usage_json(const Usage& u) {
   json j{{"prompt_tokens", u.prompt_tokens},
          {"completion_tokens", u.completion_tokens},
          {"total_tokens", u.prompt_tokens + u.completion_tokens},
@@ -77,8 +77,8 @@ json usage_json(const UsageOut& u) {
   return j;
 }
 
-UsageOut usage_from_json(const json& usage) {
-  UsageOut u;
+Usage usage_from_json(const json& usage) {
+  Usage u;
   u.prompt_tokens = usage["prompt_tokens"].get<int64_t>();
   u.completion_tokens = usage["completion_tokens"].get<int64_t>();
   u.cached_tokens = usage["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
@@ -172,8 +172,7 @@ static json finish_value(const std::string& f) {
 }
 
 json response_json(const ResponseContext& c, const std::string& text, const json& logprobs,
-                   const std::string& finish_reason, const UsageOut& u,
-                   const json& prompt_logprobs) {
+                   const std::string& finish_reason, const Usage& u, const json& prompt_logprobs) {
   json choice;
   choice["index"] = 0;
   if (c.endpoint == Endpoint::chat) {
@@ -205,7 +204,7 @@ json chunk_json(const ResponseContext& c, const std::string& text, const json& l
   return stream_chunk(c, json::array({std::move(choice)}), nullptr);
 }
 
-json usage_chunk_json(const ResponseContext& c, const UsageOut& u) {
+json usage_chunk_json(const ResponseContext& c, const Usage& u) {
   return stream_chunk(c, json::array(), usage_json(u));
 }
 

@@ -25,14 +25,6 @@ struct TokenOut {
   std::vector<TokenLogprob> top;  // value desc, id asc (engine order)
 };
 
-struct UsageOut {
-  int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
-  // Speculative decoding (docs/api.md): drafts verified and drafts kept, reported as
-  // completion_tokens_details when the server runs a drafter.
-  bool speculative = false;
-  int64_t draft_tokens = 0, accepted_draft_tokens = 0;
-};
-
 struct ResponseContext {
   Endpoint endpoint = Endpoint::completions;
   std::string id;       // "cmpl-…" / "chatcmpl-…"
@@ -46,8 +38,10 @@ struct ResponseContext {
   std::function<std::string(int32_t)> token_bytes;  // raw bytes of a token
 };
 
-json usage_json(const UsageOut& u);
-UsageOut usage_from_json(const json& usage);  // the inverse of usage_json
+// usage (engine/request.h): speculative decoding's drafts verified and kept are reported as
+// completion_tokens_details when the server runs a drafter (docs/api.md).
+json usage_json(const Usage& u);
+Usage usage_from_json(const json& usage);  // the inverse of usage_json
 
 // Logprobs for `tokens`. Legacy shape: text_offset counts bytes of the choice's text, starting
 // at `offset0`; it returns the offset after the last token through *offset_end.
@@ -63,14 +57,13 @@ json prompt_logprobs_json(const ResponseContext& c, const std::vector<int32_t>& 
 
 // Whole response. `logprobs` is the already-shaped logprobs value (null when not requested).
 json response_json(const ResponseContext& c, const std::string& text, const json& logprobs,
-                   const std::string& finish_reason, const UsageOut& u,
-                   const json& prompt_logprobs);
+                   const std::string& finish_reason, const Usage& u, const json& prompt_logprobs);
 
 // One stream chunk; finish_reason "" → null. Chat chunks carry `delta`; `first` adds the role.
 json chunk_json(const ResponseContext& c, const std::string& text, const json& logprobs,
                 const std::string& finish_reason, bool first);
 // The final usage-only chunk of stream_options.include_usage (choices: []).
-json usage_chunk_json(const ResponseContext& c, const UsageOut& u);
+json usage_chunk_json(const ResponseContext& c, const Usage& u);
 
 std::string sse_event(const json& j);  // "data: <json>\n\n"
 std::string json_text(const json& j);  // compact, invalid UTF-8 replaced

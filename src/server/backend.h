@@ -35,15 +35,19 @@ struct ImageStats {
   int64_t started = 0, cancelled = 0, over_budget = 0;
 };
 
-class Backend {
+// A backend by role, so that each front end sees what it uses: identity, vocabulary and chat
+// template, generation, vision. Backend is all four.
+class BackendIdentity {
  public:
-  virtual ~Backend() = default;
-
+  virtual ~BackendIdentity() = default;
   virtual std::string model_id() const = 0;            // the name /v1/models lists
   virtual std::string system_fingerprint() const = 0;  // DESIGN.md §1
-  virtual int64_t n_ctx() const = 0;                   // prompt + completion limit
-  virtual int64_t n_vocab() const = 0;
+};
 
+class BackendVocabulary {
+ public:
+  virtual ~BackendVocabulary() = default;
+  virtual int64_t n_vocab() const = 0;
   // Special-token text (e.g. "<|im_start|>") becomes its id, as vLLM and llama.cpp do. Throws
   // invar::Error for text the vocabulary cannot encode.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
@@ -59,7 +63,15 @@ class Backend {
   virtual std::string token_bytes(int32_t id) const = 0;         // raw bytes (may be partial UTF-8)
   virtual size_t max_token_bytes() const = 0;                    // the longest token's bytes
   virtual std::vector<int32_t> end_of_sequence_ids() const = 0;  // ids that end a completion
+};
 
+class BackendGeneration {
+ public:
+  virtual ~BackendGeneration() = default;
+  virtual int64_t n_ctx() const = 0;  // prompt + completion limit
+  // What the engine checks every request against (engine/request_check.h): a front end runs
+  // the same check before it queues a request, to word its faults in its own dialect.
+  virtual RequestLimits request_limits() const = 0;
   // Engine calls (see engine/engine.h), with the engine's event contract: the engine decides
   // stops and hands over the text. submit throws EngineError naming the problem.
   virtual RequestId submit(GenerationRequest req, EventSink sink) = 0;
@@ -71,21 +83,36 @@ class Backend {
   // Requests the engine computes at once (EngineConfig::max_running): with n_ctx, it sizes the
   // default per-request budget (invar serve --max-request-tokens).
   virtual int64_t max_running() const = 0;
-  // Images: a backend with a vision tower (invar serve --mmproj) encodes them. images_encode
-  // takes the encoded files (PNG, JPEG or WebP bytes) and throws invar::Error naming what is
-  // wrong with the first bad one, EncodeStopped when `bounds` stop the tower; it runs on a
-  // preparation thread, never an IO thread, and may take seconds. image_tokens is the rows an
-  // image will take in the prompt, from its header alone (microseconds): the context is
-  // checked before anything is decoded or encoded. Throws invar::Error as images_encode does.
+  virtual void cancel(RequestId id) = 0;
+  virtual EngineMetrics metrics() const = 0;
+  virtual void drain(double timeout_s) = 0;
+};
+
+// Images: a backend with a vision tower (invar serve --mmproj) encodes them. images_encode
+// takes the encoded files (PNG, JPEG or WebP bytes) and throws invar::Error naming what is
+// wrong with the first bad one, EncodeStopped when `bounds` stop the tower; it runs on a
+// preparation thread, never an IO thread, and may take seconds. image_tokens is the rows an
+// image will take in the prompt, from its header alone (microseconds): the context is checked
+// before anything is decoded or encoded. Throws invar::Error as images_encode does. These
+// defaults: no tower.
+class BackendVision {
+ public:
+  virtual ~BackendVision() = default;
   virtual bool vision() const { return false; }
   virtual int32_t image_pad_id() const { return -1; }  // the pad PromptImages::pad_id will be
   virtual PromptImages images_encode(std::span<const std::string> files,
                                      const EncodeBounds& bounds) const;
   virtual int64_t image_tokens(const std::string& file) const;
   virtual ImageStats image_stats() const { return {}; }
-  virtual void cancel(RequestId id) = 0;
-  virtual EngineMetrics metrics() const = 0;
-  virtual void drain(double timeout_s) = 0;
+};
+
+class Backend : public BackendIdentity,
+                public BackendVocabulary,
+                public BackendGeneration,
+                public BackendVision {
+ public:
+  // This default (for test backends): n_vocab, n_ctx and a tokenizer, no cache bound, no images.
+  RequestLimits request_limits() const override;
 };
 
 struct BackendOptions {

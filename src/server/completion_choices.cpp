@@ -65,13 +65,13 @@ ApiRequest without_prompt(ApiRequest&& r, ApiRequest* with_prompt) {
 CompletionChoices::CompletionChoices(Backend& backend, ApiRequest req, ServerMetrics& metrics,
                                      const RequestBudget& budget, const ImageBounds& images)
     : backend_(backend), metrics_(metrics) {
-  if (!req.has_seed) req.seed = random_seed();
+  if (!req.has_seed) req.sampling.seed = random_seed();
   if (req.request_id.empty()) req.request_id = random_request_id();
   ApiRequest full;
   req_ = without_prompt(std::move(req), &full);
   auto choice = [this](ApiRequest one, int64_t i) {
     one.n = 1;
-    one.seed = req_.seed + uint64_t(i);
+    one.sampling.seed = req_.sampling.seed + uint64_t(i);
     one.has_seed = true;
     // Several choices: usage is summed here, so the choices send none of their own.
     if (req_.n > 1) one.include_usage = false;
@@ -167,13 +167,13 @@ std::string CompletionChoices::id() const {
 
 JobStats CompletionChoices::stats() const {
   JobStats total = jobs_[0]->stats();
-  total.completion_tokens = 0;
-  total.draft_tokens = total.accepted_draft_tokens = 0;
+  Usage& u = total.usage;
+  u.completion_tokens = u.draft_tokens = u.accepted_draft_tokens = 0;
   for (auto& j : jobs_) {
-    JobStats s = j->stats();
-    total.completion_tokens += s.completion_tokens;
-    total.draft_tokens += s.draft_tokens;
-    total.accepted_draft_tokens += s.accepted_draft_tokens;
+    const JobStats s = j->stats();
+    u.completion_tokens += s.usage.completion_tokens;
+    u.draft_tokens += s.usage.draft_tokens;
+    u.accepted_draft_tokens += s.usage.accepted_draft_tokens;
     if (s.ttft_s >= 0 && (total.ttft_s < 0 || s.ttft_s < total.ttft_s)) total.ttft_s = s.ttft_s;
     total.duration_s = std::max(total.duration_s, s.duration_s);
   }
@@ -202,12 +202,12 @@ std::optional<std::pair<int, std::string>> CompletionChoices::poll_whole() {
     if (!w) return std::nullopt;
   if (jobs_.size() == 1) return whole_[0];
   json out = json::parse(whole_[0]->second);
-  UsageOut u = usage_from_json(out["usage"]);
+  Usage u = usage_from_json(out["usage"]);
   u.completion_tokens = u.draft_tokens = u.accepted_draft_tokens = 0;
   json choices = json::array();
   for (size_t i = 0; i < whole_.size(); ++i) {
     json one = json::parse(whole_[i]->second);
-    const UsageOut ui = usage_from_json(one["usage"]);
+    const Usage ui = usage_from_json(one["usage"]);
     u.completion_tokens += ui.completion_tokens;
     u.draft_tokens += ui.draft_tokens;
     u.accepted_draft_tokens += ui.accepted_draft_tokens;
@@ -225,7 +225,7 @@ std::optional<std::pair<int, std::string>> CompletionChoices::poll_whole() {
 // only) the prompt logprobs. A chunk that needs none of that passes through unparsed.
 std::string CompletionChoices::rewrite_chunk(size_t choice, const std::string& data) {
   bool first = !first_sent_[choice];
-  bool plp = first && req_.prompt_logprobs >= 0;
+  bool plp = first && req_.prompt_logprobs.has_value();
   if (jobs_.size() == 1 && !plp && !envelope_.is_null()) return data;
   json c = json::parse(data);
   if (c.contains("error") || !c.contains("choices")) return data;
@@ -242,17 +242,9 @@ std::string CompletionChoices::rewrite_chunk(size_t choice, const std::string& d
 }
 
 std::string CompletionChoices::usage_chunk() {
-  UsageOut u;
-  JobStats s = stats();
-  u.prompt_tokens = s.prompt_tokens;
-  u.cached_tokens = s.cached_tokens;
-  u.completion_tokens = s.completion_tokens;
-  u.speculative = s.speculative;
-  u.draft_tokens = s.draft_tokens;
-  u.accepted_draft_tokens = s.accepted_draft_tokens;
   json c = envelope_;
   c["choices"] = json::array();
-  c["usage"] = usage_json(u);
+  c["usage"] = usage_json(stats().usage);
   return sse_event(c);
 }
 

@@ -50,7 +50,7 @@ class CompletionChoices {
   void cancel_by_client();
 
   const ApiRequest& request() const { return req_; }
-  uint64_t seed() const { return req_.seed; }
+  uint64_t seed() const { return req_.sampling.seed; }
   std::string id() const;  // the response id
   JobStats stats() const;  // the request's totals, counted as its usage is
   // CPU the tower's workers spent on the request's images (JobPrompt::image_pool_cpu_s).

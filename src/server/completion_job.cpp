@@ -83,18 +83,21 @@ int64_t max_tokens_of(const ApiRequest& req, int64_t n_ctx, int64_t prompt) {
   return req.endpoint == Endpoint::chat ? std::max<int64_t>(n_ctx - prompt, 1) : 16;
 }
 
-// 400 when `prompt` tokens and the completion cannot fit the context.
-void context_check(const ApiRequest& req, int64_t n_ctx, int64_t prompt) {
+// A fault of the engine's check on this request, named as the client sent it: the context's
+// overflow names the prompt when it alone fills the context (or a chat's completion has no
+// max_tokens to lower), else max_tokens.
+ApiError fault_error(const RequestFault& f, const ApiRequest& req) {
   const bool chat = req.endpoint == Endpoint::chat;
-  const int64_t max_tokens = max_tokens_of(req, n_ctx, prompt);
-  if (prompt + max_tokens <= n_ctx) return;
-  const std::string name = prompt >= n_ctx ? (chat ? "messages" : "prompt")
-                                           : (chat && !req.max_tokens ? "messages" : "max_tokens");
-  throw bad_request(name, "this model's maximum context length is " + std::to_string(n_ctx) +
-                              " tokens, but " + std::to_string(prompt + max_tokens) +
-                              " were requested (" + std::to_string(prompt) + " in the prompt, " +
-                              std::to_string(max_tokens) +
-                              " in the completion): shorten the prompt or lower max_tokens");
+  const char* prompt_field = chat ? "messages" : "prompt";
+  switch (f.rule) {
+    case FaultRule::context:
+      return api_error_of(f,
+                          f.lo >= f.hi || (chat && !req.max_tokens) ? prompt_field : "max_tokens");
+    case FaultRule::empty:
+      return api_error_of(f, f.param == "prompt" ? prompt_field : "");
+    default:
+      return api_error_of(f);
+  }
 }
 
 // The field an image's error names: its part, or the prompt's field.
@@ -153,7 +156,10 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req,
         throw bad_request(field, "'" + field + "': " + e.what());
       }
     }
-    if (req.truncate_prompt_tokens <= 0) context_check(req, backend.n_ctx(), widened);
+    if (req.truncate_prompt_tokens <= 0)
+      if (auto f = request_context_fault(widened, max_tokens_of(req, backend.n_ctx(), widened),
+                                         backend.n_ctx()))
+        throw fault_error(*f, req);
     std::vector<SeqImage> images;
     for (size_t i = 0; i < files.size(); ++i) {
       // What is left of the request's CPU budget: this thread's since preparation began and
@@ -188,14 +194,16 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req,
   }
   if (req.truncate_prompt_tokens > 0 && int64_t(prompt.size()) > req.truncate_prompt_tokens)
     prompt.erase(prompt.begin(), prompt.end() - req.truncate_prompt_tokens);
-  if (prompt.empty())
-    throw bad_request(prompt_field, std::string("'") + prompt_field + "' encodes to no tokens");
-  for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= backend.n_vocab())
-      throw bad_request("prompt", "prompt[" + std::to_string(i) +
-                                      "] = " + std::to_string(prompt[i]) +
-                                      " is not a token id (vocabulary size " +
-                                      std::to_string(backend.n_vocab()) + ")");
+  {
+    // The engine's one check, before the output constraint is compiled: the prompt's ids, the
+    // context, logit_bias and stop ids against the vocabulary, the cache budget.
+    GenerationRequest g = engine_request_of(req);
+    g.prompt = prompt;
+    g.max_tokens = max_tokens_of(req, backend.n_ctx(), int64_t(prompt.size()));
+    g.stop_tokens = req.stop_token_ids;
+    g.images = out.images;
+    if (auto f = request_fault(g, backend.request_limits())) throw fault_error(*f, req);
+  }
   const OutputConstraint* constraint = req.constraint ? &*req.constraint : nullptr;
   const std::optional<OutputConstraint> calls =
       chat ? tool_call_constraint(backend, req.chat) : std::nullopt;
@@ -220,11 +228,6 @@ JobPrompt job_prompt_make(const Backend& backend, const ApiRequest& req,
       if (end.size() == 1) out.grammar_after = end[0];
     }
   }
-  for (const auto& [id, bias] : req.logit_bias)
-    if (id >= backend.n_vocab())
-      throw bad_request("logit_bias", "'logit_bias' names token " + std::to_string(id) +
-                                          ", which is not a token id (vocabulary size " +
-                                          std::to_string(backend.n_vocab()) + ")");
   return out;
 }
 
@@ -242,15 +245,12 @@ CompletionJob::CompletionJob(Backend& backend, ApiRequest req, ServerMetrics& me
   if (chat)
     chat_out_ =
         std::make_unique<ChatOutput>(*backend_.chat_template(), req_.chat, prompt.in_reasoning);
-  const int64_t n_ctx = backend_.n_ctx(), p = int64_t(prompt_.size());
-  max_tokens_ = max_tokens_of(req_, n_ctx, p);
-  context_check(req_, n_ctx, p);
+  max_tokens_ = max_tokens_of(req_, backend_.n_ctx(), int64_t(prompt_.size()));
   if (!req_.ignore_eos) eos_ids_ = backend_.end_of_sequence_ids();
   eos_ids_.insert(eos_ids_.end(), req_.stop_token_ids.begin(), req_.stop_token_ids.end());
   // The first choice asks the engine for the prompt logprobs; the others take its.
   if (req_.echo && req_.logprobs && !first_) prompt_lp_k_ = req_.top_logprobs;
-  if (req_.prompt_logprobs >= 0 && !first_)
-    prompt_lp_k_ = std::max(prompt_lp_k_, req_.prompt_logprobs);
+  if (req_.prompt_logprobs && !first_) prompt_lp_k_ = std::max(prompt_lp_k_, *req_.prompt_logprobs);
 
   ctx_.endpoint = req_.endpoint;
   ctx_.id = req_.request_id.empty() ? random_id(chat ? "chatcmpl-" : "cmpl-")
@@ -274,27 +274,13 @@ CompletionJob::~CompletionJob() {
 
 std::pair<GenerationRequest, EventSink> CompletionJob::engine_request(
     std::function<void()> notify) {
-  GenerationRequest g;
+  GenerationRequest g = engine_request_of(req_);
   g.prompt = prompt_;
-  g.sampling.temperature = req_.temperature;
-  g.sampling.top_p = req_.top_p;
-  g.sampling.top_k = req_.top_k;
-  g.sampling.seed = req_.seed;
-  g.sampling.min_p = req_.min_p;
-  g.sampling.logit_bias = req_.logit_bias;
-  g.sampling.repetition_penalty = req_.repetition_penalty;
-  g.sampling.repetition_last_n = req_.repetition_last_n;
-  g.sampling.frequency_penalty = req_.frequency_penalty;
-  g.sampling.presence_penalty = req_.presence_penalty;
-  g.skip_special_tokens = req_.skip_special_tokens;
   g.max_tokens = max_tokens_;
   g.stop_tokens = eos_ids_;
-  g.stop_strings = req_.stop;
-  g.cache_salt = req_.cache_salt;
   g.top_logprobs = req_.logprobs ? req_.top_logprobs : 0;
-  g.prompt_logprobs = prompt_lp_k_;
-  g.client_key = req_.client_key;
-  g.priority = req_.priority;
+  g.prompt_logprobs.reset();
+  if (prompt_lp_k_ >= 0) g.prompt_logprobs = prompt_lp_k_;
   g.grammar = grammar_;
   g.grammar_after = grammar_after_;
   g.images = images_;
@@ -377,14 +363,10 @@ void CompletionJob::process(RequestEvent&& ev, Delta& d) {
   }
 }
 
-UsageOut CompletionJob::usage() const {
-  UsageOut u;
-  u.prompt_tokens = finished_.prompt_tokens ? finished_.prompt_tokens : int64_t(prompt_.size());
-  u.completion_tokens = std::max<int64_t>(finished_.completion_tokens, int64_t(tokens_.size()));
-  u.cached_tokens = finished_.cached_tokens;
-  u.speculative = finished_.speculative;
-  u.draft_tokens = finished_.draft_tokens;
-  u.accepted_draft_tokens = finished_.accepted_draft_tokens;
+Usage CompletionJob::usage() const {
+  Usage u = finished_.usage;
+  if (!u.prompt_tokens) u.prompt_tokens = int64_t(prompt_.size());
+  u.completion_tokens = std::max<int64_t>(u.completion_tokens, int64_t(tokens_.size()));
   return u;
 }
 
@@ -429,7 +411,7 @@ std::optional<std::pair<int, std::string>> CompletionJob::poll_whole() {
   } else {
     lp = logprobs_value(tokens_, &offset);
   }
-  json plp = req_.prompt_logprobs >= 0 ? prompt_logprobs_json(ctx_, prompt_, prompt_lp()) : json();
+  json plp = req_.prompt_logprobs ? prompt_logprobs_json(ctx_, prompt_, prompt_lp()) : json();
   json body = response_json(ctx_, text, lp, finish_reason_, usage(), plp);
   if (chat_out_) {
     chat_out_->feed(text);
@@ -507,13 +489,7 @@ std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
 
 JobStats CompletionJob::stats() const {
   JobStats st;
-  UsageOut u = usage();
-  st.prompt_tokens = u.prompt_tokens;
-  st.cached_tokens = u.cached_tokens;
-  st.completion_tokens = u.completion_tokens;
-  st.speculative = u.speculative;
-  st.draft_tokens = u.draft_tokens;
-  st.accepted_draft_tokens = u.accepted_draft_tokens;
+  st.usage = usage();
   if (!queue_) return st;
   auto end = engine_finished_ ? end_time_ : Clock::now();
   st.duration_s = std::chrono::duration<double>(end - start_time_).count();

@@ -38,9 +38,7 @@ struct EventQueue {
 
 // What the request log reports of one engine request.
 struct JobStats {
-  int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
-  bool speculative = false;
-  int64_t draft_tokens = 0, accepted_draft_tokens = 0;
+  Usage usage;
   double ttft_s = -1;  // submit → first token; -1: no token
   double duration_s = 0;
 };
@@ -123,7 +121,7 @@ class CompletionJob {
   void wait_events(std::vector<RequestEvent>& out, std::chrono::milliseconds wait, bool forever);
   json logprobs_value(const std::vector<TokenOut>& tokens, int64_t* offset);
   std::string prompt_echo_text() const;
-  UsageOut usage() const;
+  Usage usage() const;
   const std::vector<TokenOut>& prompt_lp() const {
     return first_ ? first_->prompt_lp_ : prompt_lp_;
   }

@@ -8,7 +8,6 @@
 #include "cache/slot_arena.h"
 #include "core/activations.h"
 #include "core/error.h"
-#include "engine/postprocess.h"
 #include "server/fingerprint.h"
 #include "server/vocab_backend.h"
 #include "vision/image_encoder.h"
@@ -82,6 +81,7 @@ class EngineBackend : public VocabBackend {
   std::string model_id() const override { return id_; }
   std::string system_fingerprint() const override { return fingerprint_; }
   int64_t n_ctx() const override { return engine_->n_ctx(); }
+  RequestLimits request_limits() const override { return engine_->limits(); }
   RequestId submit(GenerationRequest req, EventSink sink) override {
     return engine_->submit(std::move(req), std::move(sink));
   }

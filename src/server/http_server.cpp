@@ -96,9 +96,7 @@ RequestRecord completion_record(const CompletionChoices& c, RequestRecord rec) {
   rec.user = r.user;
   rec.n = r.n;
   rec.seed = c.seed();
-  rec.prompt_tokens = st.prompt_tokens;
-  rec.cached_tokens = st.cached_tokens;
-  rec.completion_tokens = st.completion_tokens;
+  rec.usage = st.usage;
   rec.ttft_s = st.ttft_s;
   return rec;
 }

@@ -6,10 +6,10 @@ namespace invar::server {
 
 nlohmann::json props_json(const Backend& b, const ServerConfig& cfg, const EngineMetrics& em) {
   const ApiRequest defaults;  // what a request that sets nothing samples with
-  const nlohmann::json params = {{"temperature", defaults.temperature},
-                                 {"top_k", defaults.top_k},
-                                 {"top_p", defaults.top_p},
-                                 {"min_p", defaults.min_p},
+  const nlohmann::json params = {{"temperature", defaults.sampling.temperature},
+                                 {"top_k", defaults.sampling.top_k},
+                                 {"top_p", defaults.sampling.top_p},
+                                 {"min_p", defaults.sampling.min_p},
                                  {"stop", nlohmann::json::array()},
                                  {"ignore_eos", defaults.ignore_eos},
                                  {"stream", defaults.stream}};

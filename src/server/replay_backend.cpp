@@ -101,8 +101,8 @@ class ReplayBackend : public VocabBackend {
     RequestEvent ev;
     ev.kind = EventKind::finished;
     ev.finish = f;
-    ev.prompt_tokens = int64_t(r.g.prompt.size());
-    ev.completion_tokens = int64_t(r.next);
+    ev.usage.prompt_tokens = int64_t(r.g.prompt.size());
+    ev.usage.completion_tokens = int64_t(r.next);
     if (!r.text.stopped()) ev.text = r.text.finish();
     r.sink(std::move(ev));
   }

@@ -56,9 +56,9 @@ std::string line_of(const RequestRecord& r, LogFormat f, const std::string& time
                               {"user", c(r.user)},
                               {"n", r.n},
                               {"seed", nullptr},
-                              {"prompt_tokens", r.prompt_tokens},
-                              {"cached_tokens", r.cached_tokens},
-                              {"completion_tokens", r.completion_tokens},
+                              {"prompt_tokens", r.usage.prompt_tokens},
+                              {"cached_tokens", r.usage.cached_tokens},
+                              {"completion_tokens", r.usage.completion_tokens},
                               {"ttft_s", nullptr},
                               {"duration_s", rounded(r.duration_s)},
                               {"error", c(r.error)}};

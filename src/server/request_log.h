@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "engine/request.h"
+
 namespace invar::server {
 
 enum class LogFormat { text, json, none };
@@ -21,7 +23,7 @@ struct RequestRecord {
   std::string model, user;
   int64_t n = 0;  // choices (0: not a completion)
   std::optional<uint64_t> seed;
-  int64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+  Usage usage;         // prompt, cached and completion tokens are logged
   double ttft_s = -1;  // -1: no token
   double duration_s = 0;
   std::string error;  // the error message of a failed request

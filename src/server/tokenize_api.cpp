@@ -135,7 +135,8 @@ std::string tokenize_api(const Backend& b, std::string_view text, const ModelChe
   return dumped(out);
 }
 
-std::string detokenize_api(const Backend& b, std::string_view text, const ModelCheck& known) {
+std::string detokenize_api(const BackendVocabulary& b, std::string_view text,
+                           const ModelCheck& known) {
   const ojson body = body_parse(text, known);
   auto it = body.find("tokens");
   if (it == body.end() || !it->is_array())

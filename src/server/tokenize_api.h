@@ -31,6 +31,7 @@ using ModelCheck = std::function<bool(const std::string& name)>;
 
 // The response body. Throws ApiError (400 naming the field, 404 for an unknown model).
 std::string tokenize_api(const Backend& b, std::string_view body, const ModelCheck& known);
-std::string detokenize_api(const Backend& b, std::string_view body, const ModelCheck& known);
+std::string detokenize_api(const BackendVocabulary& b, std::string_view body,
+                           const ModelCheck& known);
 
 }  // namespace invar::server

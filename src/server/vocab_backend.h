@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/postprocess.h"
 #include "server/backend.h"
+#include "tokenizer/end_of_sequence.h"
 
 namespace invar::server {
 

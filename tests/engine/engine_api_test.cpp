@@ -95,6 +95,57 @@ TEST(EngineApi, StopTokenMaxTokensAndZeroMaxTokens) {
   EXPECT_TRUE(none.generated.empty());
 }
 
+// min_tokens masks the stop tokens before selection only: where the free run stops at token
+// `first`, the run with min_tokens goes on, picks the best token that is not a stop token
+// there, and reports the logprobs of the model's own rows, equal bit for bit to the free run's
+// at every position both reached (the masked position included), as a grammar's mask does.
+TEST(EngineApi, MinTokensMasksStopTokensNotLogprobs) {
+  std::mt19937 rng(1);
+  const auto p = tokens_random(rng, 30, tiny().hparams().n_vocab);
+  GenerationRequest r = request_make(p, 8, false);
+  r.top_logprobs = 3;
+  const auto free_run = run_sequential(tiny(), config_base(), {r})[0];
+  ASSERT_EQ(free_run.generated.size(), 8u);
+  const int32_t stop = free_run.generated[2];
+  size_t first = 0;
+  while (free_run.generated[first] != stop) ++first;
+  r.stop_tokens = {stop};
+  const auto stopped = run_sequential(tiny(), config_base(), {r})[0];
+  ASSERT_EQ(stopped.generated.size(), first + 1) << "the stop token ends the request at once";
+  r.sampling.min_tokens = int64_t(first) + 3;
+  const auto held = run_sequential(tiny(), config_base(), {r})[0];
+  ASSERT_GE(held.generated.size(), first + 3);
+  for (size_t i = 0; i < first + 3; ++i) EXPECT_NE(held.generated[i], stop) << "token " << i;
+  for (size_t i = 0; i < first; ++i) EXPECT_EQ(held.generated[i], free_run.generated[i]);
+  // Position `first`: the same row, so the same candidates bit for bit; the token is the best
+  // one that is not the stop token, reported with its unmasked logprob.
+  const auto bits = [](float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    return u;
+  };
+  for (size_t i = 0; i <= first; ++i) {
+    ASSERT_EQ(held.tops[i].size(), free_run.tops[i].size());
+    for (size_t k = 0; k < held.tops[i].size(); ++k) {
+      EXPECT_EQ(held.tops[i][k].id, free_run.tops[i][k].id) << i;
+      EXPECT_EQ(bits(held.tops[i][k].logprob), bits(free_run.tops[i][k].logprob)) << i;
+    }
+  }
+  const auto& top = free_run.tops[first];
+  const size_t alt = top[0].id == stop ? 1 : 0;
+  EXPECT_EQ(held.generated[first], top[alt].id);
+  EXPECT_EQ(bits(held.logprobs[first]), bits(top[alt].logprob));
+  // min_tokens above max_tokens is the request's fault.
+  r.sampling.min_tokens = 9;
+  Engine e(tiny(), nullptr, config_base());
+  try {
+    e.submit(r, nullptr);
+    ADD_FAILURE() << "min_tokens > max_tokens accepted";
+  } catch (const EngineError& err) {
+    EXPECT_EQ(err.param(), "min_tokens") << err.what();
+  }
+}
+
 TEST(EngineApi, StopStringEndsTheRequest) {
   const auto tok =
       Tokenizer::from_file(std::string(INVAR_TEST_DATA_DIR) + "/models/qwen3next-tiny.gguf");

@@ -79,10 +79,10 @@ class Collector {
         o.tops.push_back(ev.top);
       }
       if (ev.kind == EventKind::finished) {
-        o.cached_tokens = ev.cached_tokens;
-        o.drafted = ev.draft_tokens;
-        o.accepted = ev.accepted_draft_tokens;
-        o.prompt_tokens = ev.prompt_tokens;
+        o.cached_tokens = ev.usage.cached_tokens;
+        o.drafted = ev.usage.draft_tokens;
+        o.accepted = ev.usage.accepted_draft_tokens;
+        o.prompt_tokens = ev.usage.prompt_tokens;
         o.finish = ev.finish;
         o.error = ev.error;
         o.error_kind = ev.error_kind;

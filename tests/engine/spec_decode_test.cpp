@@ -60,9 +60,9 @@ class Reporter {
         r.tops.push_back(ev.top);
       }
       if (ev.kind == EventKind::finished) {
-        r.cached_tokens = ev.cached_tokens;
-        r.drafted = ev.draft_tokens;
-        r.accepted = ev.accepted_draft_tokens;
+        r.cached_tokens = ev.usage.cached_tokens;
+        r.drafted = ev.usage.draft_tokens;
+        r.accepted = ev.usage.accepted_draft_tokens;
         r.finish = ev.finish;
         r.done = true;
         cv_.notify_all();

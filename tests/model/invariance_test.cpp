@@ -314,7 +314,7 @@ TEST(Invariance, ResumeFromCheckpoint) {
   EXPECT_EQ(bits_diff(lg, want, V()), "") << "resumed at " << cut;
 }
 
-// Images (model/seq_images.h): the input-row and IMROPE path with no image keeps the text bits;
+// Images (engine/seq_images.h): the input-row and IMROPE path with no image keeps the text bits;
 // a sequence with two images (a 3 × 4 and a 2 × 2 grid of random rows) has the same bits in one
 // call, token by token, in chunks that split the image runs, on 2 threads and every SIMD level.
 TEST(Invariance, TextThroughTheImagePathKeepsItsBits) {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "engine/seq_images.h"
 #include "forge/make_model.h"
 #include "model/model.h"
-#include "model/seq_images.h"
 
 namespace invar::test {
 

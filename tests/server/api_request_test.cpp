@@ -29,10 +29,10 @@ TEST(ApiRequest, CompletionFields) {
   ASSERT_TRUE(r.prompt_text);
   EXPECT_EQ(*r.prompt_text, "hi");
   EXPECT_EQ(*r.max_tokens, 7);
-  EXPECT_EQ(r.temperature, 0.0f);
-  EXPECT_EQ(r.top_p, 0.5f);
-  EXPECT_EQ(r.top_k, 3);
-  EXPECT_EQ(r.seed, 42u);
+  EXPECT_EQ(r.sampling.temperature, 0.0f);
+  EXPECT_EQ(r.sampling.top_p, 0.5f);
+  EXPECT_EQ(r.sampling.top_k, 3);
+  EXPECT_EQ(r.sampling.seed, 42u);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "yz"}));
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);

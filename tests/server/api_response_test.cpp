@@ -75,7 +75,7 @@ TEST(ApiResponse, FloatsPrintExactly) {
 
 TEST(ApiResponse, WholeAndChunkShapes) {
   ResponseContext c = context(Endpoint::chat);
-  json r = response_json(c, "hi", nullptr, "stop", {5, 2, 3}, nullptr);
+  json r = response_json(c, "hi", nullptr, "stop", {5, 3, 2}, nullptr);
   EXPECT_EQ(r["object"], "chat.completion");
   EXPECT_EQ(r["system_fingerprint"], "fp_1");
   EXPECT_EQ(r["choices"][0]["message"]["content"], "hi");
@@ -88,7 +88,7 @@ TEST(ApiResponse, WholeAndChunkShapes) {
   json last = chunk_json(c, "", nullptr, "length", false);
   EXPECT_EQ(last["choices"][0]["delta"], json::object());
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
-  json u = usage_chunk_json(c, {5, 2, 0});
+  json u = usage_chunk_json(c, {5, 0, 2});
   EXPECT_EQ(u["choices"], json::array());
   EXPECT_EQ(u["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   c.endpoint = Endpoint::completions;

@@ -56,7 +56,7 @@ TEST(ErrorStatus, FiveHundredsOnlyWhereReviewed) {
       // RequestEvent's default kind, a forward pass that threw (a bug or a broken machine), and
       // an exception other than EngineError from one chunk's sampling (a bug: a grammar's
       // run-time limit is made invalid_request in constraint.cpp), which fails that request only.
-      {"src/engine/engine.h", {{"ErrorKind::internal", 1}}},
+      {"src/engine/request.h", {{"ErrorKind::internal", 1}}},
       {"src/engine/engine.cpp", {{"ErrorKind::internal", 2}}},
       // The sampler chose a token the grammar's mask had set to -inf: a bug, never the input.
       {"src/engine/constraint.cpp", {{"ErrorKind::internal", 1}}},

@@ -159,9 +159,9 @@ class FakeBackend : public Backend {
     RequestEvent ev;
     ev.kind = EventKind::finished;
     ev.finish = f;
-    ev.prompt_tokens = int64_t(r.g.prompt.size());
-    ev.completion_tokens = r.generated;
-    ev.cached_tokens = r.g.cache_salt == "cached" ? 3 : 0;
+    ev.usage.prompt_tokens = int64_t(r.g.prompt.size());
+    ev.usage.completion_tokens = r.generated;
+    ev.usage.cached_tokens = r.g.cache_salt == "cached" ? 3 : 0;
     if (!r.text.stopped()) ev.text = r.text.finish();
     r.sink(std::move(ev));
   }

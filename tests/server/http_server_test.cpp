@@ -95,6 +95,31 @@ TEST(HttpServer, CompletionShape) {
   EXPECT_EQ(body_of(m)["data"][0]["id"], "fake-model");
 }
 
+// min_tokens (vLLM's) reaches the engine request from chat and completions alike, and one
+// above max_tokens (sent, or the endpoint's default) is a 400 in one wording for both.
+TEST(HttpServer, MinTokensReachesTheEngineFromBothEndpoints) {
+  FakeServer s;
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+    const bool chat = std::string(path) == "/v1/chat/completions";
+    const std::string prompt =
+        chat ? R"("messages":[{"role":"user","content":"hi"}])" : R"("prompt":"hello")";
+    auto r = s.post(path, "{" + prompt + R"(,"max_tokens":5,"min_tokens":3})");
+    ASSERT_EQ(r->status, 200) << path << ": " << r->body;
+    EXPECT_EQ(s.fake->submitted().back().sampling.min_tokens, 3) << path;
+    r = s.post(path, "{" + prompt + R"(,"max_tokens":5,"min_tokens":6})");
+    EXPECT_EQ(r->status, 400) << path;
+    EXPECT_EQ(body_of(r)["error"]["param"], "min_tokens") << r->body;
+    EXPECT_EQ(body_of(r)["error"]["message"],
+              "'min_tokens' must be at most 'max_tokens' (5), got 6")
+        << path;
+  }
+  // Completions' default max_tokens is 16: the job's check, after the prompt is known.
+  auto r = s.post("/v1/completions", R"({"prompt":"hello","min_tokens":17})");
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_EQ(body_of(r)["error"]["message"],
+            "'min_tokens' must be at most 'max_tokens' (16), got 17");
+}
+
 TEST(HttpServer, StreamEqualsWholeBothShapes) {
   FakeServer s;
   for (bool chat : {false, true}) {

@@ -92,8 +92,8 @@ TEST(RequestBudget, ChoicesShareOnePromptAndItsLogprobs) {
     const auto sub = s.fake->submitted();
     ASSERT_EQ(sub.size(), submitted + 3);
     EXPECT_EQ(sub[submitted].prompt_logprobs, 1) << "choice 0 computes them";
-    EXPECT_EQ(sub[submitted + 1].prompt_logprobs, -1);
-    EXPECT_EQ(sub[submitted + 2].prompt_logprobs, -1);
+    EXPECT_EQ(sub[submitted + 1].prompt_logprobs, std::nullopt);
+    EXPECT_EQ(sub[submitted + 2].prompt_logprobs, std::nullopt);
     // Every choice carries them, equal.
     std::vector<json> plp(3), echo_lp(3);
     if (!stream) {

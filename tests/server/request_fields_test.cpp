@@ -136,7 +136,7 @@ TEST(RequestFields, ParserReadsTheImplementedExtras) {
           "user": "u", "n_predict": 9})",
       Endpoint::completions);
   EXPECT_EQ(r.n, 3);
-  EXPECT_EQ(r.min_p, 0.25f);
+  EXPECT_EQ(r.sampling.min_p, 0.25f);
   EXPECT_FALSE(r.skip_special_tokens);
   EXPECT_EQ(r.stop_token_ids, (std::vector<int32_t>{4, 5}));
   EXPECT_EQ(r.truncate_prompt_tokens, 7);

@@ -22,9 +22,9 @@ RequestRecord sample_record() {
   r.user = "eve\n status=500 forged=1";
   r.n = 2;
   r.seed = 18446744073709551615ull;
-  r.prompt_tokens = 12;
-  r.cached_tokens = 8;
-  r.completion_tokens = 30;
+  r.usage.prompt_tokens = 12;
+  r.usage.cached_tokens = 8;
+  r.usage.completion_tokens = 30;
   r.ttft_s = 0.0125;
   r.duration_s = 0.5;
   return r;

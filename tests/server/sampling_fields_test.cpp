@@ -29,19 +29,61 @@ void expect_rejected(const std::string& body, const std::string& param,
   EXPECT_NE(e.message.find(param), std::string::npos) << body << " → " << e.message;
 }
 
+// Every range is the engine's one check (engine/request_check.h), worded once: each
+// out-of-range value gets the same 400 from completions and chat.
+TEST(SamplingFields, EachRangeHasOneWordingOnBothEndpoints) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"("temperature":2.5)", "'temperature' must be in [0, 2], got 2.5"},
+      {R"("top_p":0)", "'top_p' must be in (0, 1], got 0"},
+      {R"("top_k":-2)", "'top_k' must be between -1 and 2147483647, got -2"},
+      {R"("min_p":1.5)", "'min_p' must be in [0, 1], got 1.5"},
+      {R"("presence_penalty":3)", "'presence_penalty' must be in [-2, 2], got 3"},
+      {R"("frequency_penalty":-2.5)", "'frequency_penalty' must be in [-2, 2], got -2.5"},
+      {R"("repetition_penalty":0)", "'repetition_penalty' must be in (0, 100], got 0"},
+      {R"("repeat_penalty":101)", "'repeat_penalty' must be in (0, 100], got 101"},
+      {R"("repeat_last_n":-2)", "'repeat_last_n' must be between -1 and 2147483647, got -2"},
+      {R"("logit_bias":{"05":101})",
+       "'logit_bias' values must be numbers in [-100, 100], got 101 for token 05"},
+      {R"("prompt_logprobs":21)", "'prompt_logprobs' must be between 0 and 20, got 21"},
+      {R"("prompt_logprobs":-1)", "'prompt_logprobs' must be between 0 and 20, got -1"},
+      {R"("stop":["a",""])", "'stop' strings must not be empty"},
+      {R"("min_tokens":-1)", "'min_tokens' must be between 0 and 2147483647, got -1"},
+      {R"("max_tokens":2,"min_tokens":3)", "'min_tokens' must be at most 'max_tokens' (2), got 3"},
+  };
+  for (const auto& [field, message] : cases) {
+    const std::string completions = std::string(R"({"prompt":"a",)") + field + "}";
+    const std::string chat =
+        std::string(R"({"messages":[{"role":"user","content":"a"}],)") + field + "}";
+    const ApiError a = invar::server::testing::parse_rejection(completions);
+    const ApiError b = invar::server::testing::parse_rejection(chat, Endpoint::chat);
+    EXPECT_EQ(a.message, message) << completions;
+    EXPECT_EQ(b.message, message) << chat;
+    EXPECT_EQ(a.param, b.param) << field;
+    EXPECT_EQ(a.status, 400);
+  }
+  // The logprob count is one range under each endpoint's name for it.
+  EXPECT_EQ(invar::server::testing::parse_rejection(R"({"prompt":"a","logprobs":21})").message,
+            "'logprobs' must be between 0 and 20, got 21");
+  EXPECT_EQ(invar::server::testing::parse_rejection(
+                R"({"messages":[{"role":"user","content":"a"}],"logprobs":true,"top_logprobs":21})",
+                Endpoint::chat)
+                .message,
+            "'top_logprobs' must be between 0 and 20, got 21");
+}
+
 TEST(SamplingFields, PenaltiesParseWithVllmRanges) {
   ApiRequest r = parse(
       R"({"prompt":"a","presence_penalty":1.5,"frequency_penalty":-0.25,
           "repetition_penalty":1.2})");
-  EXPECT_EQ(r.presence_penalty, 1.5f);
-  EXPECT_EQ(r.frequency_penalty, -0.25f);
-  EXPECT_EQ(r.repetition_penalty, 1.2f);
-  EXPECT_EQ(r.repetition_last_n, -1) << "vLLM's repetition_penalty sees every token";
+  EXPECT_EQ(r.sampling.presence_penalty, 1.5f);
+  EXPECT_EQ(r.sampling.frequency_penalty, -0.25f);
+  EXPECT_EQ(r.sampling.repetition_penalty, 1.2f);
+  EXPECT_EQ(r.sampling.repetition_last_n, -1) << "vLLM's repetition_penalty sees every token";
   r = parse(R"({"prompt":"a"})");
-  EXPECT_EQ(r.presence_penalty, 0.0f);
-  EXPECT_EQ(r.frequency_penalty, 0.0f);
-  EXPECT_EQ(r.repetition_penalty, 1.0f);
-  EXPECT_TRUE(r.logit_bias.empty());
+  EXPECT_EQ(r.sampling.presence_penalty, 0.0f);
+  EXPECT_EQ(r.sampling.frequency_penalty, 0.0f);
+  EXPECT_EQ(r.sampling.repetition_penalty, 1.0f);
+  EXPECT_TRUE(r.sampling.logit_bias.empty());
   expect_rejected(R"({"prompt":"a","presence_penalty":2.5})", "presence_penalty");
   expect_rejected(R"({"prompt":"a","frequency_penalty":"1"})", "frequency_penalty");
   expect_rejected(R"({"prompt":"a","repetition_penalty":0})", "repetition_penalty");
@@ -53,17 +95,18 @@ TEST(SamplingFields, PenaltiesParseWithVllmRanges) {
 // tokens by default, repeat_last_n when given (-1 all, 0 none).
 TEST(SamplingFields, RepeatPenaltyIsTheRepetitionRuleOverAWindow) {
   ApiRequest r = parse(R"({"prompt":"a","repeat_penalty":1.3})");
-  EXPECT_EQ(r.repetition_penalty, 1.3f);
-  EXPECT_EQ(r.repetition_last_n, 64);
+  EXPECT_EQ(r.sampling.repetition_penalty, 1.3f);
+  EXPECT_EQ(r.sampling.repetition_last_n, 64);
   r = parse(R"({"prompt":"a","repeat_penalty":1.3,"repeat_last_n":8})");
-  EXPECT_EQ(r.repetition_last_n, 8);
+  EXPECT_EQ(r.sampling.repetition_last_n, 8);
   r = parse(R"({"prompt":"a","repeat_penalty":1.3,"repeat_last_n":-1})");
-  EXPECT_EQ(r.repetition_last_n, -1);
+  EXPECT_EQ(r.sampling.repetition_last_n, -1);
   r = parse(R"({"prompt":"a","repetition_penalty":1.3,"repeat_last_n":5})");
-  EXPECT_EQ(r.repetition_last_n, 5) << "repeat_last_n sets the window whichever name set the rule";
+  EXPECT_EQ(r.sampling.repetition_last_n, 5)
+      << "repeat_last_n sets the window whichever name set the rule";
   r = parse(R"({"prompt":"a","repeat_penalty":1,"repetition_penalty":1.1})");
-  EXPECT_EQ(r.repetition_penalty, 1.1f);
-  EXPECT_EQ(r.repetition_last_n, -1);
+  EXPECT_EQ(r.sampling.repetition_penalty, 1.1f);
+  EXPECT_EQ(r.sampling.repetition_last_n, -1);
   expect_rejected(R"({"prompt":"a","repeat_penalty":1.1,"repetition_penalty":1.2})",
                   "repeat_penalty");
   expect_rejected(R"({"prompt":"a","repeat_penalty":1.1,"repeat_last_n":-2})", "repeat_last_n");
@@ -72,9 +115,9 @@ TEST(SamplingFields, RepeatPenaltyIsTheRepetitionRuleOverAWindow) {
 
 TEST(SamplingFields, LogitBiasKeysAreTokenIdsAndValuesInRange) {
   ApiRequest r = parse(R"({"prompt":"a","logit_bias":{"300":-100,"7":2.5,"0":100}})");
-  EXPECT_EQ(r.logit_bias,
+  EXPECT_EQ(r.sampling.logit_bias,
             (std::vector<std::pair<int32_t, float>>{{0, 100.0f}, {7, 2.5f}, {300, -100.0f}}));
-  EXPECT_TRUE(parse(R"({"prompt":"a","logit_bias":{}})").logit_bias.empty());
+  EXPECT_TRUE(parse(R"({"prompt":"a","logit_bias":{}})").sampling.logit_bias.empty());
   for (const char* bad :
        {R"({"prompt":"a","logit_bias":{"x":1}})", R"({"prompt":"a","logit_bias":{"-1":1}})",
         R"({"prompt":"a","logit_bias":{"":1}})", R"({"prompt":"a","logit_bias":{"1.5":1}})",

@@ -12,9 +12,9 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "engine/seq_images.h"
 #include "forge/make_mmproj.h"
 #include "image_write.h"
-#include "model/seq_images.h"
 #include "vision/encode_cache.h"
 #include "vision/image_decode.h"
 #include "vision/image_preprocess.h"

@@ -1,4 +1,4 @@
-#include "model/seq_images.h"
+#include "engine/seq_images.h"
 
 #include <algorithm>
 
