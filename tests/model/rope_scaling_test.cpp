@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "gguf/gguf.h"
 #include "forge/make_model.h"
+#include "gguf/gguf.h"
 #include "model_harness.h"
 #include "test_process_dir.h"
 

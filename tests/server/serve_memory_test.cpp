@@ -116,10 +116,10 @@ TEST(ServeMemory, AttentionFreeModelStaysWithinBudget) {
 
 // A generated model kept at a fixed path of the build tree, so that later runs reuse it (the
 // name holds every generator flag; a changed flag writes a new file).
-// In a sanitizer build the resident-memory bound is not checked (the release tree checks it), so the size
-// that bound needs buys nothing there: the same generator flags at E = 256 and 2 layers (1/16 of
-// the bytes) keep every code path the test runs (the mapping, the huge-page copy, the answer)
-// and spare minutes of instrumented generation and hashing.
+// In a sanitizer build the resident-memory bound is not checked (the release tree checks it), so
+// the size that bound needs buys nothing there: the same generator flags at E = 256 and 2 layers
+// (1/16 of the bytes) keep every code path the test runs (the mapping, the huge-page copy, the
+// answer) and spare minutes of instrumented generation and hashing.
 std::string generated_model(std::string flags, const std::string& name) {
   if (invar::test::kSanitizerBuild)
     for (const auto& [from, to] : {std::pair<std::string, std::string>{"--embd 1024", "--embd 256"},
