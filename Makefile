@@ -43,7 +43,8 @@ build: configure
 test: build
 	@cd $(BUILD) && XDG_CACHE_HOME=$(abspath $(BUILD))/test-cache ctest --output-on-failure -j $(TEST_JOBS) -LE soak
 
-# AddressSanitizer + UndefinedBehaviorSanitizer over every test, then ThreadSanitizer over the
+# AddressSanitizer + UndefinedBehaviorSanitizer over every test (the quantised-model invariance on
+# one type per block family, tests/model/CMakeLists.txt), then ThreadSanitizer over the
 # tests that run threads: the engine (scheduler included), the server and its HTTP transport
 # under hostile clients; each in its own build tree at -O1.
 test-sanitize: test-asan test-tsan

@@ -127,8 +127,8 @@ endfunction()
 # Every test executable compiles with the same flags, so they share one precompiled header
 # (invar_test_pch, tests/CMakeLists.txt): GoogleTest, nlohmann/json and the cpp-httplib client,
 # whose feature defines every test therefore carries. An executable gets the tests' own main
-# (tests/gtest_source_main.cpp: a skipped test exits with the status CTest reports as skipped);
-# MAIN: its sources already hold that main.
+# (tests/gtest_source_main.cpp, compiled once per tree as invar_test_main: a skipped test exits
+# with the status CTest reports as skipped); MAIN: its sources already hold that main.
 function(invar_test_target name)
   cmake_parse_arguments(A "MAIN" "" "SOURCES" ${ARGN})
   target_compile_options(${name} PRIVATE ${INVAR_WARNINGS} -Og)
@@ -137,7 +137,7 @@ function(invar_test_target name)
                         PkgConfig::INVAR_TEST_HTTPLIB)
   get_target_property(type ${name} TYPE)
   if(type STREQUAL "EXECUTABLE" AND NOT A_MAIN)
-    target_sources(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/gtest_source_main.cpp)
+    target_sources(${name} PRIVATE $<TARGET_OBJECTS:invar_test_main>)
   endif()
   target_compile_definitions(${name} PRIVATE _FILE_OFFSET_BITS=64
     INVAR_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
@@ -178,7 +178,7 @@ function(invar_test name)
   if(A_IN)
     set(exe ${A_IN})
     if(NOT TARGET ${exe})
-      add_executable(${exe} ${PROJECT_SOURCE_DIR}/tests/gtest_source_main.cpp)
+      add_executable(${exe} $<TARGET_OBJECTS:invar_test_main>)
       invar_test_target(${exe} MAIN)
       if(INVAR_UNITY_BUILD)
         set_target_properties(${exe} PROPERTIES UNITY_BUILD ON

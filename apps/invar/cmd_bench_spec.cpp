@@ -29,6 +29,7 @@
 #include "bench_registry.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "engine/drafter_make.h"
 #include "engine/engine.h"
 #include "forge/make_model.h"
 #include "int_list.h"

@@ -19,6 +19,7 @@
 #include "core/activations.h"
 #include "core/error.h"
 #include "core/simd.h"
+#include "engine/drafter_make.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "probe/digest.h"

@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/simd.h"
 #include "core/user_cache_dir.h"
+#include "engine/drafter_make.h"
 #include "forge/make_model.h"
 #include "gguf/gguf.h"
 #include "model/sha256_cache.h"

@@ -13,6 +13,7 @@
 #include "cache/prefix_cache.h"
 #include "cache/tier_bridge.h"
 #include "engine/constraint.h"
+#include "engine/drafter_make.h"
 #include "engine/mask_prefetch.h"
 #include "engine/model_runner.h"
 #include "engine/postprocess.h"

@@ -44,18 +44,11 @@ const std::string& model() {
   return path;
 }
 
-// The bench checks its rates against limits measured in the same run; a neighbour's load
-// between the two can still make a small model's rate look above its roofline, which the bench
-// refuses. Such a run is repeated (up to five times); any other outcome is the result. The
-// stand-in's argument log is cleared before each run.
+// One `invar bench model` run (a rate above its roofline, as a loaded machine can make it look,
+// is a warning on stderr, not a failure). The stand-in's argument log is cleared first.
 CommandResult bench(const std::string& args) {
-  CommandResult r;
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    std::filesystem::remove(dir() + "/args.log");
-    r = command_run(kInvar + " bench model" + args + " 2>&1");
-    if (r.out.find("of its roofline") == std::string::npos) break;
-  }
-  return r;
+  std::filesystem::remove(dir() + "/args.log");
+  return command_run(kInvar + " bench model" + args + " 2>&1");
 }
 
 // An executable script at dir()/name with the given body.

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "engine/drafter.h"
+#include "engine/drafter_make.h"
 #include "model/model_harness.h"
 
 namespace invar::test {

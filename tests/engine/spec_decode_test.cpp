@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "engine/drafter_make.h"
 #include "engine/ngram_drafter.h"
 #include "invariance_harness.h"
 #include "model/model_harness.h"

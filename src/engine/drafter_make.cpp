@@ -1,4 +1,4 @@
-#include "engine/drafter.h"
+#include "engine/drafter_make.h"
 
 #include <string>
 
