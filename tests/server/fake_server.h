@@ -37,7 +37,10 @@ struct FakeServer {
 
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(20, 0);
+    // Hang guards, not time limits: a sanitizer build on a loaded machine took 80 s to refuse a
+    // 2 MB body that takes 9 s alone.
+    c.set_read_timeout(300, 0);
+    c.set_write_timeout(300, 0);
     return c;
   }
   httplib::Result post(const std::string& path, const std::string& body,
