@@ -1,5 +1,7 @@
 #include "model_harness.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -7,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "forge/make_model.h"
@@ -70,6 +74,46 @@ std::vector<int64_t> top_ids_f64(const std::vector<double>& lp, int64_t k) {
   });
   ids.resize(size_t(k));
   return ids;
+}
+
+double top_k_worst_diff(const std::vector<double>& li, const std::vector<double>& lo, int64_t k) {
+  std::vector<int64_t> ids = top_ids_f64(lo, k);
+  const std::vector<int64_t> ti = top_ids_f64(li, k);
+  ids.insert(ids.end(), ti.begin(), ti.end());
+  double worst = 0;
+  for (int64_t id : ids) {
+    // std::max would keep the old value past a NaN.
+    const double d = std::fabs(li[size_t(id)] - lo[size_t(id)]);
+    worst = std::isnan(d) ? d : std::max(worst, d);
+  }
+  return worst;
+}
+
+std::vector<std::vector<double>> float64_oracle_logits(const std::vector<OracleJob>& jobs,
+                                                       const std::string& dir) {
+  nlohmann::json j = nlohmann::json::array();
+  for (size_t i = 0; i < jobs.size(); ++i)
+    j.push_back({{"model", jobs[i].model},
+                 {"tokens", *jobs[i].tokens},
+                 {"out", dir + "/job" + std::to_string(i) + ".f64"}});
+  const std::string jobs_path = dir + "/jobs.json";
+  std::ofstream(jobs_path) << j.dump();
+  const std::string cmd = std::string(INVAR_PYTHON3) + " " + INVAR_SOURCE_DIR +
+                          "/tests/model/float64_oracle.py logits " + jobs_path;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<std::vector<double>> out;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string p = j[i]["out"];
+    const size_t n = jobs[i].tokens->size() * size_t(jobs[i].n_vocab);
+    std::vector<double> v(n, std::nan(""));
+    std::ifstream f(p, std::ios::binary);
+    f.read(reinterpret_cast<char*>(v.data()), std::streamsize(n * 8));
+    EXPECT_EQ(size_t(f.gcount()), n * 8) << p;
+    out.push_back(std::move(v));
+    std::filesystem::remove(p);
+  }
+  std::filesystem::remove(jobs_path);
+  return out;
 }
 
 std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b, int64_t row_len) {

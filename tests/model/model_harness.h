@@ -41,6 +41,19 @@ std::string bits_diff(const std::vector<float>& a, const std::vector<float>& b,
 // id ascending (DESIGN N6): how the oracle tests compare top-k logprobs.
 std::vector<double> log_softmax_f64(const double* x, int64_t n);
 std::vector<int64_t> top_ids_f64(const std::vector<double>& lp, int64_t k);
+// max |li − lo| over the union of both log-softmax rows' top-k ids; a NaN difference is the worst.
+double top_k_worst_diff(const std::vector<double>& li, const std::vector<double>& lo, int64_t k);
+
+// tests/model/float64_oracle.py's float64 logits of a token sequence on a model file.
+struct OracleJob {
+  std::string model;
+  const std::vector<int32_t>* tokens;
+  int64_t n_vocab;
+};
+// One oracle process over every job, its files under `dir`: [job][T][V] (NaN where it wrote
+// nothing; a failed run or short file is a test failure).
+std::vector<std::vector<double>> float64_oracle_logits(const std::vector<OracleJob>& jobs,
+                                                       const std::string& dir);
 
 // The first index of the largest of v[0..n) (the greedy token).
 int32_t argmax_of(const float* v, int64_t n);

@@ -92,30 +92,9 @@ void run_invar(Case& k) {
 // Runs the oracle once over every job; returns [job][T][V] float64 logits.
 std::vector<std::vector<double>> run_oracle(
     const std::vector<std::pair<std::string, const Case*>>& jobs) {
-  nlohmann::json j = nlohmann::json::array();
-  for (size_t i = 0; i < jobs.size(); ++i)
-    j.push_back({{"model", jobs[i].first},
-                 {"tokens", jobs[i].second->tokens},
-                 {"out", dir() + "/job" + std::to_string(i) + ".f64"}});
-  const std::string jobs_path = dir() + "/jobs.json";
-  std::ofstream(jobs_path) << j.dump();
-  const std::string cmd = std::string(INVAR_PYTHON3) + " " + INVAR_SOURCE_DIR +
-                          "/tests/model/float64_oracle.py logits " + jobs_path;
-  const int rc = std::system(cmd.c_str());
-  EXPECT_EQ(rc, 0) << cmd;
-  std::vector<std::vector<double>> out;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const std::string p = j[i]["out"];
-    const size_t n = jobs[i].second->tokens.size() * size_t(jobs[i].second->V);
-    std::vector<double> v(n, std::nan(""));
-    std::ifstream f(p, std::ios::binary);
-    f.read(reinterpret_cast<char*>(v.data()), std::streamsize(n * 8));
-    EXPECT_EQ(size_t(f.gcount()), n * 8) << p;
-    out.push_back(std::move(v));
-    std::filesystem::remove(p);
-  }
-  std::filesystem::remove(jobs_path);
-  return out;
+  std::vector<OracleJob> oj;
+  for (const auto& [model, k] : jobs) oj.push_back({model, &k->tokens, k->V});
+  return float64_oracle_logits(oj, dir());
 }
 
 // Ids of the kTop largest, by value descending then id ascending (DESIGN N6).
@@ -135,14 +114,9 @@ Agreement compare(const Case& k, const std::vector<double>& oracle, bool check_a
     const std::vector<double> lo = log_softmax_f64(oracle.data() + pos * size_t(k.V), k.V);
     std::vector<double> inv(k.invar.begin() + s * k.V, k.invar.begin() + (s + 1) * k.V);
     const std::vector<double> li = log_softmax_f64(inv.data(), k.V);
-    std::vector<int64_t> ids = top_ids(lo);
     const std::vector<int64_t> ti = top_ids(li);
-    ids.insert(ids.end(), ti.begin(), ti.end());
-    // A NaN difference is the worst there is (std::max would keep the old value past it).
-    for (int64_t id : ids) {
-      const double d = std::fabs(li[size_t(id)] - lo[size_t(id)]);
-      a.worst = std::isnan(d) ? d : std::max(a.worst, d);
-    }
+    const double d = top_k_worst_diff(li, lo, kTop);
+    a.worst = std::isnan(d) || std::isnan(a.worst) ? std::nan("") : std::max(a.worst, d);
     // invar's argmax is the greedy token; the oracle must agree unless the two are tied
     // within the tolerance.
     const int64_t oi = top_ids(lo)[0];

@@ -8,10 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -66,45 +63,15 @@ std::vector<float> run_invar(const std::string& path, std::vector<int32_t>& toke
   return all;
 }
 
-// The oracle's float64 logits [T][V] of `tokens` on each model path.
-std::vector<std::vector<double>> run_oracle(const std::vector<std::string>& models,
-                                            const std::vector<int32_t>& tokens, int64_t V) {
-  nlohmann::json jobs = nlohmann::json::array();
-  for (size_t i = 0; i < models.size(); ++i)
-    jobs.push_back({{"model", models[i]},
-                    {"tokens", tokens},
-                    {"out", dir() + "/job" + std::to_string(i) + ".f64"}});
-  const std::string jobs_path = dir() + "/jobs.json";
-  std::ofstream(jobs_path) << jobs.dump();
-  const std::string cmd = std::string(INVAR_PYTHON3) + " " + INVAR_SOURCE_DIR +
-                          "/tests/model/float64_oracle.py logits " + jobs_path;
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  std::vector<std::vector<double>> out;
-  for (const auto& j : jobs) {
-    std::vector<double> v(tokens.size() * size_t(V), std::nan(""));
-    std::ifstream f(j["out"].get<std::string>(), std::ios::binary);
-    f.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * 8));
-    EXPECT_EQ(size_t(f.gcount()), v.size() * 8);
-    out.push_back(std::move(v));
-  }
-  return out;
-}
-
 // max |log-softmax difference| over both top-20 lists at positions [from, T); NaN is worst.
 double worst_diff(const std::vector<float>& inv, const std::vector<double>& oracle, int64_t V,
                   size_t from) {
   double worst = 0;
   for (size_t t = from; t < inv.size() / size_t(V); ++t) {
     const std::vector<double> row(inv.begin() + t * V, inv.begin() + (t + 1) * V);
-    const std::vector<double> li = log_softmax_f64(row.data(), V);
-    const std::vector<double> lo = log_softmax_f64(oracle.data() + t * size_t(V), V);
-    std::vector<int64_t> ids = top_ids_f64(lo, kTop);
-    const std::vector<int64_t> ti = top_ids_f64(li, kTop);
-    ids.insert(ids.end(), ti.begin(), ti.end());
-    for (int64_t id : ids) {
-      const double d = std::fabs(li[size_t(id)] - lo[size_t(id)]);
-      worst = std::isnan(d) ? d : std::max(worst, d);
-    }
+    const double d = top_k_worst_diff(log_softmax_f64(row.data(), V),
+                                      log_softmax_f64(oracle.data() + t * size_t(V), V), kTop);
+    worst = std::isnan(d) || std::isnan(worst) ? std::nan("") : std::max(worst, d);
   }
   return worst;
 }
@@ -122,7 +89,7 @@ void check_scaled(Arch arch, const std::string& kind, double factor) {
   int64_t V = 0;
   const std::vector<float> inv = run_invar(scaled, tokens, V);
   ASSERT_EQ(inv.size(), tokens.size() * size_t(V));
-  const auto oracle = run_oracle({scaled, plain}, tokens, V);
+  const auto oracle = float64_oracle_logits({{scaled, &tokens, V}, {plain, &tokens, V}}, dir());
   ASSERT_EQ(oracle.size(), 2u);
   const double past = worst_diff(inv, oracle[0], V, size_t(kOrigCtx));
   const double all = worst_diff(inv, oracle[0], V, 0);
