@@ -22,7 +22,7 @@ SOURCES = $(shell find . \( -path './build*' -o -path ./out -o -path ./models -o
 # A sanitizer report fails the test that triggered it, with a stack trace.
 SANITIZER_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(abspath tests/tsan.supp)
 
 .PHONY: all deps configure build test test-sanitize test-asan test-tsan soak format check-format \
   run bench clean golden

@@ -18,6 +18,7 @@
 #include "server/client_limits.h"
 #include "server/completion_choices.h"
 #include "server/cors.h"
+#include "server/front_end.h"
 #include "server/http_transport.h"
 #include "server/memory_return.h"
 #include "server/output_constraint.h"
@@ -113,9 +114,11 @@ std::string error_message(const std::string& body) {
 // Writes its request-log line when it is done with (finished, failed or abandoned).
 class PendingCompletion : public PendingReply {
  public:
-  PendingCompletion(std::unique_ptr<CompletionChoices> job, RequestRecord rec, LogFormat log,
-                    Clock::time_point t0)
+  // `front_end` (null for chat and completions) rewrites the answer in its own shape.
+  PendingCompletion(std::unique_ptr<CompletionChoices> job, std::shared_ptr<FrontEnd> front_end,
+                    RequestRecord rec, LogFormat log, Clock::time_point t0)
       : job_(std::move(job)),
+        front_end_(std::move(front_end)),
         stream_(job_->request().stream),
         rec_(std::move(rec)),
         log_(log),
@@ -134,14 +137,18 @@ class PendingCompletion : public PendingReply {
       if (r) {
         rec_.status = r->first;
         if (r->first != 200) rec_.error = error_message(r->second);
-        reply_ = json_reply(r->first, std::move(r->second));
+        reply_ = front_end_ ? front_end_->whole(r->first, r->second)
+                            : json_reply(r->first, std::move(r->second));
       }
       return r.has_value();
     }
     // A tick after a quiet interval sends what is there, or an SSE comment as keep-alive (a
     // vanished client is then noticed by the failed write).
     rec_.status = 200;
-    if (tick ? !active_ : job_->ready()) *out += job_->stream_next();
+    if (tick ? !active_ : job_->ready()) {
+      std::string sse = job_->stream_next();
+      *out += front_end_ ? front_end_->stream(sse, job_->stream_done()) : sse;
+    }
     active_ = !tick;
     return job_->stream_done();
   }
@@ -155,6 +162,7 @@ class PendingCompletion : public PendingReply {
 
  private:
   std::unique_ptr<CompletionChoices> job_;
+  std::shared_ptr<FrontEnd> front_end_;
   bool stream_;
   bool active_ = false;  // woken since the last tick
   HttpReply reply_;
@@ -186,9 +194,12 @@ struct HttpServer::Impl {
 
   Routed route(const HttpRequest& req, const Waker& wake);
   Routed route_logged(const HttpRequest& req, const Waker& wake);
-  // cancelled: the client's flag while it is prepared on the pool (null inline).
+  // cancelled: the client's flag while it is prepared on the pool (null inline). `front_end`
+  // (front_end.h): the body is its dialect's, translated to a chat body; errors and the answer
+  // in its shape. Null for chat and completions.
   Routed handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake,
-                           const PendingPrepared::Cancelled& cancelled);
+                           const PendingPrepared::Cancelled& cancelled,
+                           std::shared_ptr<FrontEnd> front_end = nullptr);
   Routed handle_tokenize(const HttpRequest& req);
   // The chat's images read (data: or file:// URLs) into r.image_files. Throws ApiError.
   void images_read(ApiRequest& r) const;
@@ -209,10 +220,16 @@ struct HttpServer::Impl {
                    (req.path == "/metrics" && !cfg.metrics_public);
     return !guarded || tenant_of(req) != nullptr;
   }
-  // The tenant whose key the request presents (one Authorization header, the whole value);
-  // null without auth or without a known key.
+  // The tenant whose key the request presents: one Authorization header (the whole value), or
+  // without one, one x-api-key header (Anthropic's clients send the key there); null without
+  // auth or without a known key.
   const Tenant* tenant_of(const HttpRequest& req) const {
     if (tenants.list.empty()) return nullptr;
+    if (req.head.count("Authorization") == 0) {
+      const std::string* key = req.head.field("x-api-key");
+      if (!key || req.head.count("x-api-key") != 1) return nullptr;
+      return tenants.find("Bearer " + *key);
+    }
     const std::string* auth = req.head.field("Authorization");
     if (!auth || req.head.count("Authorization") != 1) return nullptr;
     return tenants.find(*auth);
@@ -286,7 +303,10 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
   bool get = m == "GET" || m == "HEAD";
   // A CORS preflight carries no credentials: it is answered before the auth check.
   if (m == "OPTIONS" && !cfg.allowed_origins.empty()) return {cors_preflight(req), nullptr};
-  if (!authorized(req)) return {error_reply(unauthorized()), nullptr};
+  // Another front end's path (front_end.h): its errors in its own shape from here on.
+  std::shared_ptr<FrontEnd> front_end = front_end_for(p);
+  if (!authorized(req))
+    return {front_end ? front_end->error(unauthorized()) : error_reply(unauthorized()), nullptr};
   auto wrong_method = [&](const char* allowed) {
     return Routed{error_reply({405,
                                "method " + echo_cut(m) + " is not allowed on " + echo_cut(p) +
@@ -350,6 +370,19 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
                    model_json(cfg.served_model_names.empty() ? backend->model_id() : name).dump()),
         nullptr};
   }
+  if (front_end) {
+    if (m != "POST")
+      return {
+          front_end->error(
+              {405, "method " + echo_cut(m) + " is not allowed on " + echo_cut(p) + " (use POST)",
+               "invalid_request_error", "", "method_not_allowed"}),
+          nullptr};
+    return prepared(
+        req, wake,
+        [this, front_end, wake](const HttpRequest& r, const PendingPrepared::Cancelled& c) {
+          return handle_completion(r, Endpoint::chat, wake, c, front_end);
+        });
+  }
   if (p == "/v1/completions" || p == "/v1/chat/completions") {
     if (m != "POST") return wrong_method("POST");
     const Endpoint ep = p == "/v1/completions" ? Endpoint::completions : Endpoint::chat;
@@ -411,9 +444,9 @@ Routed HttpServer::Impl::prepared(const HttpRequest& req, const Waker& wake, Han
     return body.find("\"tool_choice\"") != std::string::npos ||
            body.find("\"strict\"") != std::string::npos;
   };
-  const bool image = req.path.find("chat") != std::string::npos &&
-                     (req.body.find("image_url") != std::string::npos ||
-                      req.body.find("input_image") != std::string::npos);
+  // Every path but completions takes images, each front end in its own part type
+  // ("image_url", "input_image", Anthropic's "image").
+  const bool image = req.path != "/v1/completions" && req.body.find("image") != std::string::npos;
   if (req.body.size() <= cfg.prepare_inline_bytes && !image && !constrained(req.body))
     return handle(req, nullptr);
   const auto t0 = Clock::now();
@@ -503,17 +536,22 @@ void HttpServer::Impl::images_read(ApiRequest& r) const {
 }
 
 Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, const Waker& wake,
-                                           const PendingPrepared::Cancelled& cancelled) {
-  if (auto e = not_ready()) return {error_reply(*e), nullptr};
+                                           const PendingPrepared::Cancelled& cancelled,
+                                           std::shared_ptr<FrontEnd> front_end) {
+  const auto fail = [&front_end](const ApiError& e) -> Routed {
+    return {front_end ? front_end->error(e) : error_reply(e), nullptr};
+  };
+  if (auto e = not_ready()) return fail(*e);
   try {
     const double cpu0 = thread_cpu_seconds();
     const PromptLimits limits{backend->n_ctx(), backend->max_token_bytes()};
-    ApiRequest r = api_request_parse(req.body, ep, &limits);
+    ApiRequest r = front_end
+                       ? api_request_parse(json_text(front_end->chat_body(req.body)), ep, &limits)
+                       : api_request_parse(req.body, ep, &limits);
     cpu_check(cpu0, "parsing the body");
     if (!model_known(r.model))
-      return {error_reply(not_found("the model '" + echo_cut(r.model) + "' does not exist",
-                                    "model_not_found")),
-              nullptr};
+      return fail(
+          not_found("the model '" + echo_cut(r.model) + "' does not exist", "model_not_found"));
     if (!cfg.served_model_names.empty()) r.served_name = cfg.served_model_names.front();
     r.client_key = client_key(req, r);
     // Every cache a request can hit or time is its tenant's alone (tenants.h).
@@ -532,10 +570,10 @@ Routed HttpServer::Impl::handle_completion(const HttpRequest& req, Endpoint ep, 
     rec.method = req.head.method;
     rec.path = req.path;
     return {{},
-            std::make_unique<PendingCompletion>(std::move(job), std::move(rec), cfg.log_format,
-                                                Clock::now())};
+            std::make_unique<PendingCompletion>(std::move(job), std::move(front_end),
+                                                std::move(rec), cfg.log_format, Clock::now())};
   } catch (const ApiError& e) {
-    return {error_reply(e), nullptr};
+    return fail(e);
   }
 }
 
