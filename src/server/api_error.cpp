@@ -29,7 +29,8 @@ ApiError bad_request(std::string param, std::string message) {
 }
 
 ApiError unauthorized() {
-  return {401, "invalid or missing API key: send it as 'Authorization: Bearer <key>' "
+  return {401,
+          "invalid or missing API key: send it as 'Authorization: Bearer <key>' "
           "or 'x-api-key: <key>'",
           "authentication_error", "", "invalid_api_key"};
 }
