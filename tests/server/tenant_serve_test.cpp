@@ -1,7 +1,8 @@
 // Tenants through the real `invar serve`: two API keys from --api-key-file are two tenants whose
 // prefix caches never meet — the same prompt, even under the same cache_salt, is a hit only for
 // the tenant that sent it first (cached_tokens), and the answers are the same bits either way. A
-// key file's mistakes are refused with the line named; a wrong key gets 401.
+// key file's mistakes are refused with the line named; a wrong key gets 401. The key may come as
+// `Authorization: Bearer K` or as Anthropic's `x-api-key: K`.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -32,7 +33,10 @@ std::string file_with(const std::string& name, const std::string& text) {
   return path;
 }
 
-json complete(int port, const std::string& key, const std::string& salt, int* status = nullptr) {
+// `header`: Authorization (the key as a bearer token) or x-api-key (the key as it is: Anthropic's
+// clients send it so).
+json complete(int port, const std::string& key, const std::string& salt, int* status = nullptr,
+              const std::string& header = "Authorization") {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(120, 0);
   std::vector<int32_t> prompt;
@@ -43,8 +47,8 @@ json complete(int port, const std::string& key, const std::string& salt, int* st
                {"logprobs", 5},
                {"ignore_eos", true}};
   if (!salt.empty()) body["cache_salt"] = salt;
-  auto r = c.Post("/v1/completions", {{"Authorization", "Bearer " + key}}, body.dump(),
-                  "application/json");
+  const std::string value = header == "Authorization" ? "Bearer " + key : key;
+  auto r = c.Post("/v1/completions", {{header, value}}, body.dump(), "application/json");
   EXPECT_TRUE(r);
   if (!r) return json();
   if (status) *status = r->status;
@@ -76,8 +80,15 @@ TEST(TenantServe, TwoKeysShareNoPrefixCache) {
   EXPECT_GT(cached_of(b2), 0);
   EXPECT_EQ(a1["choices"][0]["logprobs"], b1["choices"][0]["logprobs"]) << "same bits";
   EXPECT_EQ(a2["choices"][0]["logprobs"], b2["choices"][0]["logprobs"]);
+  // The key in x-api-key is the same tenant's: its prefix is a hit there too.
+  const json b3 = complete(s.port(), kKeyB, "shared", nullptr, "x-api-key");
+  ASSERT_FALSE(b3.is_null()) << "x-api-key was not read";
+  EXPECT_GT(cached_of(b3), 0) << "x-api-key named another tenant";
   int status = 0;
   complete(s.port(), "not-a-key-of-anyone-000", "", &status);
+  EXPECT_EQ(status, 401);
+  status = 0;
+  complete(s.port(), "not-a-key-of-anyone-000", "", &status, "x-api-key");
   EXPECT_EQ(status, 401);
   EXPECT_EQ(s.log().find(kKeyA), std::string::npos) << "a key reached the log";
 }
