@@ -121,6 +121,7 @@ struct Engine::Impl {
   Scheduler sched;
   RequestQueue queue;
   ModelRunner runner;
+  std::vector<ChunkRun> runs;  // the step's chunks as the runner reads them (capacity kept)
   Postprocessor post;
   SpecDecoder spec;
 
@@ -195,6 +196,30 @@ struct Engine::Impl {
     publish();
   }
 
+  // What the runner reads of chunk c: its tokens (and drafts), its sequence's state and block
+  // table, its checkpoints, images, and which logits rows its sampling reads.
+  ChunkRun chunk_run_of(const ChunkPlan& c) const {
+    const ScheduledSeq& q = *c.seq;
+    const Sequence& s = sequence_of(c.seq);
+    ChunkRun r;
+    r.tokens = q.tokens.data() + c.pos0;
+    r.pos0 = c.pos0;
+    r.n_tokens = c.n_tokens;
+    if (c.n_draft > 0) {
+      INVAR_CHECK(c.n_draft <= static_cast<int64_t>(q.drafts.size()) &&
+                  c.pos0 + 1 == static_cast<int64_t>(q.tokens.size()));
+      r.drafts = q.drafts.data();
+      r.n_draft = c.n_draft;
+    }
+    r.state = sched.state(q);
+    r.kv_blocks = q.block_ptrs.data();
+    r.checkpoint_pos = c.checkpoint_pos;
+    r.checkpoint_dst = c.checkpoint_dst;
+    r.images = s.req.images.get();
+    r.all_rows = c.n_draft > 0 || s.wants_all_logits();
+    return r;
+  }
+
   // EngineConfig::start_after_requests: steps wait (the loop sleeps in take()) until it is met.
   bool held() const { return requests_total < static_cast<uint64_t>(cfg.start_after_requests); }
 
@@ -217,7 +242,9 @@ struct Engine::Impl {
         MaskPrefetch& m;
         ~Join() { m.wait(); }
       } join{masks};
-      runner.run(plan, sched);
+      runs.resize(static_cast<size_t>(plan.n_chunks));
+      for (size_t k = 0; k < runs.size(); ++k) runs[k] = chunk_run_of(plan.chunks[k]);
+      runner.run(runs);
     }
     // The step's rows are sampled on the pool's threads first (postprocess.h).
     post.samples_prefetch(

@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "engine/sequence.h"
 
 namespace invar {
 
@@ -25,11 +24,7 @@ ModelRunner::ModelRunner(const Model& model, int64_t max_batch_tokens, int64_t m
   logits_.resize(static_cast<size_t>(max_seqs * n_vocab_));
 }
 
-bool ModelRunner::all_rows(const ChunkPlan& c) {
-  return c.n_draft > 0 || sequence_of(c.seq).wants_all_logits();
-}
-
-void ModelRunner::checkpoints_with_rollback(size_t k, const ChunkPlan& c, SeqChunk& sc) {
+void ModelRunner::checkpoints_with_rollback(size_t k, const ChunkRun& c, SeqChunk& sc) {
   std::vector<int64_t>& pos = spec_ck_pos_[k];
   std::vector<float*>& dst = spec_ck_dst_[k];
   pos.assign(c.checkpoint_pos.begin(), c.checkpoint_pos.end());
@@ -43,8 +38,8 @@ void ModelRunner::checkpoints_with_rollback(size_t k, const ChunkPlan& c, SeqChu
   sc.n_checkpoints = static_cast<int64_t>(pos.size());
 }
 
-void ModelRunner::run(const StepPlan& plan, const Scheduler& sched) {
-  const auto n = static_cast<size_t>(plan.n_chunks);
+void ModelRunner::run(std::span<const ChunkRun> chunks) {
+  const size_t n = chunks.size();
   batch_.resize(n);
   logits_offset_.resize(n);
   rollback_offset_.resize(n);
@@ -55,11 +50,11 @@ void ModelRunner::run(const StepPlan& plan, const Scheduler& sched) {
   int64_t rows = 0, drafts = 0, hidden_rows = 0;
   hidden_offset_.resize(n);
   for (size_t k = 0; k < n; ++k) {
-    const ChunkPlan& c = plan.chunks[k];
+    const ChunkRun& c = chunks[k];
     hidden_offset_[k] = hidden_rows * n_embd_;
     hidden_rows += c.n_tokens;
     logits_offset_[k] = rows * n_vocab_;
-    rows += all_rows(c) ? c.n_tokens : 1;
+    rows += c.all_rows ? c.n_tokens : 1;
     rollback_offset_[k] = drafts * state_floats_;
     drafts += c.n_draft;
   }
@@ -69,43 +64,41 @@ void ModelRunner::run(const StepPlan& plan, const Scheduler& sched) {
     hidden_.resize(static_cast<size_t>(hidden_rows * n_embd_));
   if (static_cast<int64_t>(rollback_.size()) < drafts * state_floats_)
     rollback_.resize(static_cast<size_t>(drafts * state_floats_));
-  spec_tokens_.resize(static_cast<size_t>(drafts + plan.n_chunks));  // no reallocation below
+  spec_tokens_.resize(static_cast<size_t>(drafts) + n);  // no reallocation below
   size_t spec_at = 0;
   for (size_t k = 0; k < n; ++k) {
-    const ChunkPlan& c = plan.chunks[k];
+    const ChunkRun& c = chunks[k];
     SeqChunk& sc = batch_[k];
     sc = SeqChunk{};
-    sc.tokens = c.seq->tokens.data() + c.pos0;
+    sc.tokens = c.tokens;
     sc.n_tokens = c.n_tokens;
     sc.pos0 = c.pos0;
-    sc.state = sched.state(*c.seq);
-    sc.kv_blocks = c.seq->block_ptrs.data();
+    sc.state = c.state;
+    sc.kv_blocks = c.kv_blocks;
     sc.block_size = block_size_;
     sc.checkpoint_pos = c.checkpoint_pos.data();
     sc.checkpoint_dst = c.checkpoint_dst.data();
     sc.n_checkpoints = static_cast<int64_t>(c.checkpoint_pos.size());
     if (c.n_draft > 0) {
-      INVAR_CHECK(c.n_tokens == c.n_draft + 1 &&
-                  c.n_draft <= static_cast<int64_t>(c.seq->drafts.size()) &&
-                  c.pos0 + 1 == static_cast<int64_t>(c.seq->tokens.size()));
+      INVAR_CHECK(c.n_tokens == c.n_draft + 1 && c.drafts != nullptr);
       int32_t* t = spec_tokens_.data() + spec_at;
-      t[0] = c.seq->tokens[static_cast<size_t>(c.pos0)];
-      std::copy_n(c.seq->drafts.begin(), c.n_draft, t + 1);
+      t[0] = c.tokens[0];
+      std::copy_n(c.drafts, c.n_draft, t + 1);
       spec_at += static_cast<size_t>(c.n_tokens);
       sc.tokens = t;
       checkpoints_with_rollback(k, c, sc);
     }
-    if (const SeqImages* im = sequence_of(c.seq).req.images.get()) {
+    if (c.images) {
       if (image_rows_.size() < n) {
         image_rows_.resize(n);
         image_pos_.resize(n);
       }
-      im->chunk_inputs(c.pos0, c.n_tokens, n_embd_, image_rows_[k], image_pos_[k]);
+      c.images->chunk_inputs(c.pos0, c.n_tokens, n_embd_, image_rows_[k], image_pos_[k]);
       sc.embd_rows = image_rows_[k].data();
       sc.rope_pos = image_pos_[k].data();
     }
     if (hidden_on_) sc.hidden = hidden_.data() + hidden_offset_[k];
-    sc.all_logits = all_rows(c);
+    sc.all_logits = c.all_rows;
     sc.logits = logits_.data() + logits_offset_[k];
   }
   model_.forward(batch_, *scratch_, pool_);

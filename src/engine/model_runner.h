@@ -9,29 +9,48 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "core/zero_pages.h"
-#include "engine/scheduler.h"
+#include "engine/seq_images.h"
 #include "model/model.h"
 
 namespace invar {
+
+// One chunk of a step as the runner reads it, gathered by the engine from the step's plan and
+// the chunk's sequence (engine.cpp, chunk_run_of): the runner reads no scheduler state.
+struct ChunkRun {
+  const int32_t* tokens = nullptr;  // [n_tokens] from position pos0; with drafts, its first
+  int64_t pos0 = 0, n_tokens = 0;
+  // A decode with drafts runs tokens[0] (the last token) then drafts[0 .. n_draft), as one
+  // chunk of n_tokens = n_draft + 1 positions.
+  const int32_t* drafts = nullptr;
+  int64_t n_draft = 0;
+  float* state = nullptr;                   // the sequence's live state, advanced in place
+  float* const* kv_blocks = nullptr;        // its block table
+  std::span<const int64_t> checkpoint_pos;  // block boundaries in (pos0, pos0 + n_tokens]
+  std::span<float* const> checkpoint_dst;   // their cache buffers
+  const SeqImages* images = nullptr;        // null: text only
+  // Every position's logits row (drafts to verify, prompt logprobs, captured logits); else the
+  // last position's only.
+  bool all_rows = false;
+};
 
 class ModelRunner {
  public:
   ModelRunner(const Model& model, int64_t max_batch_tokens, int64_t max_running, int threads,
               int64_t block_size);
 
-  // Forward pass over every chunk of the plan (states and KV blocks from the scheduler).
-  // Throws what the model throws; the chunks' states are then undefined.
-  void run(const StepPlan& plan, const Scheduler& sched);
-  // Logits of chunk k of the last run: [n_tokens][V] when all_rows(), else the last
+  // Forward pass over every chunk of a step. Throws what the model throws; the chunks' states
+  // are then undefined.
+  void run(std::span<const ChunkRun> chunks);
+  // Logits of chunk k of the last run: [n_tokens][V] when its all_rows, else the last
   // position's [V].
   const float* logits(int64_t k) const {
     return logits_.data() + logits_offset_[static_cast<size_t>(k)];
   }
-  static bool all_rows(const ChunkPlan& c);
   // Asks the model for the trunk's hidden rows (SeqChunk::hidden) of every chunk from now on.
   void hidden_want(bool on) { hidden_on_ = on; }
   // The trunk's hidden rows of chunk k of the last run ([n_tokens][n_embd]) for a drafter that
@@ -45,7 +64,7 @@ class ModelRunner {
   ThreadPool& pool() { return pool_; }
 
  private:
-  void checkpoints_with_rollback(size_t k, const ChunkPlan& c, SeqChunk& sc);
+  void checkpoints_with_rollback(size_t k, const ChunkRun& c, SeqChunk& sc);
 
   const Model& model_;
   const int64_t n_vocab_, n_embd_, block_size_, state_floats_;
