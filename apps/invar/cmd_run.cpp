@@ -175,6 +175,8 @@ int run(const RunOptions& o) {
 
   auto model = Model::load(o.model, /*populate_now=*/true, o.huge_pages);
   Tokenizer tok(vocab_from_gguf(model->gguf()));
+  for (const std::string& w : tok.vocab().warnings)
+    std::fprintf(stderr, "invar run: warning: %s\n", w.c_str());
   std::vector<int32_t> prompt;
   if (!o.tokens.empty())
     prompt = run_ids_parse(o.tokens);

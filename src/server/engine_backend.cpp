@@ -40,6 +40,8 @@ class EngineBackend : public VocabBackend {
     const auto t_tok = std::chrono::steady_clock::now();
     vocab_set(std::make_unique<Tokenizer>(vocab_from_gguf(model_->gguf())), opts_);
     const double tokenizer_s = seconds_since(t_tok);
+    for (const std::string& w : tok_->vocab().warnings)
+      std::fprintf(stderr, "invar serve: warning: %s\n", w.c_str());
     if (tok_->n_vocab() > model_->hparams().n_vocab)
       throw Error("the vocabulary of " + path + " has " + std::to_string(tok_->n_vocab()) +
                   " tokens but the model only " + std::to_string(model_->hparams().n_vocab));

@@ -20,8 +20,12 @@ struct Vocab {
   std::vector<int32_t> token_types;  // [V] 1 normal, 3 control, 4 user-defined, 6 byte
   std::string pre = "qwen2";         // pre-tokenizer name (qwen2, qwen35)
   int32_t bos_id = -1, eos_id = -1, pad_id = -1;
+  int32_t eot_id = -1, eom_id = -1;  // end of turn, end of message (GGUF only; -1: none)
   bool add_bos = false;
   std::string chat_template;  // tokenizer.chat_template, may be empty
+  // What the reader went past where llama.cpp warns and runs (a special id outside the
+  // vocabulary, a missing pre-tokenizer name): the loader prints them.
+  std::vector<std::string> warnings;
 };
 
 // tokenizer.json (+ tokenizer_config.json beside it, if present, for eos/bos/chat template).

@@ -2,12 +2,16 @@
 // and a Qwen3 vocabulary written with vocab_to_gguf and read back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "chat/template.h"
 #include "core/error.h"
 #include "test_support.h"
+#include "tokenizer/end_of_sequence.h"
+#include "tokenizer/token_types.h"
 #include "tokenizer/tokenizer.h"
 
 namespace invar {
@@ -127,6 +131,82 @@ TEST(GgufVocab, TinyVocabRefusesBytesItHasNoTokenFor) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("0xC3"), std::string::npos) << e.what();
   }
+}
+
+namespace {
+
+// `v` written as a GGUF file with `arch` (and `extra` keys), read back.
+Vocab vocab_round_trip(const Vocab& v, const std::string& arch,
+                       const std::function<void(GgufWriter&)>& extra = {}) {
+  GgufWriter w;
+  w.set_string("general.architecture", arch);
+  vocab_to_gguf(v, w);
+  if (extra) extra(w);
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("invar_vocab_eog_" + std::to_string(::getpid()) + ".gguf"))
+                               .string();
+  w.write(path);
+  auto f = GgufFile::open(path);
+  std::filesystem::remove(path);
+  return vocab_from_gguf(*f);
+}
+
+bool has(const std::vector<int32_t>& ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+}  // namespace
+
+// The end-of-generation set llama.cpp builds: the file's eot and eom ids, and the FIM tokens
+// (added, user-defined in Qwen's vocabulary); a plain-text token spelled like an end ("</s>" in Qwen's BPE vocabulary) stays text.
+TEST(GgufVocab, EndOfGenerationSetIsLlamaCppsControlTokens) {
+  Vocab v = vocab_from_tokenizer_json(test::source_path("data/qwen3/tokenizer.json"));
+  Tokenizer plain(v);
+  const int32_t fim_pad = plain.token_id("<|fim_pad|>"), repo = plain.token_id("<|repo_name|>"),
+                file_sep = plain.token_id("<|file_sep|>"), html_end = plain.token_id("</s>");
+  ASSERT_GE(fim_pad, 0);
+  ASSERT_GE(html_end, 0);
+  ASSERT_EQ(v.token_types[size_t(html_end)], token_type::kNormal);
+  const int32_t eot = plain.token_id("<|im_start|>");  // any control id stands for the file's eot
+  v.eot_id = eot;
+  const Vocab r = vocab_round_trip(v, "qwen3next");
+  EXPECT_EQ(r.eot_id, eot) << "tokenizer.ggml.eot_token_id not written or read";
+  EXPECT_TRUE(r.warnings.empty());
+  Tokenizer tok(r);
+  const std::vector<int32_t> ids = end_of_sequence_ids(tok);
+  EXPECT_TRUE(has(ids, tok.token_id("<|im_end|>")));
+  EXPECT_TRUE(has(ids, tok.token_id("<|endoftext|>")));
+  EXPECT_TRUE(has(ids, eot));
+  EXPECT_TRUE(has(ids, fim_pad));
+  EXPECT_TRUE(has(ids, repo));
+  EXPECT_TRUE(has(ids, file_sep));
+  EXPECT_FALSE(has(ids, html_end)) << "plain text '</s>' would end completions";
+  std::vector<int32_t> sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::unique(sorted.begin(), sorted.end()), sorted.end()) << "an id listed twice";
+}
+
+// Where llama.cpp warns and runs, invar does too: a special id outside the vocabulary is no
+// token; a missing pre-tokenizer name on a Qwen3 architecture is the one its converter writes.
+TEST(GgufVocab, OutOfRangeIdsAndMissingPreAreWarnings) {
+  const Vocab v = vocab_from_tokenizer_json(test::source_path("data/qwen3/tokenizer.json"));
+  const Vocab r = vocab_round_trip(
+      v, "qwen35moe", [&](GgufWriter& w) { w.set_u32("tokenizer.ggml.eom_token_id", 900000); });
+  EXPECT_EQ(r.eom_id, -1);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("tokenizer.ggml.eom_token_id = 900000"), std::string::npos)
+      << r.warnings[0];
+
+  Vocab no_pre = v;
+  no_pre.pre = "";  // vocab_to_gguf writes an empty name: read as missing
+  for (const auto& [arch, pre] : std::vector<std::pair<std::string, std::string>>{
+           {"qwen35", "qwen35"}, {"qwen35moe", "qwen35"}, {"qwen3next", "qwen2"}}) {
+    const Vocab n = vocab_round_trip(no_pre, arch);
+    EXPECT_EQ(n.pre, pre) << arch;
+    ASSERT_EQ(n.warnings.size(), 1u) << arch;
+    EXPECT_NE(n.warnings[0].find("tokenizer.ggml.pre is missing"), std::string::npos);
+  }
+  EXPECT_EQ(vocab_round_trip(no_pre, "llama").pre, "default") << "only Qwen3 archs are named";
 }
 
 }  // namespace gguf_vocab_test
