@@ -21,6 +21,7 @@
 #include "server/front_end.h"
 #include "server/http_transport.h"
 #include "server/memory_return.h"
+#include "server/messages_count_tokens.h"
 #include "server/output_constraint.h"
 #include "server/pending_prepared.h"
 #include "server/prepare_pool.h"
@@ -28,7 +29,6 @@
 #include "server/props_api.h"
 #include "server/server_metrics.h"
 #include "server/tenants.h"
-#include "server/messages_count_tokens.h"
 #include "server/tokenize_api.h"
 #include "server/vllm_metrics.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 
-#include "server/api_response.h"
+#include "server/api_response.h"  // json, json_text
 
 namespace invar::server {
 namespace {
@@ -46,8 +46,8 @@ void keys_check(const ojson& o, const std::string& where, std::initializer_list<
     std::string list;
     for (const char* n : known) list += std::string(list.empty() ? "" : ", ") + n;
     const std::string field = field_of(where, k);
-    throw bad_request(field, "unknown field '" + echo_cut(field) + "' for " + what + " (" + list +
-                                 ")");
+    throw bad_request(field,
+                      "unknown field '" + echo_cut(field) + "' for " + what + " (" + list + ")");
   }
 }
 
@@ -86,8 +86,9 @@ ojson image_part(const ojson& block, const std::string& where, bool count) {
   cache_control_check(block, where);
   // An image's token count is its decoded size's, which /tokenize does not decode.
   if (count)
-    throw bad_request(where, "count_tokens does not read images; a message's usage.input_tokens "
-                             "counts an image's tokens");
+    throw bad_request(where,
+                      "count_tokens does not read images; a message's usage.input_tokens "
+                      "counts an image's tokens");
   const std::string sw = where + ".source";
   const ojson* s = member(block, "source");
   if (!s) throw bad_request(sw, "'" + sw + "' is required");
@@ -96,8 +97,8 @@ ojson image_part(const ojson& block, const std::string& where, bool count) {
   std::string url;
   if (type == "base64") {
     keys_check(*s, sw, {"type", "media_type", "data"}, "a base64 image source");
-    url = "data:" + string_member(*s, "media_type", sw) +
-          ";base64," + string_member(*s, "data", sw);
+    url =
+        "data:" + string_member(*s, "media_type", sw) + ";base64," + string_member(*s, "data", sw);
   } else if (type == "url") {
     keys_check(*s, sw, {"type", "url"}, "a url image source");
     url = string_member(*s, "url", sw);
@@ -201,10 +202,11 @@ void assistant_take(const ojson& content, const std::string& where, ojson& out) 
       const ojson* input = member(b, "input");
       if (!input) throw bad_request(bw + ".input", "'" + bw + ".input' is required");
       if (!input->is_object()) wrong_type(bw + ".input", "an object", *input);
-      calls.push_back({{"id", string_member(b, "id", bw)},
-                       {"type", "function"},
-                       {"function",
-                        {{"name", string_member(b, "name", bw)}, {"arguments", json_text(*input)}}}});
+      calls.push_back(
+          {{"id", string_member(b, "id", bw)},
+           {"type", "function"},
+           {"function",
+            {{"name", string_member(b, "name", bw)}, {"arguments", json_text(*input)}}}});
     } else if (type == "thinking") {
       keys_check(b, bw, {"type", "thinking", "signature", "cache_control"}, "a thinking block");
       reasoning += string_member(b, "thinking", bw);
@@ -268,8 +270,10 @@ ojson messages_translate(const ojson& body, bool count) {
     else if (role == "assistant")
       assistant_take(*content, cw, out);
     else
-      throw bad_request(where + ".role", "'" + where + ".role' must be \"user\" or \"assistant\", "
-                                                       "not '" + echo_cut(role) + "'");
+      throw bad_request(where + ".role", "'" + where +
+                                             ".role' must be \"user\" or \"assistant\", "
+                                             "not '" +
+                                             echo_cut(role) + "'");
   }
   return out;
 }
@@ -283,8 +287,9 @@ ojson tools_translate(const ojson& tools) {
     if (!t.is_object()) wrong_type(where, "an object", t);
     // Anthropic's server tools (web search, code execution, …) run on Anthropic's side.
     if (const ojson* type = member(t, "type"); type && *type != "custom")
-      throw bad_request(where + ".type", "'" + where + ".type' must be \"custom\" (a client tool): "
-                                                       "server tools are not available here");
+      throw bad_request(where + ".type", "'" + where +
+                                             ".type' must be \"custom\" (a client tool): "
+                                             "server tools are not available here");
     keys_check(t, where, {"type", "name", "description", "input_schema", "cache_control"},
                "a tool");
     cache_control_check(t, where);
@@ -294,8 +299,10 @@ ojson tools_translate(const ojson& tools) {
       fn["description"] = *d;
     }
     const ojson* schema = member(t, "input_schema");
-    if (!schema) throw bad_request(where + ".input_schema", "'" + where + ".input_schema' is required");
-    if (!schema->is_object()) wrong_type(where + ".input_schema", "an object (a JSON schema)", *schema);
+    if (!schema)
+      throw bad_request(where + ".input_schema", "'" + where + ".input_schema' is required");
+    if (!schema->is_object())
+      wrong_type(where + ".input_schema", "an object (a JSON schema)", *schema);
     fn["parameters"] = *schema;
     out.push_back({{"type", "function"}, {"function", std::move(fn)}});
   }
@@ -311,7 +318,8 @@ void tool_choice_translate(const ojson& tc, ojson& chat) {
     return;
   }
   if (type == "tool") {
-    keys_check(tc, "tool_choice", {"type", "name", "disable_parallel_tool_use"}, "tool_choice tool");
+    keys_check(tc, "tool_choice", {"type", "name", "disable_parallel_tool_use"},
+               "tool_choice tool");
     chat["tool_choice"] = {{"type", "function"},
                            {"function", {{"name", string_member(tc, "name", "tool_choice")}}}};
   } else if (type == "auto" || type == "any") {
@@ -319,8 +327,9 @@ void tool_choice_translate(const ojson& tc, ojson& chat) {
                ("tool_choice " + type).c_str());
     chat["tool_choice"] = type == "auto" ? "auto" : "required";
   } else {
-    throw bad_request("tool_choice.type", "'tool_choice.type' must be auto, any, tool or none, not '" +
-                                              echo_cut(type) + "'");
+    throw bad_request(
+        "tool_choice.type",
+        "'tool_choice.type' must be auto, any, tool or none, not '" + echo_cut(type) + "'");
   }
   if (const ojson* d = member(tc, "disable_parallel_tool_use")) {
     if (!d->is_boolean()) wrong_type("tool_choice.disable_parallel_tool_use", "a boolean", *d);
@@ -347,8 +356,9 @@ void thinking_translate(const ojson& t, ojson& chat) {
     keys_check(t, "thinking", {"type"}, "thinking disabled");
     on = false;
   } else {
-    throw bad_request("thinking.type", "'thinking.type' must be enabled, adaptive or disabled, not '" +
-                                           echo_cut(type) + "'");
+    throw bad_request(
+        "thinking.type",
+        "'thinking.type' must be enabled, adaptive or disabled, not '" + echo_cut(type) + "'");
   }
   chat["chat_template_kwargs"] = {{"enable_thinking", on}};
 }
@@ -439,21 +449,15 @@ std::string stop_reason_of(const std::string& finish) {
   return "end_turn";
 }
 
-}  // namespace anthropic
-}  // namespace
-
-using anthropic::ojson;
-
-ojson messages_chat_body(std::string_view text, bool count) {
-  using namespace anthropic;
+ojson chat_body_translate(std::string_view text, bool count) {
   const ojson body = body_parse(text);
   if (count)
     keys_check(body, "", {"model", "messages", "system", "tools", "tool_choice", "thinking"},
                "/v1/messages/count_tokens");
   else
     keys_check(body, "",
-               {"model", "messages", "system", "max_tokens", "metadata", "stop_sequences",
-                "stream", "temperature", "top_p", "top_k", "tools", "tool_choice", "thinking"},
+               {"model", "messages", "system", "max_tokens", "metadata", "stop_sequences", "stream",
+                "temperature", "top_p", "top_k", "tools", "tool_choice", "thinking"},
                "/v1/messages");
   ojson chat = {{"model", string_member(body, "model", "")}};
   chat["messages"] = messages_translate(body, count);
@@ -505,19 +509,12 @@ ojson messages_chat_body(std::string_view text, bool count) {
   return chat;
 }
 
-ojson messages_error_json(int status, const std::string& message) {
-  return {{"type", "error"},
-          {"error",
-           {{"type", anthropic::error_type_of(status)},
-            {"message", echo_cut(message, kErrorMessageBytes)}}}};
-}
-
-ojson messages_answer_json(const ojson& chat) {
-  using namespace anthropic;
+ojson answer_translate(const ojson& chat) {
   const ojson& choice = chat.at("choices").at(0);
   const ojson& msg = choice.at("message");
   ojson content = ojson::array();
-  if (const ojson* r = member(msg, "reasoning_content"); r && !r->get_ref<const std::string&>().empty())
+  if (const ojson* r = member(msg, "reasoning_content");
+      r && !r->get_ref<const std::string&>().empty())
     // invar signs nothing; the field is there because Anthropic's clients send it back.
     content.push_back({{"type", "thinking"}, {"thinking", *r}, {"signature", ""}});
   if (const ojson* t = member(msg, "content"); t && !t->get_ref<const std::string&>().empty())
@@ -543,16 +540,36 @@ ojson messages_answer_json(const ojson& chat) {
           {"usage", usage_translate(chat.at("usage"))}};
 }
 
-ojson MessagesFrontEnd::chat_body(std::string_view body) { return messages_chat_body(body); }
+}  // namespace anthropic
+}  // namespace
+
+json messages_chat_body(std::string_view text, bool count) {
+  return anthropic::chat_body_translate(text, count);
+}
+
+json messages_error_json(int status, const std::string& message) {
+  return json{{"type", "error"},
+              {"error",
+               {{"type", anthropic::error_type_of(status)},
+                {"message", echo_cut(message, kErrorMessageBytes)}}}};
+}
+
+json messages_answer_json(const json& chat) {
+  return anthropic::answer_translate(chat);
+}
+
+json MessagesFrontEnd::chat_body(std::string_view body) {
+  return messages_chat_body(body);
+}
 
 HttpReply MessagesFrontEnd::whole(int status, const std::string& chat_body) {
-  const ojson chat = ojson::parse(chat_body, nullptr, false);
+  const json chat = json::parse(chat_body, nullptr, false);
   if (status < 400 && !chat.is_object())  // invar's own answer: a bug
     return {500, "application/json",
             json_text(messages_error_json(500, "the chat answer is not a JSON object"))};
   if (status >= 400) {
     std::string message = chat_body;
-    if (const ojson* e = chat.is_object() ? anthropic::member(chat, "error") : nullptr;
+    if (const json* e = chat.is_object() ? anthropic::member(chat, "error") : nullptr;
         e && e->is_object() && e->contains("message") && (*e)["message"].is_string())
       message = (*e)["message"].get<std::string>();
     return {status, "application/json", json_text(messages_error_json(status, message))};
@@ -564,88 +581,97 @@ HttpReply MessagesFrontEnd::error(const ApiError& e) const {
   return {e.status, "application/json", json_text(messages_error_json(e.status, e.message))};
 }
 
-void MessagesFrontEnd::block_open(Block kind, ojson start, std::string* out) {
+void MessagesFrontEnd::block_open(Block kind, json start, std::string* out) {
   block_close(out);
   open_ = kind;
-  *out += anthropic::event("content_block_start", {{"type", "content_block_start"},
-                                                   {"index", ++index_},
-                                                   {"content_block", std::move(start)}});
+  *out += anthropic::event(
+      "content_block_start",
+      {{"type", "content_block_start"}, {"index", ++index_}, {"content_block", std::move(start)}});
 }
 
 void MessagesFrontEnd::block_close(std::string* out) {
   if (open_ == Block::none) return;
-  *out += anthropic::event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_}});
+  *out +=
+      anthropic::event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_}});
   open_ = Block::none;
 }
 
 void MessagesFrontEnd::chunk_take(const std::string& data, std::string* out) {
-  using namespace anthropic;
-  const ojson c = ojson::parse(data);
-  if (const ojson* e = member(c, "error")) {
-    const int status = status_of_type(e->value("type", ""));
-    *out += event("error", messages_error_json(status, e->value("message", "")));
+  const json c = json::parse(data);
+  if (const json* e = anthropic::member(c, "error")) {
+    const int status = anthropic::status_of_type(e->value("type", ""));
+    *out += anthropic::event("error", messages_error_json(status, e->value("message", "")));
     ended_ = true;
     return;
   }
   if (!started_) {
     started_ = true;
-    ojson message = {{"id", message_id(c)},
-                     {"type", "message"},
-                     {"role", "assistant"},
-                     {"model", c.value("model", "")},
-                     {"content", ojson::array()},
-                     {"stop_reason", nullptr},
-                     {"stop_sequence", nullptr},
-                     {"usage", usage_translate(ojson::object())}};
-    *out += event("message_start", {{"type", "message_start"}, {"message", std::move(message)}});
-    *out += event("ping", {{"type", "ping"}});
+    json message = {{"id", anthropic::message_id(c)},
+                    {"type", "message"},
+                    {"role", "assistant"},
+                    {"model", c.value("model", "")},
+                    {"content", json::array()},
+                    {"stop_reason", nullptr},
+                    {"stop_sequence", nullptr},
+                    {"usage", anthropic::usage_translate(json::object())}};
+    *out += anthropic::event("message_start",
+                             {{"type", "message_start"}, {"message", std::move(message)}});
+    *out += anthropic::event("ping", {{"type", "ping"}});
   }
-  if (const ojson* u = member(c, "usage")) usage_ = *u;
-  const ojson* choices = member(c, "choices");
+  if (const json* u = anthropic::member(c, "usage")) usage_ = *u;
+  const json* choices = anthropic::member(c, "choices");
   if (!choices || choices->empty()) return;
-  const ojson& choice = (*choices)[0];
-  const auto delta_event = [&](ojson delta) {
-    *out += event("content_block_delta",
-                  {{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(delta)}});
+  const json& choice = (*choices)[0];
+  const auto delta_event = [&](json delta) {
+    *out += anthropic::event(
+        "content_block_delta",
+        {{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(delta)}});
   };
-  if (const ojson* d = member(choice, "delta")) {
-    if (const ojson* r = member(*d, "reasoning_content");
+  if (const json* d = anthropic::member(choice, "delta")) {
+    if (const json* r = anthropic::member(*d, "reasoning_content");
         r && !r->get_ref<const std::string&>().empty()) {
       if (open_ != Block::thinking)
-        block_open(Block::thinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}, out);
+        block_open(Block::thinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}},
+                   out);
       delta_event({{"type", "thinking_delta"}, {"thinking", *r}});
     }
-    if (const ojson* t = member(*d, "content"); t && !t->get_ref<const std::string&>().empty()) {
+    if (const json* t = anthropic::member(*d, "content");
+        t && !t->get_ref<const std::string&>().empty()) {
       if (open_ != Block::text) block_open(Block::text, {{"type", "text"}, {"text", ""}}, out);
       delta_event({{"type", "text_delta"}, {"text", *t}});
     }
-    if (const ojson* calls = member(*d, "tool_calls"))
-      for (const ojson& call : *calls) {
-        const ojson& fn = call.at("function");
+    if (const json* calls = anthropic::member(*d, "tool_calls"))
+      for (const json& call : *calls) {
+        const json& fn = call.at("function");
         // A call's first delta carries its id and name; the later ones, argument text.
-        if (const ojson* id = member(call, "id"))
+        if (const json* id = anthropic::member(call, "id"))
           block_open(Block::tool_use,
-                     {{"type", "tool_use"}, {"id", *id}, {"name", fn.at("name")}, {"input", ojson::object()}},
+                     {{"type", "tool_use"},
+                      {"id", *id},
+                      {"name", fn.at("name")},
+                      {"input", json::object()}},
                      out);
         const std::string args = fn.value("arguments", "");
         if (!args.empty() && open_ == Block::tool_use)
           delta_event({{"type", "input_json_delta"}, {"partial_json", args}});
       }
   }
-  if (const ojson* f = member(choice, "finish_reason")) finish_reason_ = f->get<std::string>();
+  if (const json* f = anthropic::member(choice, "finish_reason"))
+    finish_reason_ = f->get<std::string>();
 }
 
 void MessagesFrontEnd::finish(std::string* out) {
-  using namespace anthropic;
   if (ended_) return;
   ended_ = true;
   if (!started_) chunk_take("{}", out);
   block_close(out);
-  *out += event("message_delta",
-                {{"type", "message_delta"},
-                 {"delta", {{"stop_reason", stop_reason_of(finish_reason_)}, {"stop_sequence", nullptr}}},
-                 {"usage", usage_translate(usage_.is_null() ? ojson::object() : usage_)}});
-  *out += event("message_stop", {{"type", "message_stop"}});
+  *out += anthropic::event(
+      "message_delta",
+      {{"type", "message_delta"},
+       {"delta",
+        {{"stop_reason", anthropic::stop_reason_of(finish_reason_)}, {"stop_sequence", nullptr}}},
+       {"usage", anthropic::usage_translate(usage_.is_null() ? json::object() : usage_)}});
+  *out += anthropic::event("message_stop", {{"type", "message_stop"}});
 }
 
 std::string MessagesFrontEnd::stream(const std::string& sse, bool done) {

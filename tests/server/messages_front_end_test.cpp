@@ -39,16 +39,16 @@ TEST(MessagesRequest, TextSystemSamplingAndMetadata) {
                               {"top_k", 5},
                               {"stop_sequences", {"END"}},
                               {"metadata", {{"user_id", "u-1"}}}});
-  const ojson want = {{"model", "m"},
-                      {"messages",
-                       {{{"role", "system"}, {"content", "Be brief."}},
-                        {{"role", "user"}, {"content", "Hi"}}}},
-                      {"max_tokens", 7},
-                      {"temperature", 0.5},
-                      {"top_p", 0.9},
-                      {"top_k", 5},
-                      {"stop", {"END"}},
-                      {"user", "u-1"}};
+  const ojson want = {
+      {"model", "m"},
+      {"messages",
+       {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}},
+      {"max_tokens", 7},
+      {"temperature", 0.5},
+      {"top_p", 0.9},
+      {"top_k", 5},
+      {"stop", {"END"}},
+      {"user", "u-1"}};
   EXPECT_EQ(chat, want);
   // The chat parser takes what the translation writes (every field is a chat field).
   ApiRequest r = api_request_parse(chat.dump(), Endpoint::chat);
@@ -60,8 +60,9 @@ TEST(MessagesRequest, StreamAsksForUsage) {
       chat_of({{"model", "m"}, {"messages", {kUser}}, {"max_tokens", 3}, {"stream", true}});
   EXPECT_EQ(chat["stream"], true);
   EXPECT_EQ(chat["stream_options"], (ojson{{"include_usage", true}}));
-  EXPECT_FALSE(chat_of({{"model", "m"}, {"messages", {kUser}}, {"max_tokens", 3}, {"stream", false}})
-                   .contains("stream"));
+  EXPECT_FALSE(
+      chat_of({{"model", "m"}, {"messages", {kUser}}, {"max_tokens", 3}, {"stream", false}})
+          .contains("stream"));
 }
 
 TEST(MessagesRequest, BlocksToolsAndToolLoop) {
@@ -151,24 +152,26 @@ TEST(MessagesRequest, ToolChoicesAndThinkingOff) {
 }
 
 TEST(MessagesRequest, FinalAssistantTurnIsAPrefill) {
-  const ojson chat = chat_of({{"model", "m"},
-                              {"max_tokens", 4},
-                              {"messages", {kUser, {{"role", "assistant"}, {"content", "Sure,"}}}}});
+  const ojson chat =
+      chat_of({{"model", "m"},
+               {"max_tokens", 4},
+               {"messages", {kUser, {{"role", "assistant"}, {"content", "Sure,"}}}}});
   EXPECT_EQ(chat["continue_final_message"], true);
   api_request_parse(chat.dump(), Endpoint::chat);
 }
 
 TEST(MessagesRequest, CountTokensTakesTheRenderingFieldsOnly) {
   const ojson chat = chat_of({{"model", "m"}, {"messages", {kUser}}, {"system", "S"}}, true);
-  EXPECT_EQ(chat, (ojson{{"model", "m"},
-                         {"messages",
-                          {{{"role", "system"}, {"content", "S"}},
-                           {{"role", "user"}, {"content", "Hi"}}}}}));
+  EXPECT_EQ(
+      chat,
+      (ojson{{"model", "m"},
+             {"messages",
+              {{{"role", "system"}, {"content", "S"}}, {{"role", "user"}, {"content", "Hi"}}}}}));
   EXPECT_EQ(fault_of({{"model", "m"}, {"messages", {kUser}}, {"max_tokens", 3}}, true).param,
             "max_tokens");
-  const ojson image = {{"role", "user"},
-                       {"content",
-                        {{{"type", "image"}, {"source", {{"type", "url"}, {"url", "https://x"}}}}}}};
+  const ojson image = {
+      {"role", "user"},
+      {"content", {{{"type", "image"}, {"source", {{"type", "url"}, {"url", "https://x"}}}}}}};
   EXPECT_EQ(fault_of({{"model", "m"}, {"messages", {image}}}, true).param,
             "messages[0].content[0]");
 }
@@ -195,47 +198,48 @@ TEST(MessagesRequest, FaultsNameTheAnthropicField) {
   EXPECT_EQ(with("tool_choice", {{"type", "sometimes"}}).param, "tool_choice.type");
   EXPECT_EQ(with("thinking", {{"type", "enabled"}}).param, "thinking.budget_tokens");
   EXPECT_EQ(with("metadata", {{"tier", "x"}}).param, "metadata.tier");
-  EXPECT_EQ(with("tools", {{{"type", "web_search_20250305"}, {"name", "w"}}}).param, "tools[0].type");
+  EXPECT_EQ(with("tools", {{{"type", "web_search_20250305"}, {"name", "w"}}}).param,
+            "tools[0].type");
   EXPECT_EQ(with("tools", {{{"name", "f"}}}).param, "tools[0].input_schema");
   EXPECT_EQ(with("messages", {{{"role", "system"}, {"content", "x"}}}).param, "messages[0].role");
-  EXPECT_EQ(with("messages",
-                 {{{"role", "user"}, {"content", {{{"type", "document"}, {"source", ojson::object()}}}}}})
+  EXPECT_EQ(with("messages", {{{"role", "user"},
+                               {"content", {{{"type", "document"}, {"source", ojson::object()}}}}}})
                 .param,
             "messages[0].content[0].type");
-  EXPECT_EQ(with("messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"txt", "x"}}}}}})
-                .param,
-            "messages[0].content[0].txt");
-  EXPECT_EQ(with("messages", {{{"role", "assistant"},
-                               {"content", {{{"type", "tool_use"}, {"id", "a"}, {"name", "f"},
-                                             {"input", "{}"}}}}}})
-                .param,
-            "messages[0].content[0].input");
+  EXPECT_EQ(
+      with("messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"txt", "x"}}}}}}).param,
+      "messages[0].content[0].txt");
+  EXPECT_EQ(
+      with("messages",
+           {{{"role", "assistant"},
+             {"content", {{{"type", "tool_use"}, {"id", "a"}, {"name", "f"}, {"input", "{}"}}}}}})
+          .param,
+      "messages[0].content[0].input");
   EXPECT_EQ(fault_of({{"messages", {kUser}}, {"max_tokens", 4}}).param, "model");
   EXPECT_THROW(messages_chat_body("[1]"), ApiError);
 }
 
-const ojson kChatAnswer = {
-    {"id", "chatcmpl-0123456789abcdef"},
-    {"object", "chat.completion"},
-    {"created", 1},
-    {"model", "tiny"},
-    {"choices",
-     {{{"index", 0},
-       {"message",
-        {{"role", "assistant"},
-         {"content", "Hello"},
-         {"reasoning_content", "Think."},
-         {"tool_calls",
-          {{{"id", "call_1"},
-            {"type", "function"},
-            {"function", {{"name", "f"}, {"arguments", "{\"a\":1}"}}}}}}}},
-       {"logprobs", nullptr},
-       {"finish_reason", "tool_calls"}}}},
-    {"usage",
-     {{"prompt_tokens", 40},
-      {"completion_tokens", 9},
-      {"total_tokens", 49},
-      {"prompt_tokens_details", {{"cached_tokens", 32}}}}}};
+const ojson kChatAnswer = {{"id", "chatcmpl-0123456789abcdef"},
+                           {"object", "chat.completion"},
+                           {"created", 1},
+                           {"model", "tiny"},
+                           {"choices",
+                            {{{"index", 0},
+                              {"message",
+                               {{"role", "assistant"},
+                                {"content", "Hello"},
+                                {"reasoning_content", "Think."},
+                                {"tool_calls",
+                                 {{{"id", "call_1"},
+                                   {"type", "function"},
+                                   {"function", {{"name", "f"}, {"arguments", "{\"a\":1}"}}}}}}}},
+                              {"logprobs", nullptr},
+                              {"finish_reason", "tool_calls"}}}},
+                           {"usage",
+                            {{"prompt_tokens", 40},
+                             {"completion_tokens", 9},
+                             {"total_tokens", 49},
+                             {"prompt_tokens_details", {{"cached_tokens", 32}}}}}};
 
 TEST(MessagesAnswer, ContentBlocksStopReasonAndUsage) {
   const ojson want = {
@@ -272,9 +276,11 @@ TEST(MessagesErrors, ShapeAndTypeFromStatus) {
   MessagesFrontEnd fe;
   HttpReply r = fe.error(bad_request("max_tokens", "'max_tokens' is required"));
   EXPECT_EQ(r.status, 400);
-  EXPECT_EQ(ojson::parse(r.body),
-            (ojson{{"type", "error"},
-                   {"error", {{"type", "invalid_request_error"}, {"message", "'max_tokens' is required"}}}}));
+  EXPECT_EQ(
+      ojson::parse(r.body),
+      (ojson{{"type", "error"},
+             {"error",
+              {{"type", "invalid_request_error"}, {"message", "'max_tokens' is required"}}}}));
   EXPECT_EQ(ojson::parse(fe.error(unauthorized()).body)["error"]["type"], "authentication_error");
   EXPECT_EQ(ojson::parse(fe.error(not_found("no", "model_not_found")).body)["error"]["type"],
             "not_found_error");
@@ -286,11 +292,10 @@ TEST(MessagesErrors, ShapeAndTypeFromStatus) {
                  "tool_choice", "tool_choice_unmet"};
   r = fe.whole(422, unmet.to_json());
   EXPECT_EQ(r.status, 422);
-  EXPECT_EQ(ojson::parse(r.body),
-            (ojson{{"type", "error"},
-                   {"error",
-                    {{"type", "invalid_request_error"},
-                     {"message", "tool_choice asked for a tool call"}}}}));
+  EXPECT_EQ(ojson::parse(r.body), (ojson{{"type", "error"},
+                                         {"error",
+                                          {{"type", "invalid_request_error"},
+                                           {"message", "tool_choice asked for a tool call"}}}}));
 }
 
 // The events of an SSE text, as {event name, data}.
@@ -329,17 +334,22 @@ std::string chunk(const ojson& delta, const char* finish = nullptr) {
 TEST(MessagesStream, EventsInOrderWithIndicesAndUsage) {
   MessagesFrontEnd fe;
   std::string out = fe.stream(chunk({{"role", "assistant"}, {"content", ""}}), false);
-  out += fe.stream(chunk({{"reasoning_content", "Th"}}) + chunk({{"reasoning_content", "ink"}}), false);
+  out += fe.stream(chunk({{"reasoning_content", "Th"}}) + chunk({{"reasoning_content", "ink"}}),
+                   false);
   out += fe.stream(": keep-alive\n\n", false);
   out += fe.stream(chunk({{"content", "Hi"}}), false);
   out += fe.stream(
       chunk({{"tool_calls",
-              {{{"index", 0}, {"id", "call_a"}, {"type", "function"},
+              {{{"index", 0},
+                {"id", "call_a"},
+                {"type", "function"},
                 {"function", {{"name", "f"}, {"arguments", ""}}}}}}}) +
           chunk({{"tool_calls", {{{"index", 0}, {"function", {{"arguments", "{\"a\":"}}}}}}}) +
           chunk({{"tool_calls", {{{"index", 0}, {"function", {{"arguments", "1}"}}}}}}}) +
           chunk({{"tool_calls",
-                  {{{"index", 1}, {"id", "call_b"}, {"type", "function"},
+                  {{{"index", 1},
+                    {"id", "call_b"},
+                    {"type", "function"},
                     {"function", {{"name", "g"}, {"arguments", "{}"}}}}}}}),
       false);
   out += fe.stream(chunk(ojson::object(), "tool_calls"), false);
@@ -353,12 +363,16 @@ TEST(MessagesStream, EventsInOrderWithIndicesAndUsage) {
   const auto ev = events_of(out);
   std::vector<std::string> names;
   for (auto& e : ev) names.push_back(e.first);
-  const std::vector<std::string> want = {
-      "message_start",       "ping",                "content_block_start", "content_block_delta",
-      "content_block_delta", ": keep-alive",        "content_block_stop",  "content_block_start",
-      "content_block_delta", "content_block_stop",  "content_block_start", "content_block_delta",
-      "content_block_delta", "content_block_stop",  "content_block_start", "content_block_delta",
-      "content_block_stop",  "message_delta",       "message_stop"};
+  const std::vector<std::string> want = {"message_start",       "ping",
+                                         "content_block_start", "content_block_delta",
+                                         "content_block_delta", ": keep-alive",
+                                         "content_block_stop",  "content_block_start",
+                                         "content_block_delta", "content_block_stop",
+                                         "content_block_start", "content_block_delta",
+                                         "content_block_delta", "content_block_stop",
+                                         "content_block_start", "content_block_delta",
+                                         "content_block_stop",  "message_delta",
+                                         "message_stop"};
   EXPECT_EQ(names, want);
   ASSERT_EQ(ev.size(), want.size());
   EXPECT_EQ(ev[0].second["message"]["id"], "msg_00000000000000aa");
@@ -368,9 +382,11 @@ TEST(MessagesStream, EventsInOrderWithIndicesAndUsage) {
   EXPECT_EQ(ev[4].second["delta"], (ojson{{"type", "thinking_delta"}, {"thinking", "ink"}}));
   EXPECT_EQ(ev[7].second["index"], 1);
   EXPECT_EQ(ev[8].second["delta"], (ojson{{"type", "text_delta"}, {"text", "Hi"}}));
-  EXPECT_EQ(ev[10].second["content_block"],
-            (ojson{{"type", "tool_use"}, {"id", "call_a"}, {"name", "f"}, {"input", ojson::object()}}));
-  EXPECT_EQ(ev[11].second["delta"], (ojson{{"type", "input_json_delta"}, {"partial_json", "{\"a\":"}}));
+  EXPECT_EQ(
+      ev[10].second["content_block"],
+      (ojson{{"type", "tool_use"}, {"id", "call_a"}, {"name", "f"}, {"input", ojson::object()}}));
+  EXPECT_EQ(ev[11].second["delta"],
+            (ojson{{"type", "input_json_delta"}, {"partial_json", "{\"a\":"}}));
   EXPECT_EQ(ev[12].second["index"], 2);
   EXPECT_EQ(ev[14].second["index"], 3);
   EXPECT_EQ(ev[14].second["content_block"]["id"], "call_b");
@@ -385,7 +401,8 @@ TEST(MessagesStream, EventsInOrderWithIndicesAndUsage) {
 
 TEST(MessagesStream, LengthStopsAsMaxTokens) {
   MessagesFrontEnd fe;
-  const auto ev = events_of(fe.stream(chunk({{"content", "a"}}) + chunk(ojson::object(), "length"), true));
+  const auto ev =
+      events_of(fe.stream(chunk({{"content", "a"}}) + chunk(ojson::object(), "length"), true));
   ASSERT_GE(ev.size(), 2u);
   EXPECT_EQ(ev[ev.size() - 2].second["delta"]["stop_reason"], "max_tokens");
 }
@@ -398,7 +415,8 @@ TEST(MessagesStream, ErrorChunkBecomesAnErrorEvent) {
   const auto ev = events_of(out);
   ASSERT_FALSE(ev.empty());
   EXPECT_EQ(ev.back().first, "error");
-  EXPECT_EQ(ev.back().second["error"], (ojson{{"type", "rate_limit_error"}, {"message", "queue full"}}));
+  EXPECT_EQ(ev.back().second["error"],
+            (ojson{{"type", "rate_limit_error"}, {"message", "queue full"}}));
 }
 
 }  // namespace messages_front_end_test
