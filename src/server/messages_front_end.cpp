@@ -522,8 +522,10 @@ ojson answer_translate(const ojson& chat) {
   if (const ojson* calls = member(msg, "tool_calls"))
     for (const ojson& c : *calls) {
       const std::string& args = c.at("function").at("arguments").get_ref<const std::string&>();
-      // The output parser hands out arguments that are a JSON object (chat/output_parser.h).
-      ojson input = args.empty() ? ojson::object() : ojson::parse(args);
+      // The output parser hands out arguments that are a JSON object (chat/output_parser.h);
+      // anything else would be its bug, which must not take the server down here.
+      ojson input = ojson::parse(args, nullptr, false);
+      if (!input.is_object()) input = ojson::object();
       content.push_back({{"type", "tool_use"},
                          {"id", c.at("id")},
                          {"name", c.at("function").at("name")},
