@@ -1,6 +1,8 @@
 // Anthropic's Messages API (POST /v1/messages) as a front end (front_end.h): its request becomes
 // the chat completions body it means, and the chat answer (whole, or as its stream of chunks)
-// becomes a message. Pure JSON translation; no model is needed to test it.
+// becomes a message. Pure JSON translation; no model is needed to test it. The request's
+// translation is messages_request.cpp; the answer's, the stream's and the errors' are
+// messages_front_end.cpp.
 //
 //   request                             chat body
 //   system: str | [text block]          a first "system" message
@@ -39,7 +41,7 @@
 
 namespace invar::server {
 
-// The chat body an Anthropic request body means. `count`: the body of
+// The chat body an Anthropic request body means (messages_request.cpp). `count`: the body of
 // /v1/messages/count_tokens (model, messages, system, tools, tool_choice, thinking only; no
 // max_tokens), translated into the fields /tokenize renders. Throws ApiError naming the
 // Anthropic field.
