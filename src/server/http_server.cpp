@@ -21,6 +21,7 @@
 #include "server/front_end.h"
 #include "server/http_transport.h"
 #include "server/memory_return.h"
+#include "server/messages_count_tokens.h"
 #include "server/output_constraint.h"
 #include "server/pending_prepared.h"
 #include "server/prepare_pool.h"
@@ -201,6 +202,7 @@ struct HttpServer::Impl {
                            const PendingPrepared::Cancelled& cancelled,
                            std::shared_ptr<FrontEnd> front_end = nullptr);
   Routed handle_tokenize(const HttpRequest& req);
+  Routed handle_count_tokens(const HttpRequest& req, const FrontEnd& front_end);
   // The chat's images read (data: or file:// URLs) into r.image_files. Throws ApiError.
   void images_read(ApiRequest& r) const;
   // `handle` inline for a small body, else on the prepare pool (429 when its queue is full).
@@ -377,6 +379,11 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
               {405, "method " + echo_cut(m) + " is not allowed on " + echo_cut(p) + " (use POST)",
                "invalid_request_error", "", "method_not_allowed"}),
           nullptr};
+    if (p == "/v1/messages/count_tokens")
+      return prepared(req, wake,
+                      [this, front_end](const HttpRequest& r, const PendingPrepared::Cancelled&) {
+                        return handle_count_tokens(r, *front_end);
+                      });
     return prepared(
         req, wake,
         [this, front_end, wake](const HttpRequest& r, const PendingPrepared::Cancelled& c) {
@@ -512,6 +519,19 @@ Routed HttpServer::Impl::handle_tokenize(const HttpRequest& req) {
     return {json_reply(200, std::move(body)), nullptr};
   } catch (const ApiError& e) {
     return {error_reply(e), nullptr};
+  }
+}
+
+Routed HttpServer::Impl::handle_count_tokens(const HttpRequest& req, const FrontEnd& front_end) {
+  if (auto e = not_ready()) return {front_end.error(*e), nullptr};
+  try {
+    const double cpu0 = thread_cpu_seconds();
+    std::string body = messages_count_tokens(
+        *backend, req.body, [this](const std::string& name) { return model_known(name); });
+    cpu_check(cpu0, "parsing and tokenising");
+    return {json_reply(200, std::move(body)), nullptr};
+  } catch (const ApiError& e) {
+    return {front_end.error(e), nullptr};
   }
 }
 
