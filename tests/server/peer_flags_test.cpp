@@ -70,7 +70,9 @@ TEST(PeerFlags, TableRowsAreWellFormed) {
       EXPECT_EQ(n[0], '-') << n;
       names.insert(n);
     }
-    if (r.action == PeerAction::rename) EXPECT_EQ(r.invar.rfind("--", 0), 0u) << r.names[0];
+    if (r.action == PeerAction::rename) {
+      EXPECT_EQ(r.invar.rfind("--", 0), 0u) << r.names[0];
+    }
   }
   // Every spelling takes its value one way (the rewrite reads it from the first row).
   for (const std::string& n : names) {
