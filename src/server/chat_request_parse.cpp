@@ -173,13 +173,29 @@ void check_messages(const ojson& body) {
       wrong_type(where + ".name", "a string", *v);
     if (const ojson* v = member(m, "tool_call_id"); v && !v->is_string())
       wrong_type(where + ".tool_call_id", "a string", *v);
-    if (const ojson* v = member(m, "reasoning_content")) {
-      if (r != "assistant")
-        throw bad_request(where + ".reasoning_content",
-                          "only assistant messages carry reasoning_content");
-      if (!v->is_string()) wrong_type(where + ".reasoning_content", "a string", *v);
-    }
+    // vLLM's new name for reasoning_content is reasoning; both are read, as vLLM reads both
+    // while the old one is deprecated.
+    for (const char* name : {"reasoning_content", "reasoning"})
+      if (const ojson* v = member(m, name)) {
+        if (r != "assistant")
+          throw bad_request(where + "." + name,
+                            std::string("only assistant messages carry ") + name);
+        if (!v->is_string()) wrong_type(where + "." + name, "a string", *v);
+      }
+    const ojson* rc = member(m, "reasoning_content");
+    if (const ojson* rs = member(m, "reasoning"); rs && rc && *rs != *rc)
+      throw bad_request(where + ".reasoning",
+                        "'" + where + ".reasoning' and '" + where +
+                            ".reasoning_content' are one field under two names: they differ");
   }
+}
+
+// The templates read an assistant turn's thought as reasoning_content: a message that sent it as
+// reasoning gets it under that name too (check_messages made sure both agree when both came).
+void reasoning_alias_apply(ojson& messages) {
+  for (ojson& m : messages)
+    if (const ojson* rs = member(m, "reasoning"); rs && !member(m, "reasoning_content"))
+      m["reasoning_content"] = *rs;
 }
 
 // The function names offered.
@@ -309,6 +325,7 @@ ChatInput chat_request_parse(const ojson& body) {
   in.request = ojson::object();
   for (const char* k : {"messages", "tools", "chat_template_kwargs"})
     if (const ojson* v = member(body, k)) in.request[k] = *v;
+  reasoning_alias_apply(in.request["messages"]);
   in.request["add_generation_prompt"] = add_generation_prompt && !in.continue_final_message;
   images_take(in);
   reasoning_effort_apply(body, in);
