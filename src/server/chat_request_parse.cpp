@@ -273,18 +273,21 @@ bool bool_member(const ojson& body, const char* name, bool dflt) {
   return v->get<bool>();
 }
 
-// OpenAI's reasoning_effort as the template's thinking switch: none and minimal turn thinking
-// off, low and above on (the completion job checks that the template has the switch).
+// reasoning_effort with vLLM's meaning: none turns the template's thinking switch off, every
+// other effort on (the completion job checks that the template has the switch); the effort is
+// also a template variable, as vLLM passes it, for templates that grade their thinking by it.
 void reasoning_effort_apply(const ojson& body, ChatInput& in) {
   const ojson* v = member(body, "reasoning_effort");
   if (!v) return;
   if (!v->is_string()) wrong_type("reasoning_effort", "a string", *v);
   const std::string& e = v->get_ref<const std::string&>();
-  if (e != "none" && e != "minimal" && e != "low" && e != "medium" && e != "high" && e != "xhigh")
-    throw bad_request(
-        "reasoning_effort",
-        "'reasoning_effort' must be none, minimal, low, medium, high or xhigh, not '" + e + "'");
-  const bool thinking = e != "none" && e != "minimal";
+  if (e != "none" && e != "minimal" && e != "low" && e != "medium" && e != "high" && e != "xhigh" &&
+      e != "max")
+    throw bad_request("reasoning_effort",
+                      "'reasoning_effort' must be none, minimal, low, medium, high, xhigh or max, "
+                      "not '" +
+                          e + "'");
+  const bool thinking = e != "none";
   ojson& kw = in.request["chat_template_kwargs"];
   if (kw.is_null()) kw = ojson::object();
   if (const ojson* set = member(kw, "enable_thinking"); set && *set != ojson(thinking))
@@ -292,7 +295,12 @@ void reasoning_effort_apply(const ojson& body, ChatInput& in) {
                                               (thinking ? "on" : "off") +
                                               ", but chat_template_kwargs.enable_thinking is " +
                                               set->dump());
+  if (const ojson* set = member(kw, "reasoning_effort"); set && *set != ojson(e))
+    throw bad_request("reasoning_effort", "'reasoning_effort' is \"" + e +
+                                              "\", but chat_template_kwargs.reasoning_effort is " +
+                                              set->dump());
   kw["enable_thinking"] = thinking;
+  kw["reasoning_effort"] = e;
   in.reasoning_effort = e;
 }
 
