@@ -104,10 +104,16 @@ int next_signal(const sigset_t& sigs, const timespec* timeout) {
 
 // -c past the context the model was trained for (its RoPE scaling included): refused unless
 // --allow-long-context, as vLLM refuses --max-model-len past the model's unless
-// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; then a warning. Reads the GGUF header only.
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; then a warning. Reads the GGUF header only; a file it cannot
+// read is left to the load, which names what is wrong with it.
 void context_check(const std::string& path, int64_t n_ctx, bool allowed) {
   if (n_ctx <= 0 || !std::filesystem::exists(path)) return;
-  const Hparams hp = hparams_from_gguf(*GgufFile::open(path, /*populate=*/false));
+  Hparams hp;
+  try {
+    hp = hparams_from_gguf(*GgufFile::open(path, /*populate=*/false));
+  } catch (const Error&) {
+    return;
+  }
   if (hp.n_ctx_train <= 0 || n_ctx <= hp.n_ctx_limit()) return;
   const std::string what = "--ctx-size " + std::to_string(n_ctx) + " exceeds the " +
                            std::to_string(hp.n_ctx_limit()) +
@@ -518,6 +524,14 @@ Command serve_command("serve", peer_args_rewrite, [](CLI::App& root) -> Command:
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->group("");
+  std::string peers;
+  for (const PeerFlag& f : peer_flags())
+    if (peers.find(" " + f.names[0] + ",") == std::string::npos) peers += " " + f.names[0] + ",";
+  peers.pop_back();
+  s->footer(
+      "vLLM's and llama-server's flags are answered where the meaning is the same "
+      "(renamed, accepted with a log line, or refused naming why; docs/serve.md):" +
+      peers + "\n");
   s->set_version_flag("--version", version_text,
                       "print the version, numerics version, build type and ISA, and exit");
   return [o]() { return run_serve(*o); };
