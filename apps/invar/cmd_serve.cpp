@@ -24,7 +24,9 @@
 #include "engine/drafter_make.h"
 #include "forge/make_model.h"
 #include "gguf/gguf.h"
+#include "model/hparams.h"
 #include "model/sha256_cache.h"
+#include "peer_flags.h"
 #include "server/http_server.h"
 #include "spec_flags.h"
 #include "tokenizer/tokenizer.h"
@@ -52,6 +54,8 @@ struct ServeOptions {
   std::string reasoning_format = "auto";
   std::string content_format = "auto";
   std::string replay_outputs;  // tests: replay fixture outputs instead of running the model
+  std::vector<std::string> peer_notes;  // what invar does with the peers' flags (peer_flags.h)
+  bool allow_long_context = false;      // -c past the model's trained context: warn, not refuse
 };
 
 std::string demo_model_path() {
@@ -98,7 +102,33 @@ int next_signal(const sigset_t& sigs, const timespec* timeout) {
   return sig < 0 ? 0 : sig;
 }
 
+// -c past the context the model was trained for (its RoPE scaling included): refused unless
+// --allow-long-context, as vLLM refuses --max-model-len past the model's unless
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; then a warning. Reads the GGUF header only; a file it cannot
+// read is left to the load, which names what is wrong with it.
+void context_check(const std::string& path, int64_t n_ctx, bool allowed) {
+  if (n_ctx <= 0 || !std::filesystem::exists(path)) return;
+  Hparams hp;
+  try {
+    hp = hparams_from_gguf(*GgufFile::open(path, /*populate=*/false));
+  } catch (const Error&) {
+    return;
+  }
+  if (hp.n_ctx_train <= 0 || n_ctx <= hp.n_ctx_limit()) return;
+  const std::string what = "--ctx-size " + std::to_string(n_ctx) + " exceeds the " +
+                           std::to_string(hp.n_ctx_limit()) +
+                           " tokens the model was trained for (its context_length" +
+                           (hp.n_ctx_limit() > hp.n_ctx_train ? " with RoPE scaling" : "") + ")";
+  if (!allowed)
+    throw Error(what +
+                ": positions past it may give noise. Give --allow-long-context to serve it anyway");
+  std::fprintf(stderr, "invar serve: WARNING: %s; served anyway (--allow-long-context)\n",
+               what.c_str());
+}
+
 int run_serve(ServeOptions& o) {
+  for (const std::string& note : o.peer_notes)
+    std::fprintf(stderr, "invar serve: %s\n", note.c_str());
   if (!o.simd.empty()) {
     auto level = simd_parse(o.simd);
     if (!level) throw Error("--simd must be off, avx2 or avx512, not '" + o.simd + "'");
@@ -140,6 +170,7 @@ int run_serve(ServeOptions& o) {
   bool default_model = o.model.empty();
   std::string path = default_model ? demo_model_path() : o.model;
   if (!default_model && !std::filesystem::exists(path)) throw Error("no model file at " + path);
+  context_check(path, o.engine.n_ctx, o.allow_long_context);
   o.server.model_aliases = {path, std::filesystem::path(path).filename().string()};
   o.server.model_path = path;
   o.server.total_slots = o.engine.max_running;
@@ -236,7 +267,20 @@ int run_serve(ServeOptions& o) {
   return 0;
 }
 
-Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -> Command::Run {
+// A token count as vLLM writes it (32k, 1M; peer_flags.h), rewritten to digits for CLI11; "auto"
+// and -1 stand for `auto_value`.
+CLI::Validator human_int(int64_t auto_value) {
+  return CLI::Validator(
+      [auto_value](std::string& v) {
+        const auto n = human_int_parse(v, auto_value);
+        if (!n) return "'" + v + "' is not a count (digits, or as 32k, 1.5m, 32K, 1M; auto)";
+        v = std::to_string(*n);
+        return std::string();
+      },
+      "COUNT");
+}
+
+Command serve_command("serve", peer_args_rewrite, [](CLI::App& root) -> Command::Run {
   auto o = std::make_shared<ServeOptions>();
   auto* s = root.add_subcommand("serve",
                                 "OpenAI-compatible HTTP server (/v1/completions, "
@@ -423,7 +467,10 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
   s->add_option("--start-after-requests", e.start_after_requests,
                 "tests only: the engine's first step waits until this many requests arrived")
       ->group("");
-  s->add_option("--max-batch-tokens", e.max_batch_tokens, "tokens per engine step")
+  s->add_option("--max-batch-tokens", e.max_batch_tokens,
+                "tokens per engine step (also vLLM's --max-num-batched-tokens; 8k, 8K as vLLM "
+                "reads them)")
+      ->transform(human_int(e.max_batch_tokens))
       ->capture_default_str();
   s->add_option("--threads", e.threads, "compute threads (0: all cores)")->capture_default_str();
   s->add_option("--fair-ratio", e.fair_ratio,
@@ -444,8 +491,14 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
       ->capture_default_str();
   spec_flags_add(s, e);
   s->add_option("-c,--ctx,--ctx-size,--max-model-len", e.n_ctx,
-                "context limit per request (0: the model's)")
+                "context limit per request (0, auto: the model's; 32k = 32000, 32K = 32768, as "
+                "vLLM reads them). Past the model's trained context: refused unless "
+                "--allow-long-context")
+      ->transform(human_int(0))
       ->capture_default_str();
+  s->add_flag("--allow-long-context", o->allow_long_context,
+              "serve a --ctx-size past the context the model was trained for, with a warning "
+              "(as vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN=1): positions past it may give noise");
   s->add_option("--max-num-seqs,--parallel", e.max_running,
                 "requests computing at once (also -np); more wait in the queue (--queue-limit). "
                 "Each holds its live recurrent state outside --cache-bytes")
@@ -466,6 +519,19 @@ Command serve_command("serve", {{"-np", "--max-num-seqs"}}, [](CLI::App& root) -
                 "one line per request on stderr (id, endpoint, status, prompt/cached/generated "
                 "tokens, TTFT, duration, seed): text | json | none")
       ->capture_default_str();
+  s->add_option(kPeerNoteFlag, o->peer_notes,
+                "what invar does with a vLLM or llama-server flag (written by peer_flags.cpp)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group("");
+  std::string peers;
+  for (const PeerFlag& f : peer_flags())
+    if (peers.find(" " + f.names[0] + ",") == std::string::npos) peers += " " + f.names[0] + ",";
+  peers.pop_back();
+  s->footer(
+      "vLLM's and llama-server's flags are answered where the meaning is the same "
+      "(renamed, accepted with a log line, or refused naming why; docs/serve.md):" +
+      peers + "\n");
   s->set_version_flag("--version", version_text,
                       "print the version, numerics version, build type and ISA, and exit");
   return [o]() { return run_serve(*o); };

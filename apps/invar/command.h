@@ -5,7 +5,6 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace invar::app {
@@ -15,17 +14,18 @@ struct Command {
   // returns the process exit status.
   using Run = std::function<int()>;
   using Setup = std::function<Run(CLI::App& root)>;
-  // Peers' flag spellings CLI11 cannot declare (a single dash and several letters, as
-  // llama-server's -np) → the flag they stand for; main.cpp rewrites them before parsing.
-  using DashAliases = std::vector<std::pair<std::string, std::string>>;
+  // The subcommand's arguments (after its name) as CLI11 is to parse them: main.cpp applies it
+  // before parsing, so that it can answer spellings CLI11 cannot declare (a single dash and
+  // several letters, as llama-server's -np). Throws Error to refuse the command line.
+  using ArgsRewrite = std::function<std::vector<std::string>(const std::vector<std::string>&)>;
   Command(std::string name, Setup setup);
-  Command(std::string name, DashAliases aliases, Setup setup);
+  Command(std::string name, ArgsRewrite rewrite, Setup setup);
 };
 
 struct RegisteredCommand {
   std::string name;
   Command::Setup setup;
-  Command::DashAliases aliases;
+  Command::ArgsRewrite rewrite;  // null: the arguments as given
 };
 std::vector<RegisteredCommand>& command_registry();
 

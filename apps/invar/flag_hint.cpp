@@ -49,7 +49,10 @@ std::string flag_nearest(const std::string& given, const std::vector<std::string
   const std::string g = undashed(given);
   if (g.empty()) return "";
   std::string best;
-  size_t best_d = std::max<size_t>(2, g.size() / 3) + 1;
+  // A third of the name, and one edit below six letters: two edits turn any two-letter name
+  // into any one-letter one (-fa is not -c), and a hint that means something else misleads more
+  // than none.
+  size_t best_d = std::max<size_t>(1, g.size() / 3) + 1;
   for (const std::string& k : known) {
     const size_t d = edit_distance(g, undashed(k));
     if (d < best_d || (d == best_d && !best.empty() && k < best)) best = k, best_d = d;

@@ -22,27 +22,27 @@ Command::Command(std::string name, Setup setup) {
   command_registry().push_back({std::move(name), std::move(setup), {}});
 }
 
-Command::Command(std::string name, DashAliases aliases, Setup setup) {
-  command_registry().push_back({std::move(name), std::move(setup), std::move(aliases)});
+Command::Command(std::string name, ArgsRewrite rewrite, Setup setup) {
+  command_registry().push_back({std::move(name), std::move(setup), std::move(rewrite)});
 }
 
 namespace {
 
-// argv without the program name, with the peers' spellings of the subcommand's flags
-// (Command::DashAliases; `-np 4`, `-np=4`) replaced by the flags they stand for.
-std::vector<std::string> args_rewritten(int argc, char** argv) {
+// argv without the program name, the subcommand's arguments through its ArgsRewrite (the
+// peers' spellings of its flags answered: `-np 4` → `--max-num-seqs 4`); *cmd_name: the
+// subcommand's name ("" when none was found). Throws Error when the rewrite refuses.
+std::vector<std::string> args_rewritten(int argc, char** argv, std::string* cmd_name) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  const RegisteredCommand* cmd = nullptr;
-  for (std::string& a : args) {
-    if (a == "--") break;
-    if (!cmd) {
-      for (const auto& c : command_registry())
-        if (c.name == a) cmd = &c;
-      continue;
+  for (size_t i = 0; i < args.size() && args[i] != "--"; ++i)
+    for (const auto& c : command_registry()) {
+      if (c.name != args[i]) continue;
+      *cmd_name = c.name;
+      if (!c.rewrite) return args;
+      std::vector<std::string> out(args.begin(), args.begin() + i + 1);
+      const auto rest = c.rewrite(std::vector<std::string>(args.begin() + i + 1, args.end()));
+      out.insert(out.end(), rest.begin(), rest.end());
+      return out;
     }
-    for (const auto& [alias, flag] : cmd->aliases)
-      if (a == alias || a.rfind(alias + "=", 0) == 0) a = flag + a.substr(alias.size());
-  }
   return args;
 }
 
@@ -63,7 +63,14 @@ int main(int argc, char** argv) {
   std::sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.name < b.name; });
   std::map<std::string, Command::Run> runs;
   for (auto& c : reg) runs[c.name] = c.setup(app);
-  const std::vector<std::string> args = args_rewritten(argc, argv);
+  std::string cmd_name;
+  std::vector<std::string> args;
+  try {
+    args = args_rewritten(argc, argv, &cmd_name);
+  } catch (const invar::Error& e) {
+    std::fprintf(stderr, "invar %s: %s\n", cmd_name.c_str(), e.what());
+    return 2;
+  }
   try {
     std::vector<const char*> cargs = {argv[0]};
     for (const std::string& a : args) cargs.push_back(a.c_str());

@@ -35,7 +35,11 @@ chat::OutputDelta ChatOutput::calls_limit(chat::OutputDelta d) const {
 
 json ChatOutput::delta_json(const chat::OutputDelta& d) {
   json delta = json::object();
-  if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+  // Both names, as vLLM sends them while it renames reasoning_content to reasoning.
+  if (!d.reasoning.empty()) {
+    delta["reasoning_content"] = d.reasoning;
+    delta["reasoning"] = d.reasoning;
+  }
   if (!d.content.empty()) delta["content"] = d.content;
   if (!d.tool_calls.empty()) {
     json calls = json::array();
@@ -64,7 +68,10 @@ json ChatOutput::message_json() const {
     m["content"] = nullptr;
   else
     m["content"] = parser_.content();
-  if (!parser_.reasoning().empty()) m["reasoning_content"] = parser_.reasoning();
+  if (!parser_.reasoning().empty()) {
+    m["reasoning_content"] = parser_.reasoning();
+    m["reasoning"] = parser_.reasoning();
+  }
   if (!calls.empty()) {
     json out = json::array();
     for (const chat::ToolCall& c : calls)

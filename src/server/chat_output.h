@@ -1,6 +1,7 @@
 // A chat completion's output as OpenAI shapes it: the generated text through the reasoning /
-// tool-call parser (chat/output_parser.h), into `content`, `reasoning_content` and `tool_calls`,
-// for a whole message and for stream deltas alike.
+// tool-call parser (chat/output_parser.h), into `content`, `reasoning_content` (also as
+// `reasoning`, vLLM's newer name) and `tool_calls`, for a whole message and for stream deltas
+// alike.
 //
 // tool_choice: "none" parses no calls (the text stays content); "auto" parses them; "required"
 // and a named function parse them too, but invar does not constrain decoding, so the model may

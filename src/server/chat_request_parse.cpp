@@ -173,13 +173,29 @@ void check_messages(const ojson& body) {
       wrong_type(where + ".name", "a string", *v);
     if (const ojson* v = member(m, "tool_call_id"); v && !v->is_string())
       wrong_type(where + ".tool_call_id", "a string", *v);
-    if (const ojson* v = member(m, "reasoning_content")) {
-      if (r != "assistant")
-        throw bad_request(where + ".reasoning_content",
-                          "only assistant messages carry reasoning_content");
-      if (!v->is_string()) wrong_type(where + ".reasoning_content", "a string", *v);
-    }
+    // vLLM's new name for reasoning_content is reasoning; both are read, as vLLM reads both
+    // while the old one is deprecated.
+    for (const char* name : {"reasoning_content", "reasoning"})
+      if (const ojson* v = member(m, name)) {
+        if (r != "assistant")
+          throw bad_request(where + "." + name,
+                            std::string("only assistant messages carry ") + name);
+        if (!v->is_string()) wrong_type(where + "." + name, "a string", *v);
+      }
+    const ojson* rc = member(m, "reasoning_content");
+    if (const ojson* rs = member(m, "reasoning"); rs && rc && *rs != *rc)
+      throw bad_request(where + ".reasoning",
+                        "'" + where + ".reasoning' and '" + where +
+                            ".reasoning_content' are one field under two names: they differ");
   }
+}
+
+// The templates read an assistant turn's thought as reasoning_content: a message that sent it as
+// reasoning gets it under that name too (check_messages made sure both agree when both came).
+void reasoning_alias_apply(ojson& messages) {
+  for (ojson& m : messages)
+    if (const ojson* rs = member(m, "reasoning"); rs && !member(m, "reasoning_content"))
+      m["reasoning_content"] = *rs;
 }
 
 // The function names offered.
@@ -257,18 +273,21 @@ bool bool_member(const ojson& body, const char* name, bool dflt) {
   return v->get<bool>();
 }
 
-// OpenAI's reasoning_effort as the template's thinking switch: none and minimal turn thinking
-// off, low and above on (the completion job checks that the template has the switch).
+// reasoning_effort with vLLM's meaning: none turns the template's thinking switch off, every
+// other effort on (the completion job checks that the template has the switch); the effort is
+// also a template variable, as vLLM passes it, for templates that grade their thinking by it.
 void reasoning_effort_apply(const ojson& body, ChatInput& in) {
   const ojson* v = member(body, "reasoning_effort");
   if (!v) return;
   if (!v->is_string()) wrong_type("reasoning_effort", "a string", *v);
   const std::string& e = v->get_ref<const std::string&>();
-  if (e != "none" && e != "minimal" && e != "low" && e != "medium" && e != "high" && e != "xhigh")
-    throw bad_request(
-        "reasoning_effort",
-        "'reasoning_effort' must be none, minimal, low, medium, high or xhigh, not '" + e + "'");
-  const bool thinking = e != "none" && e != "minimal";
+  if (e != "none" && e != "minimal" && e != "low" && e != "medium" && e != "high" && e != "xhigh" &&
+      e != "max")
+    throw bad_request("reasoning_effort",
+                      "'reasoning_effort' must be none, minimal, low, medium, high, xhigh or max, "
+                      "not '" +
+                          e + "'");
+  const bool thinking = e != "none";
   ojson& kw = in.request["chat_template_kwargs"];
   if (kw.is_null()) kw = ojson::object();
   if (const ojson* set = member(kw, "enable_thinking"); set && *set != ojson(thinking))
@@ -276,7 +295,12 @@ void reasoning_effort_apply(const ojson& body, ChatInput& in) {
                                               (thinking ? "on" : "off") +
                                               ", but chat_template_kwargs.enable_thinking is " +
                                               set->dump());
+  if (const ojson* set = member(kw, "reasoning_effort"); set && *set != ojson(e))
+    throw bad_request("reasoning_effort", "'reasoning_effort' is \"" + e +
+                                              "\", but chat_template_kwargs.reasoning_effort is " +
+                                              set->dump());
   kw["enable_thinking"] = thinking;
+  kw["reasoning_effort"] = e;
   in.reasoning_effort = e;
 }
 
@@ -309,6 +333,7 @@ ChatInput chat_request_parse(const ojson& body) {
   in.request = ojson::object();
   for (const char* k : {"messages", "tools", "chat_template_kwargs"})
     if (const ojson* v = member(body, k)) in.request[k] = *v;
+  reasoning_alias_apply(in.request["messages"]);
   in.request["add_generation_prompt"] = add_generation_prompt && !in.continue_final_message;
   images_take(in);
   reasoning_effort_apply(body, in);

@@ -43,7 +43,8 @@ const std::vector<RequestField> kFields = {
     {"prompt_cache_retention", C, "OpenAI", S::rejected, "",
      "cache retention follows --cache-bytes"},
     {"reasoning_effort", C, "OpenAI", S::implemented, "",
-     "none, minimal: enable_thinking off; low..xhigh: on; 400 without the switch"},
+     "vLLM's meaning: none: enable_thinking off; minimal..max: on; also a template variable; "
+     "400 without the switch"},
     {"response_format", B, "OpenAI", S::implemented, "{\"type\": \"json_object\"}",
      "text, json_object, json_schema (docs/structured-output.md)"},
     {"safety_identifier", C, "OpenAI", S::implemented, "\"s-1\"", "written to the request log"},

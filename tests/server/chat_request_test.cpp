@@ -49,6 +49,22 @@ std::string with_tools(const std::string& messages, const std::string& extra) {
   return std::string(R"({"messages":)") + messages + R"(,"tools":[)" + kTool + "]" + extra + "}";
 }
 
+// vLLM's newer name for an assistant turn's thought reaches the template under the name the
+// templates read; sent under both names (equal), it is one field.
+TEST(ChatRequest, ReasoningIsReasoningContent) {
+  const ApiRequest r = api_request_parse(
+      R"({"messages":[{"role":"user","content":"q"},
+          {"role":"assistant","content":"a","reasoning":"thought"},
+          {"role":"assistant","content":"b","reasoning":"t2","reasoning_content":"t2"},
+          {"role":"assistant","content":"c","reasoning_content":"t3"}]})",
+      Endpoint::chat);
+  const ojson& m = r.chat.request["messages"];
+  EXPECT_EQ(m[1]["reasoning_content"], "thought");
+  EXPECT_EQ(m[2]["reasoning_content"], "t2");
+  EXPECT_EQ(m[3]["reasoning_content"], "t3");
+  EXPECT_FALSE(m[0].contains("reasoning_content"));
+}
+
 TEST(ChatRequest, AcceptsTheChatShapes) {
   const ApiRequest r = api_request_parse(
       with_tools(R"([{"role":"developer","content":"be terse"},
@@ -149,6 +165,14 @@ TEST(ChatRequest, RejectsNamingTheField) {
   EXPECT_EQ(
       rejected_param(R"({"messages":[{"role":"user","content":"x","reasoning_content":"r"}]})"),
       "messages[0].reasoning_content");
+  EXPECT_EQ(rejected_param(R"({"messages":[{"role":"user","content":"x","reasoning":"r"}]})"),
+            "messages[0].reasoning");
+  EXPECT_EQ(rejected_param(R"({"messages":[{"role":"assistant","content":"x","reasoning":7}]})"),
+            "messages[0].reasoning");
+  EXPECT_EQ(rejected_param(R"({"messages":[{"role":"assistant","content":"x","reasoning":"a",
+            "reasoning_content":"b"}]})"),
+            "messages[0].reasoning")
+      << "one field under two names that differ";
   EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"tools":{}})"), "tools");
   EXPECT_EQ(rejected_param(R"({"messages":)" + u + R"(,"tools":[{"type":"code"}]})"),
             "tools[0].type");
@@ -291,6 +315,10 @@ TEST(ChatOutputShape, FinishReasonsAndToolChoice) {
   const json m = a.message_json();
   EXPECT_EQ(m["content"], nullptr);
   EXPECT_EQ(m["reasoning_content"], "hm");
+  EXPECT_EQ(m["reasoning"], "hm") << "vLLM's newer name beside the old one";
+  chat::OutputDelta d;
+  d.reasoning = "r";
+  EXPECT_EQ(ChatOutput::delta_json(d), json({{"reasoning_content", "r"}, {"reasoning", "r"}}));
   ASSERT_EQ(m["tool_calls"].size(), 1u);
   EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
   EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], "{}");
@@ -314,6 +342,7 @@ TEST(ChatOutputShape, FinishReasonsAndToolChoice) {
       output_of(R"({"messages":[{"role":"user","content":"x"}]})", "Hi", false).message_json();
   EXPECT_EQ(plain["content"], "Hi");
   EXPECT_FALSE(plain.contains("reasoning_content"));
+  EXPECT_FALSE(plain.contains("reasoning"));
   EXPECT_FALSE(plain.contains("tool_calls"));
 }
 

@@ -50,6 +50,7 @@ async function assemble(stream) {
     const d = ch.delta;
     out.content += d.content ?? '';
     out.reasoning += d.reasoning_content ?? '';
+    assert.equal(d.reasoning, d.reasoning_content, 'vLLM\'s newer name beside the old one');
     for (const t of d.tool_calls ?? []) {
       if (t.id !== undefined) {
         assert.equal(t.index, out.calls.length, 'a new call takes the next index');
@@ -69,6 +70,7 @@ async function assemble(stream) {
 
 function wholeForm(r) {
   const m = r.choices[0].message;
+  assert.equal(m.reasoning, m.reasoning_content, 'vLLM\'s newer name beside the old one');
   return { content: m.content ?? '', reasoning: m.reasoning_content ?? '', finish: r.choices[0].finish_reason,
            calls: (m.tool_calls ?? []).map((t) => ({ name: t.function.name, arguments: t.function.arguments })) };
 }

@@ -166,13 +166,14 @@ TEST(SamplingFields, ReasoningEffortSetsTheThinkingSwitch) {
   auto kwargs = [](const std::string& extra) {
     return parse(chat(extra), Endpoint::chat).chat.request["chat_template_kwargs"];
   };
-  for (const char* off : {"none", "minimal"})
-    EXPECT_EQ(kwargs(std::string(R"(,"reasoning_effort":")") + off + "\"")["enable_thinking"],
-              false)
-        << off;
-  for (const char* on : {"low", "medium", "high", "xhigh"})
-    EXPECT_EQ(kwargs(std::string(R"(,"reasoning_effort":")") + on + "\"")["enable_thinking"], true)
-        << on;
+  // vLLM's meaning: only none turns thinking off; the effort is a template variable too.
+  EXPECT_EQ(kwargs(R"(,"reasoning_effort":"none")"),
+            ojson({{"enable_thinking", false}, {"reasoning_effort", "none"}}));
+  for (const char* on : {"minimal", "low", "medium", "high", "xhigh", "max"}) {
+    const ojson kw = kwargs(std::string(R"(,"reasoning_effort":")") + on + "\"");
+    EXPECT_EQ(kw["enable_thinking"], true) << on;
+    EXPECT_EQ(kw["reasoning_effort"], on) << on;
+  }
   // Other template variables stay; an agreeing enable_thinking is no conflict.
   const ojson kw =
       kwargs(R"(,"reasoning_effort":"high","chat_template_kwargs":{"x":1,"enable_thinking":true})");
@@ -181,7 +182,10 @@ TEST(SamplingFields, ReasoningEffortSetsTheThinkingSwitch) {
   EXPECT_EQ(parse(chat(R"(,"reasoning_effort":"low")"), Endpoint::chat).chat.reasoning_effort,
             "low");
   EXPECT_FALSE(parse(chat(""), Endpoint::chat).chat.request.contains("chat_template_kwargs"));
-  expect_rejected(chat(R"(,"reasoning_effort":"max")"), "reasoning_effort", Endpoint::chat);
+  expect_rejected(chat(R"(,"reasoning_effort":"maximal")"), "reasoning_effort", Endpoint::chat);
+  expect_rejected(
+      chat(R"(,"reasoning_effort":"low","chat_template_kwargs":{"reasoning_effort":"high"})"),
+      "reasoning_effort", Endpoint::chat);
   expect_rejected(chat(R"(,"reasoning_effort":2)"), "reasoning_effort", Endpoint::chat);
   expect_rejected(
       chat(R"(,"reasoning_effort":"none","chat_template_kwargs":{"enable_thinking":true})"),
@@ -192,6 +196,13 @@ TEST(SamplingFields, ReasoningEffortSetsTheThinkingSwitch) {
   without.source = "{{ messages[0].content }}";
   EXPECT_TRUE(ChatPrompt(with).thinking_switch());
   EXPECT_FALSE(ChatPrompt(without).thinking_switch());
+  // A template that grades its thinking by the effort reads it as a variable.
+  ChatTemplateConfig graded;
+  graded.source = "effort={{ reasoning_effort }} thinking={{ enable_thinking }}";
+  EXPECT_EQ(ChatPrompt(graded)
+                .render(parse(chat(R"(,"reasoning_effort":"max")"), Endpoint::chat).chat, nullptr)
+                .text,
+            "effort=max thinking=True");
 }
 
 const char* kTool =

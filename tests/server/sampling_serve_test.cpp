@@ -219,8 +219,8 @@ TEST(SamplingReplay, ReasoningEffortDrivesTheThinkingSwitch) {
   };
   for (bool thinking : {false, true}) {
     const json direct = ask({{"chat_template_kwargs", {{"enable_thinking", thinking}}}});
-    for (const char* effort : thinking ? std::vector<const char*>{"low", "medium", "high"}
-                                       : std::vector<const char*>{"none", "minimal"}) {
+    for (const char* effort : thinking ? std::vector<const char*>{"minimal", "low", "high", "max"}
+                                       : std::vector<const char*>{"none"}) {
       const json r = ask({{"reasoning_effort", effort}});
       EXPECT_EQ(r["usage"]["prompt_tokens"], direct["usage"]["prompt_tokens"]) << effort;
       EXPECT_EQ(r["choices"][0]["message"].dump(), direct["choices"][0]["message"].dump())
