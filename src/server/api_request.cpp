@@ -82,35 +82,49 @@ int32_t token_id(const json& v, const std::string& name) {
   return int32_t(int_in(v, name, 0, std::numeric_limits<int32_t>::max()));
 }
 
+// One prompt of /v1/completions: a string or token ids, `name` the field that holds it.
+CompletionPrompt prompt_one(const json& p, const std::string& name) {
+  CompletionPrompt out;
+  if (p.is_string()) {
+    out.text = p.get<std::string>();
+    if (out.text->empty()) throw bad_request(name, "'" + name + "' must not be empty");
+  } else if (p.is_array()) {
+    if (p.empty()) throw bad_request(name, "'" + name + "' must not be empty");
+    for (size_t i = 0; i < p.size(); ++i)
+      out.ids.push_back(token_id(p[i], name + "[" + std::to_string(i) + "]"));
+  } else {
+    wrong_type(name, "a string or an array of token ids", p);
+  }
+  return out;
+}
+
+// `prompt`: a string, token ids, or a list of prompts (strings or token-id arrays, as OpenAI
+// and vLLM take them), at most kMaxPrompts.
 void parse_prompt(const json& body, ApiRequest& r) {
   const json* p = field(body, "prompt");
   if (!p) throw bad_request("prompt", "'prompt' is required");
-  if (p->is_string()) {
-    r.prompt_text = p->get<std::string>();
-  } else if (p->is_array()) {
-    if (p->empty()) throw bad_request("prompt", "'prompt' must not be empty");
-    const json& first = (*p)[0];
-    if (first.is_number()) {
-      for (size_t i = 0; i < p->size(); ++i)
-        r.prompt_ids.push_back(token_id((*p)[i], "prompt[" + std::to_string(i) + "]"));
-    } else if (p->size() != 1) {
-      throw bad_request("prompt",
-                        "'prompt' with several prompts is not supported (n = 1 only): "
-                        "send one request per prompt");
-    } else if (first.is_string()) {
-      r.prompt_text = first.get<std::string>();
-    } else if (first.is_array()) {
-      if (first.empty()) throw bad_request("prompt", "'prompt' must not be empty");
-      for (size_t i = 0; i < first.size(); ++i)
-        r.prompt_ids.push_back(token_id(first[i], "prompt[0][" + std::to_string(i) + "]"));
-    } else {
-      wrong_type("prompt", "a string, an array of token ids or an array of one string", *p);
+  std::vector<CompletionPrompt> prompts;
+  if (p->is_array() && !p->empty() && !(*p)[0].is_number()) {
+    if (p->size() > size_t(kMaxPrompts))
+      throw bad_request("prompt", "'prompt' holds " + std::to_string(p->size()) +
+                                      " prompts; a request takes at most " +
+                                      std::to_string(kMaxPrompts));
+    for (size_t i = 0; i < p->size(); ++i) {
+      const json& one = (*p)[i];
+      const std::string name = "prompt[" + std::to_string(i) + "]";
+      if (!one.is_string() && !one.is_array())
+        wrong_type(name, "a string or an array of token ids", one);
+      prompts.push_back(prompt_one(one, name));
     }
+  } else if (p->is_string() || p->is_array()) {
+    prompts.push_back(prompt_one(*p, "prompt"));
   } else {
-    wrong_type("prompt", "a string or an array of token ids", *p);
+    wrong_type("prompt", "a string, an array of token ids or an array of prompts", *p);
   }
-  if (r.prompt_text && r.prompt_text->empty())
-    throw bad_request("prompt", "'prompt' must not be empty");
+  r.prompt_text = std::move(prompts[0].text);
+  r.prompt_ids = std::move(prompts[0].ids);
+  r.more_prompts.assign(std::make_move_iterator(prompts.begin() + 1),
+                        std::make_move_iterator(prompts.end()));
 }
 
 // Fields whose non-default values would change the output in a way invar does not implement.

@@ -22,6 +22,14 @@ namespace invar::server {
 
 enum class Endpoint { completions, chat };
 
+// One prompt of a /v1/completions request: text or token ids (exactly one set).
+struct CompletionPrompt {
+  std::optional<std::string> text;
+  std::vector<int32_t> ids;
+};
+// Prompts one /v1/completions request may list.
+inline constexpr int64_t kMaxPrompts = 256;
+
 struct ApiRequest {
   Endpoint endpoint = Endpoint::completions;
   std::string model;  // "" when absent
@@ -31,6 +39,9 @@ struct ApiRequest {
   std::optional<std::string> prompt_text;
   std::vector<int32_t> prompt_ids;
   ChatInput chat;
+  // /v1/completions with a list of prompts: the second and later (the first is above). Each is
+  // its own engine request (n of them with `n`); choices are numbered prompt-major, as OpenAI's.
+  std::vector<CompletionPrompt> more_prompts;
 
   std::optional<int64_t> max_tokens;  // max_tokens / max_completion_tokens; unset: default
   // The engine's sampling parameters as sent (request_check ranges them), OpenAI's temperature

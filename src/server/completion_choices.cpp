@@ -67,27 +67,42 @@ CompletionChoices::CompletionChoices(Backend& backend, ApiRequest req, ServerMet
     : backend_(backend), metrics_(metrics) {
   if (!req.has_seed) req.sampling.seed = random_seed();
   if (req.request_id.empty()) req.request_id = random_request_id();
+  std::vector<CompletionPrompt> more = std::move(req.more_prompts);
+  req.more_prompts.clear();
+  n_prompts_ = 1 + int64_t(more.size());
   ApiRequest full;
   req_ = without_prompt(std::move(req), &full);
+  // Choice i of each prompt samples with seed + i: any choice is one request with n = 1 and
+  // that seed (and that prompt).
   auto choice = [this](ApiRequest one, int64_t i) {
     one.n = 1;
     one.sampling.seed = req_.sampling.seed + uint64_t(i);
     one.has_seed = true;
     // Several choices: usage is summed here, so the choices send none of their own.
-    if (req_.n > 1) one.include_usage = false;
+    if (req_.n * n_prompts_ > 1) one.include_usage = false;
     return one;
   };
-  JobPrompt prompt = job_prompt_make(backend, full, images);
-  image_pool_cpu_s_ = prompt.image_pool_cpu_s;
-  full.chat.images.clear();  // encoded into prompt.images: the bytes go
-  full.image_files.reset();
-  const JobPrompt again = prompt;  // the later choices' (tokens and grammar are shared, const)
-  jobs_.push_back(std::make_unique<CompletionJob>(backend, choice(std::move(full), 0), metrics,
-                                                  std::move(prompt)));
+  // Prompt-major: the n choices of prompt p are jobs p·n .. p·n + n − 1; the first of them
+  // renders and tokenises the prompt and computes its prompt logprobs, the others share them.
+  for (int64_t p = 0; p < n_prompts_; ++p) {
+    if (p > 0) {
+      full = req_;
+      full.prompt_text = std::move(more[size_t(p - 1)].text);
+      full.prompt_ids = std::move(more[size_t(p - 1)].ids);
+    }
+    JobPrompt prompt = job_prompt_make(backend, full, images);
+    image_pool_cpu_s_ += prompt.image_pool_cpu_s;
+    full.chat.images.clear();  // encoded into prompt.images: the bytes go
+    full.image_files.reset();
+    const JobPrompt again = prompt;  // the later choices' (tokens and grammar are shared, const)
+    jobs_.push_back(std::make_unique<CompletionJob>(backend, choice(std::move(full), 0), metrics,
+                                                    std::move(prompt)));
+    const CompletionJob* first = jobs_.back().get();
+    for (int64_t i = 1; i < req_.n; ++i)
+      jobs_.push_back(
+          std::make_unique<CompletionJob>(backend, choice(req_, i), metrics, again, first));
+  }
   budget_check(budget);
-  for (int64_t i = 1; i < req_.n; ++i)
-    jobs_.push_back(std::make_unique<CompletionJob>(backend, choice(req_, i), metrics, again,
-                                                    jobs_.front().get()));
   whole_.resize(jobs_.size());
   first_sent_.assign(jobs_.size(), false);
 }
@@ -99,29 +114,37 @@ CompletionChoices::~CompletionChoices() {
 }
 
 void CompletionChoices::budget_check(const RequestBudget& budget) const {
-  const CompletionJob& j = *jobs_.front();
-  const int64_t n = req_.n, p = j.prompt_size(), m = j.max_tokens();
+  // Over every prompt: n × Σ (prompt + max_tokens), n × Σ (max_tokens × top + prompt × k).
+  const int64_t n = req_.n, m = jobs_.front()->max_tokens();
+  int64_t p = 0, prompt_lp = 0;
+  const int64_t prompt_k = std::max<int64_t>(jobs_.front()->prompt_logprobs_k(), 0);
+  for (int64_t q = 0; q < n_prompts_; ++q) {
+    const int64_t size = jobs_[size_t(q * n)]->prompt_size();
+    p += size;
+    prompt_lp += size * prompt_k;
+  }
   const bool chat = req_.endpoint == Endpoint::chat;
-  const int64_t tokens = n * (p + m);
+  const std::string prompts = n_prompts_ > 1 ? std::to_string(n_prompts_) + " prompts: " : "";
+  const int64_t tokens = n * (p + n_prompts_ * m);
   if (tokens > budget.tokens)
     throw bad_request(
-        n > 1 ? "n" : "max_tokens",
-        "n × (prompt + max_tokens) = " + std::to_string(n) + " × (" + std::to_string(p) + " + " +
-            std::to_string(m) + ") = " + std::to_string(tokens) +
+        n > 1 ? "n" : (n_prompts_ > 1 ? "prompt" : "max_tokens"),
+        prompts + "n × (prompt + max_tokens) = " + std::to_string(n) + " × (" + std::to_string(p) +
+            " + " + std::to_string(n_prompts_ * m) + ") = " + std::to_string(tokens) +
             " tokens is over this server's per-request limit of " + std::to_string(budget.tokens) +
-            " (--max-request-tokens): lower n or max_tokens");
+            " (--max-request-tokens): lower n or max_tokens" +
+            (n_prompts_ > 1 ? ", or send fewer prompts" : ""));
   const int64_t top = req_.logprobs ? req_.top_logprobs : 0;
-  const int64_t prompt_k = std::max<int64_t>(j.prompt_logprobs_k(), 0);
-  const int64_t logprobs = n * (m * top + p * prompt_k);
+  const int64_t logprobs = n * (n_prompts_ * m * top + prompt_lp);
   if (logprobs > budget.logprobs)
-    throw bad_request(
-        top > 0 ? (chat ? "top_logprobs" : "logprobs") : "prompt_logprobs",
-        "n × (max_tokens × top logprobs + prompt × prompt logprobs) = " + std::to_string(n) +
-            " × (" + std::to_string(m) + " × " + std::to_string(top) + " + " + std::to_string(p) +
-            " × " + std::to_string(prompt_k) + ") = " + std::to_string(logprobs) +
-            " logprob candidates is over this server's per-request limit of " +
-            std::to_string(budget.logprobs) +
-            " (--max-request-logprobs): lower n, max_tokens or the logprobs asked");
+    throw bad_request(top > 0 ? (chat ? "top_logprobs" : "logprobs") : "prompt_logprobs",
+                      prompts + "n × (max_tokens × top logprobs + prompt × prompt logprobs) = " +
+                          std::to_string(n) + " × (" + std::to_string(n_prompts_ * m) + " × " +
+                          std::to_string(top) + " + " + std::to_string(p) + " × " +
+                          std::to_string(prompt_k) + ") = " + std::to_string(logprobs) +
+                          " logprob candidates is over this server's per-request limit of " +
+                          std::to_string(budget.logprobs) +
+                          " (--max-request-logprobs): lower n, max_tokens or the logprobs asked");
 }
 
 void CompletionChoices::start(int64_t queue_limit, int64_t client_limit,
@@ -168,9 +191,14 @@ std::string CompletionChoices::id() const {
 JobStats CompletionChoices::stats() const {
   JobStats total = jobs_[0]->stats();
   Usage& u = total.usage;
+  u.prompt_tokens = u.cached_tokens = 0;
   u.completion_tokens = u.draft_tokens = u.accepted_draft_tokens = 0;
-  for (auto& j : jobs_) {
-    const JobStats s = j->stats();
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    const JobStats s = jobs_[i]->stats();
+    if (i % size_t(req_.n) == 0) {  // a prompt counts once, by its first choice
+      u.prompt_tokens += s.usage.prompt_tokens;
+      u.cached_tokens += s.usage.cached_tokens;
+    }
     u.completion_tokens += s.usage.completion_tokens;
     u.draft_tokens += s.usage.draft_tokens;
     u.accepted_draft_tokens += s.usage.accepted_draft_tokens;
@@ -203,11 +231,16 @@ std::optional<std::pair<int, std::string>> CompletionChoices::poll_whole() {
   if (jobs_.size() == 1) return whole_[0];
   json out = json::parse(whole_[0]->second);
   Usage u = usage_from_json(out["usage"]);
+  u.prompt_tokens = u.cached_tokens = 0;
   u.completion_tokens = u.draft_tokens = u.accepted_draft_tokens = 0;
   json choices = json::array();
   for (size_t i = 0; i < whole_.size(); ++i) {
     json one = json::parse(whole_[i]->second);
     const Usage ui = usage_from_json(one["usage"]);
+    if (i % size_t(req_.n) == 0) {  // a prompt counts once, by its first choice
+      u.prompt_tokens += ui.prompt_tokens;
+      u.cached_tokens += ui.cached_tokens;
+    }
     u.completion_tokens += ui.completion_tokens;
     u.draft_tokens += ui.draft_tokens;
     u.accepted_draft_tokens += ui.accepted_draft_tokens;

@@ -70,7 +70,8 @@ class CompletionChoices {
   std::vector<std::unique_ptr<CompletionJob>> jobs_;
   std::vector<std::optional<std::pair<int, std::string>>> whole_;
   std::vector<bool> first_sent_;
-  json envelope_;  // the first chunk seen: id, object, created, model, fingerprint
+  json envelope_;          // the first chunk seen: id, object, created, model, fingerprint
+  int64_t n_prompts_ = 1;  // /v1/completions' list of prompts (ApiRequest::more_prompts)
   bool done_ = false;
 };
 

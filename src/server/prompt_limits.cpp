@@ -59,15 +59,20 @@ void check(const Json& body, const PromptLimits& lim) {
   if (auto tr = body.find("truncate_prompt_tokens"); tr != body.end() && !tr->is_null()) return;
   auto p = body.find("prompt");
   if (p == body.end()) return;
-  // A string, token ids, or a list of one of them.
-  const Json* one = &*p;
-  if (p->is_array() && p->size() == 1 && !(*p)[0].is_number()) one = &(*p)[0];
-  if (one->is_string() && string_bytes(*one) > lim.text_bytes())
-    too_long("prompt", string_bytes(*one), lim, "text");
-  if (one->is_array() && int64_t(one->size()) > lim.n_ctx)
-    throw bad_request("prompt", "'prompt' holds " + std::to_string(one->size()) +
-                                    " token ids, more than the context of " +
-                                    std::to_string(lim.n_ctx) + " tokens");
+  // A string, token ids, or a list of them: each prompt is held to the limits.
+  const auto one_check = [&lim](const Json& one) {
+    if (one.is_string() && string_bytes(one) > lim.text_bytes())
+      too_long("prompt", string_bytes(one), lim, "text");
+    if (one.is_array() && int64_t(one.size()) > lim.n_ctx)
+      throw bad_request("prompt", "'prompt' holds " + std::to_string(one.size()) +
+                                      " token ids, more than the context of " +
+                                      std::to_string(lim.n_ctx) + " tokens");
+  };
+  if (p->is_array() && !p->empty() && !(*p)[0].is_number()) {
+    for (const Json& one : *p) one_check(one);
+  } else {
+    one_check(*p);
+  }
 }
 
 }  // namespace

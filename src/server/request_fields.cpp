@@ -14,7 +14,9 @@ const std::vector<RequestField> kFields = {
     // OpenAI chat completions and (legacy) completions.
     {"messages", C, "OpenAI", S::implemented, "",
      "the conversation, rendered by the chat template"},
-    {"prompt", P, "OpenAI", S::implemented, "", "a string, token ids, or a list of one of them"},
+    {"prompt", P, "OpenAI", S::implemented, "",
+     "a string, token ids, or a list of up to 256 of them: each its own engine request (prefilled "
+     "once, `n` choices each), choices numbered prompt-major (`p·n + i`), usage summed"},
     {"model", B, "OpenAI", S::implemented, "", "a served name (--served-model-name); else 404"},
     {"audio", C, "OpenAI", S::rejected, "", "text-only models"},
     {"best_of", B, "OpenAI", S::no_op, "n", "best_of = n returns every choice"},

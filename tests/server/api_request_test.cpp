@@ -48,7 +48,20 @@ TEST(ApiRequest, PromptForms) {
   EXPECT_EQ(api_request_parse(R"({"prompt":[[4,5]]})", Endpoint::completions).prompt_ids,
             (std::vector<int32_t>{4, 5}));
   EXPECT_EQ(*api_request_parse(R"({"prompt":["one"]})", Endpoint::completions).prompt_text, "one");
-  EXPECT_EQ(reject(R"({"prompt":["a","b"]})").param, "prompt");
+  // A list of prompts: the first in prompt_text / prompt_ids, the rest in more_prompts.
+  const ApiRequest list = api_request_parse(R"({"prompt":["a",[7,8],"c"]})", Endpoint::completions);
+  EXPECT_EQ(*list.prompt_text, "a");
+  ASSERT_EQ(list.more_prompts.size(), 2u);
+  EXPECT_FALSE(list.more_prompts[0].text);
+  EXPECT_EQ(list.more_prompts[0].ids, (std::vector<int32_t>{7, 8}));
+  EXPECT_EQ(*list.more_prompts[1].text, "c");
+  EXPECT_EQ(reject(R"({"prompt":["a",""]})").param, "prompt[1]");
+  EXPECT_EQ(reject(R"({"prompt":["a",5]})").param, "prompt[1]");
+  EXPECT_EQ(reject(R"({"prompt":[[1],[2,-1]]})").param, "prompt[1][1]");
+  EXPECT_EQ(reject(R"({"prompt":["a",[]]})").param, "prompt[1]");
+  std::string many = R"({"prompt":[)";
+  for (int i = 0; i <= kMaxPrompts; ++i) many += std::string(i ? "," : "") + "\"p\"";
+  EXPECT_EQ(reject(many + "]}").param, "prompt") << "more than kMaxPrompts";
   EXPECT_EQ(reject(R"({"prompt":[1,-2]})").param, "prompt[1]");
   EXPECT_EQ(reject(R"({"prompt":[1,"a"]})").param, "prompt[1]");
   EXPECT_EQ(reject(R"({"prompt":[]})").param, "prompt");

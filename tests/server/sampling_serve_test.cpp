@@ -178,6 +178,53 @@ TEST_F(SamplingServe, ReasoningEffortWithoutAThinkingSwitchIsA400) {
   EXPECT_NE(e["error"]["message"].get<std::string>().find("thinking switch"), std::string::npos);
 }
 
+// A list of prompts is one engine request per prompt with n choices each, numbered prompt-major:
+// choice p·n + i is the bits prompt p gives alone with the same seed (its choice i: seed + i),
+// whole and streamed, and usage counts each prompt once.
+TEST_F(SamplingServe, PromptListIsOneRequestPerPromptPromptMajor) {
+  const json prompts = json::array({"the cache keeps", json::array({11, 12, 13, 14, 15, 16})});
+  const json body = {{"prompt", prompts}, {"n", 2},        {"max_tokens", 3},   {"temperature", 1},
+                     {"seed", 7},         {"logprobs", 2}, {"ignore_eos", true}};
+  const json all = post(tiny_server(), kCompletions, body);
+  ASSERT_EQ(all["choices"].size(), 4u) << all.dump();
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  std::set<std::string> texts;
+  for (size_t p = 0; p < 2; ++p) {
+    json one = body;
+    one["prompt"] = prompts[p];
+    const json alone = post(tiny_server(), kCompletions, one);
+    ASSERT_EQ(alone["choices"].size(), 2u);
+    prompt_tokens += alone["usage"]["prompt_tokens"].get<int64_t>();
+    completion_tokens += alone["usage"]["completion_tokens"].get<int64_t>();
+    for (size_t i = 0; i < 2; ++i) {
+      const json& c = all["choices"][p * 2 + i];
+      EXPECT_EQ(c["index"], p * 2 + i);
+      EXPECT_EQ(c["text"], alone["choices"][i]["text"]) << "prompt " << p << " choice " << i;
+      EXPECT_EQ(c["logprobs"], alone["choices"][i]["logprobs"]) << "prompt " << p;
+      texts.insert(c["logprobs"].dump());
+    }
+  }
+  EXPECT_EQ(texts.size(), 4u) << "two prompts, two seeds: four different choices";
+  EXPECT_EQ(all["usage"]["prompt_tokens"], prompt_tokens);
+  EXPECT_EQ(all["usage"]["completion_tokens"], completion_tokens);
+
+  json streamed = body;
+  streamed["stream"] = true;
+  streamed["stream_options"] = {{"include_usage", true}};
+  auto [status, text] = post_raw(tiny_server(), kCompletions, streamed);
+  ASSERT_EQ(status, 200) << text;
+  std::vector<std::string> by_index(4);
+  json usage;
+  for (const std::string& d : sse_data(text)) {
+    if (d == "[DONE]") continue;
+    const json c = json::parse(d);
+    if (c.contains("usage") && !c["usage"].is_null()) usage = c["usage"];
+    for (const json& ch : c["choices"]) by_index.at(ch["index"].get<size_t>()) += ch["text"];
+  }
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(by_index[k], all["choices"][k]["text"]) << k;
+  EXPECT_EQ(usage["prompt_tokens"], prompt_tokens) << text;
+}
+
 // A replay server on the Qwen3.5 template (it has enable_thinking); its outputs are written here.
 ServeProcess& replay_server() {
   static const std::string outputs = [] {
