@@ -1,10 +1,11 @@
 // Which front end serves which path (front_end.h): one line per front end.
 #include "server/front_end.h"
+#include "server/responses_front_end.h"
 
 namespace invar::server {
 
-std::unique_ptr<FrontEnd> front_end_for(std::string_view path) {
-  (void)path;
+std::unique_ptr<FrontEnd> front_end_for(std::string_view path, const FrontEndContext& ctx) {
+  if (path == "/v1/responses") return std::make_unique<ResponsesFrontEnd>(ctx.responses, ctx.tenant);
   return nullptr;
 }
 
