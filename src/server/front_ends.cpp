@@ -5,7 +5,8 @@
 namespace invar::server {
 
 std::unique_ptr<FrontEnd> front_end_for(std::string_view path, const FrontEndContext& ctx) {
-  if (path == "/v1/responses") return std::make_unique<ResponsesFrontEnd>(ctx.responses, ctx.tenant);
+  if (path == "/v1/responses")
+    return std::make_unique<ResponsesFrontEnd>(ctx.responses, ctx.tenant);
   return nullptr;
 }
 

@@ -192,7 +192,7 @@ struct HttpServer::Impl {
   // go first.
   std::unique_ptr<PreparePool> prepare;
   std::unique_ptr<HttpTransport> transport;
-  std::unique_ptr<IdleTrimmer> trimmer;  // null with idle_trim_s 0
+  std::unique_ptr<IdleTrimmer> trimmer;      // null with idle_trim_s 0
   std::unique_ptr<ResponseStore> responses;  // --response-store-bytes
   bool bound = false;
 
@@ -538,19 +538,21 @@ Routed HttpServer::Impl::handle_responses(const HttpRequest& req, const Waker& w
   if (!count)
     return {responses_stored(m, percent_decode(req.path.substr(14)), responses.get(), tenant),
             nullptr};
-  return prepared(req, wake, [this, tenant](const HttpRequest& r, const PendingPrepared::Cancelled&) {
-    if (auto e = not_ready()) return Routed{error_reply(*e), nullptr};
-    auto known = [this](const std::string& name) { return model_known(name); };
-    try {
-      const double cpu0 = thread_cpu_seconds();
-      const std::string body = json_text(responses_tokenize_body(r.body, responses.get(), tenant));
-      std::string counted = tokenize_api(*backend, body, known);
-      cpu_check(cpu0, "parsing and tokenising");
-      return Routed{json_reply(200, responses_input_tokens_json(counted)), nullptr};
-    } catch (const ApiError& e) {
-      return Routed{error_reply(e), nullptr};
-    }
-  });
+  return prepared(req, wake,
+                  [this, tenant](const HttpRequest& r, const PendingPrepared::Cancelled&) {
+                    if (auto e = not_ready()) return Routed{error_reply(*e), nullptr};
+                    auto known = [this](const std::string& name) { return model_known(name); };
+                    try {
+                      const double cpu0 = thread_cpu_seconds();
+                      const std::string body =
+                          json_text(responses_tokenize_body(r.body, responses.get(), tenant));
+                      std::string counted = tokenize_api(*backend, body, known);
+                      cpu_check(cpu0, "parsing and tokenising");
+                      return Routed{json_reply(200, responses_input_tokens_json(counted)), nullptr};
+                    } catch (const ApiError& e) {
+                      return Routed{error_reply(e), nullptr};
+                    }
+                  });
 }
 
 void HttpServer::Impl::images_read(ApiRequest& r) const {

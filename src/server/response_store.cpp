@@ -8,8 +8,8 @@ bool ResponseStore::put(const std::string& tenant, const std::string& id,
   auto v = std::make_shared<StoredResponse>();
   v->response = std::move(response);
   v->conversation = std::move(conversation);
-  v->bytes = int64_t(v->response.dump().size() + v->conversation.dump().size() +
-                     key(tenant, id).size());
+  v->bytes =
+      int64_t(v->response.dump().size() + v->conversation.dump().size() + key(tenant, id).size());
   std::lock_guard<std::mutex> lock(mu_);
   const std::string k = key(tenant, id);
   if (auto it = map_.find(k); it != map_.end()) {

@@ -13,13 +13,30 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 // Every field of OpenAI's request that invar reads or refuses by name; anything else is a 400.
-const std::set<std::string> kFields = {
-    "model",       "input",        "instructions",       "tools",       "tool_choice",
-    "parallel_tool_calls",         "text",               "reasoning",   "max_output_tokens",
-    "temperature", "top_p",        "top_logprobs",       "include",     "metadata",
-    "user",        "prompt_cache_key",                   "safety_identifier",
-    "service_tier", "stream",      "stream_options",     "store",       "previous_response_id",
-    "background",  "truncation"};
+const std::set<std::string> kFields = {"model",
+                                       "input",
+                                       "instructions",
+                                       "tools",
+                                       "tool_choice",
+                                       "parallel_tool_calls",
+                                       "text",
+                                       "reasoning",
+                                       "max_output_tokens",
+                                       "temperature",
+                                       "top_p",
+                                       "top_logprobs",
+                                       "include",
+                                       "metadata",
+                                       "user",
+                                       "prompt_cache_key",
+                                       "safety_identifier",
+                                       "service_tier",
+                                       "stream",
+                                       "stream_options",
+                                       "store",
+                                       "previous_response_id",
+                                       "background",
+                                       "truncation"};
 
 const ojson* member(const ojson& o, const char* k) {
   auto it = o.find(k);
@@ -49,8 +66,8 @@ std::string random_hex(size_t bytes) {
   return s;
 }
 
-// The text of a content array's text parts (input_text, output_text; a function output's
-// input_text), or the string itself. Any other part is a 400 naming it.
+// The text of a reasoning item's parts (summary_text, reasoning_text), or the string itself.
+// Any other part is a 400 naming it.
 std::string parts_text(const ojson& content, const std::string& where) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) wrong_type(where, "a string or an array of parts", content);
@@ -62,15 +79,16 @@ std::string parts_text(const ojson& content, const std::string& where) {
     const std::string type = string_at(part, "type", w);
     if (type != "input_text" && type != "output_text" && type != "summary_text" &&
         type != "reasoning_text")
-      throw bad_request(w + ".type", "the part type '" + echo_cut(type) + "' is not supported in '" +
-                                         where + "' (text parts only)");
+      throw bad_request(w + ".type", "the part type '" + echo_cut(type) +
+                                         "' is not supported in '" + where + "' (text parts only)");
     text += string_at(part, "text", w);
   }
   return text;
 }
 
-// A user message's content parts as chat parts: input_text → text, input_image → image_url.
-ojson user_content(const ojson& content, const std::string& where) {
+// A message's content parts as chat parts: input_text, output_text → text, input_image →
+// image_url (the chat's own rules say which roles may hold images).
+ojson chat_content(const ojson& content, const std::string& where) {
   if (content.is_string()) return content;
   if (!content.is_array()) wrong_type(where, "a string or an array of parts", content);
   ojson parts = ojson::array();
@@ -125,22 +143,20 @@ void items_to_messages(const ojson& items, const std::string& where, ojson& mess
           turn = -1;
           assistant();
         }
-        messages.back()["content"] = parts_text(*content, w + ".content");
+        messages.back()["content"] = chat_content(*content, w + ".content");
         continue;
       }
       if (role != "user" && role != "system" && role != "developer")
         throw bad_request(w + ".role", "the role '" + echo_cut(role) +
                                            "' is not supported (user, assistant, system, "
                                            "developer)");
-      messages.push_back({{"role", role},
-                          {"content", role == "user" ? user_content(*content, w + ".content")
-                                                     : ojson(parts_text(*content, w + ".content"))}});
+      messages.push_back({{"role", role}, {"content", chat_content(*content, w + ".content")}});
     } else if (type == "function_call") {
-      ojson call = {{"id", string_at(it, "call_id", w)},
-                    {"type", "function"},
-                    {"function",
-                     {{"name", string_at(it, "name", w)},
-                      {"arguments", string_at(it, "arguments", w)}}}};
+      ojson call = {
+          {"id", string_at(it, "call_id", w)},
+          {"type", "function"},
+          {"function",
+           {{"name", string_at(it, "name", w)}, {"arguments", string_at(it, "arguments", w)}}}};
       ojson& a = assistant();
       if (!a.contains("tool_calls")) a["tool_calls"] = ojson::array();
       a["tool_calls"].push_back(std::move(call));
@@ -149,7 +165,7 @@ void items_to_messages(const ojson& items, const std::string& where, ojson& mess
       if (!out) throw bad_request(w + ".output", "'" + w + ".output' is required");
       messages.push_back({{"role", "tool"},
                           {"tool_call_id", string_at(it, "call_id", w)},
-                          {"content", parts_text(*out, w + ".output")}});
+                          {"content", chat_content(*out, w + ".output")}});
     } else if (type == "reasoning") {
       std::string text;
       if (const ojson* c = member(it, "content")) text = parts_text(*c, w + ".content");
@@ -270,8 +286,9 @@ Translated translate(std::string_view body, ResponseStore* store, const std::str
                       "invar does not run background responses: send background false (or "
                       "omit it) and keep the connection open, or stream");
   if (const ojson* v = member(r, "truncation"); v && *v != "disabled")
-    throw bad_request("truncation", "only truncation 'disabled' is implemented: a prompt over the "
-                                    "context is a 400, never cut");
+    throw bad_request("truncation",
+                      "only truncation 'disabled' is implemented: a prompt over the "
+                      "context is a 400, never cut");
   if (const ojson* v = member(r, "store")) {
     if (!v->is_boolean()) wrong_type("store", "a boolean", *v);
     t.store = v->get<bool>();

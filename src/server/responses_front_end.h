@@ -59,7 +59,7 @@ class ResponsesFrontEnd : public FrontEnd {
   std::string tenant_;
   std::string id_;
   int64_t created_at_;
-  ojson req_ = ojson::object();  // the Responses body, for the echo
+  ojson req_ = ojson::object();          // the Responses body, for the echo
   ojson conversation_ = ojson::array();  // previous items and this input, as items
   bool store_asked_ = true;
 
@@ -71,7 +71,7 @@ class ResponsesFrontEnd : public FrontEnd {
   ojson output_ = ojson::array();
   Open open_ = Open::none;
   int64_t call_index_ = -1;  // the chat tool call index of the open function_call
-  std::string text_;          // the open item's text (reasoning, output text or arguments)
+  std::string text_;         // the open item's text (reasoning, output text or arguments)
   ojson logprobs_ = ojson::array();
   std::string finish_reason_;
   std::string model_;

@@ -105,7 +105,7 @@ TEST(ResponsesRequest, ItemsBecomeTheChatConversation) {
       {"id": "call_a", "type": "function", "function": {"name": "f", "arguments": "{\"x\":1}"}},
       {"id": "call_b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
     {"role": "tool", "tool_call_id": "call_a", "content": "42"},
-    {"role": "assistant", "content": "done"},
+    {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
     {"role": "developer", "content": "dev"}])");
   EXPECT_EQ(chat["messages"], want) << chat["messages"].dump(1);
   EXPECT_EQ(chat["model"], "m");
@@ -136,8 +136,8 @@ TEST(ResponsesRequest, FieldsTakeTheirChatNames) {
     "reasoning_effort": "low", "top_logprobs": 2, "logprobs": true, "stream": true,
     "stream_options": {"include_usage": true}})");
   EXPECT_EQ(chat, want) << chat.dump(1);
-  EXPECT_EQ(chat_of({{"input", "x"}, {"text", {{"format", {{"type", "json_object"}}}}}})
-                ["response_format"],
+  EXPECT_EQ(chat_of({{"input", "x"},
+                     {"text", {{"format", {{"type", "json_object"}}}}}})["response_format"],
             ojson({{"type", "json_object"}}));
   EXPECT_FALSE(chat_of({{"input", "x"}, {"text", {{"format", {{"type", "text"}}}}}})
                    .contains("response_format"));
@@ -206,7 +206,8 @@ TEST(ResponsesAnswer, ChatMessageBecomesOutputItems) {
        {"previous_response_id", fe.id()}},
       &store, "t");
   const ojson want = ojson::parse(R"([{"role": "user", "content": "hi"},
-    {"role": "assistant", "content": "ok", "reasoning_content": "think", "tool_calls": [
+    {"role": "assistant", "content": [{"type": "text", "text": "ok"}],
+     "reasoning_content": "think", "tool_calls": [
       {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
     {"role": "tool", "tool_call_id": "call_1", "content": "5"}])");
   EXPECT_EQ(next["messages"], want) << next["messages"].dump(1);
@@ -264,32 +265,31 @@ TEST(ResponsesStream, ChunksBecomeTypedEventsInOrder) {
   const std::vector<Event> ev = events(out);
   std::vector<std::string> types;
   for (const Event& e : ev) types.push_back(e.type);
-  const std::vector<std::string> want = {
-      "response.created",
-      "response.in_progress",
-      "response.output_item.added",  // reasoning, 0
-      "response.reasoning_summary_part.added",
-      "response.reasoning_summary_text.delta",
-      "response.reasoning_summary_text.done",
-      "response.reasoning_summary_part.done",
-      "response.output_item.done",
-      "response.output_item.added",  // message, 1
-      "response.content_part.added",
-      "response.output_text.delta",
-      "response.output_text.delta",
-      "response.output_text.done",
-      "response.content_part.done",
-      "response.output_item.done",
-      "response.output_item.added",  // call_1, 2
-      "response.function_call_arguments.delta",
-      "response.function_call_arguments.delta",
-      "response.function_call_arguments.done",
-      "response.output_item.done",
-      "response.output_item.added",  // call_2, 3
-      "response.function_call_arguments.delta",
-      "response.function_call_arguments.done",
-      "response.output_item.done",
-      "response.completed"};
+  const std::vector<std::string> want = {"response.created",
+                                         "response.in_progress",
+                                         "response.output_item.added",  // reasoning, 0
+                                         "response.reasoning_summary_part.added",
+                                         "response.reasoning_summary_text.delta",
+                                         "response.reasoning_summary_text.done",
+                                         "response.reasoning_summary_part.done",
+                                         "response.output_item.done",
+                                         "response.output_item.added",  // message, 1
+                                         "response.content_part.added",
+                                         "response.output_text.delta",
+                                         "response.output_text.delta",
+                                         "response.output_text.done",
+                                         "response.content_part.done",
+                                         "response.output_item.done",
+                                         "response.output_item.added",  // call_1, 2
+                                         "response.function_call_arguments.delta",
+                                         "response.function_call_arguments.delta",
+                                         "response.function_call_arguments.done",
+                                         "response.output_item.done",
+                                         "response.output_item.added",  // call_2, 3
+                                         "response.function_call_arguments.delta",
+                                         "response.function_call_arguments.done",
+                                         "response.output_item.done",
+                                         "response.completed"};
   ASSERT_EQ(types, want);
   for (size_t i = 0; i < ev.size(); ++i) {
     EXPECT_EQ(ev[i].data["type"], ev[i].type);
@@ -343,12 +343,12 @@ TEST(ResponseStore, KeepsTheRecentWithinItsBytes) {
   ResponseStore store(3500);
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(store.put("t", "r" + std::to_string(i), big, big));
   EXPECT_EQ(store.size(), 1u);  // each entry is ~2 KB of the 3.5 KB
-  ResponseStore s2(9000);
+  ResponseStore s2(7000);       // three entries, not four
   for (int i = 0; i < 3; ++i) s2.put("t", "r" + std::to_string(i), big, big);
   EXPECT_EQ(s2.size(), 3u);
   EXPECT_NE(s2.get("t", "r0"), nullptr);  // r0 is now the most recent: r1 goes next
   s2.put("t", "r3", big, big);
-  EXPECT_LE(s2.bytes(), 9000);
+  EXPECT_LE(s2.bytes(), 7000);
   EXPECT_NE(s2.get("t", "r0"), nullptr);
   EXPECT_EQ(s2.get("t", "r1"), nullptr);
   EXPECT_NE(s2.get("t", "r3"), nullptr);
