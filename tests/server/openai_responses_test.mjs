@@ -172,6 +172,8 @@ await check('chat and Responses: the same conversation, the same tokens and text
   const resp = await client.responses.create({ model: MODEL, temperature: 0, max_output_tokens: 8,
                                                instructions: 'Be brief. ' + doc, input: 'Tell me' });
   assert.equal(resp.output_text, chat.choices[0].message.content ?? '');
+  const reasoning = resp.output.find((o) => o.type === 'reasoning');
+  assert.equal(reasoning ? reasoning.summary[0].text : '', chat.choices[0].message.reasoning_content ?? '');
   assert.equal(resp.usage.input_tokens, chat.usage.prompt_tokens);
   assert.equal(resp.usage.output_tokens, chat.usage.completion_tokens);
   const count = await client.responses.inputTokens.count({ model: MODEL, instructions: 'Be brief. ' + doc,
