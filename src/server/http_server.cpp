@@ -188,12 +188,14 @@ struct HttpServer::Impl {
   std::condition_variable load_cv;
   bool load_done = false;
   std::thread load_thread;
+  // Finished Responses kept for GET and previous_response_id (--response-store-bytes); the
+  // requests in flight hold it, so it is declared before them.
+  std::unique_ptr<ResponseStore> responses;
   // Declared after the backend: preparations, then connections (and the requests they hold),
   // go first.
   std::unique_ptr<PreparePool> prepare;
   std::unique_ptr<HttpTransport> transport;
-  std::unique_ptr<IdleTrimmer> trimmer;      // null with idle_trim_s 0
-  std::unique_ptr<ResponseStore> responses;  // --response-store-bytes
+  std::unique_ptr<IdleTrimmer> trimmer;  // null with idle_trim_s 0
   bool bound = false;
 
   Routed route(const HttpRequest& req, const Waker& wake);
