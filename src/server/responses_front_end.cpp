@@ -1,6 +1,7 @@
 #include "server/responses_front_end.h"
 
 #include <algorithm>
+#include <cstring>
 #include <ctime>
 #include <random>
 #include <set>
@@ -392,7 +393,24 @@ nlohmann::ordered_json ResponsesFrontEnd::chat_body(std::string_view body) {
 }
 
 HttpReply ResponsesFrontEnd::error(const ApiError& e) const {
-  return {e.status, "application/json", e.to_json()};
+  // The chat's checks name the chat's fields: the client sent the Responses field behind it.
+  static const std::pair<const char*, const char*> kChatNames[] = {
+      {"max_tokens", "max_output_tokens"},
+      {"response_format", "text.format"},
+      {"reasoning_effort", "reasoning.effort"},
+      {"messages", "input"}};
+  ApiError out = e;
+  for (const auto& [chat, responses] : kChatNames) {
+    const std::string_view p = e.param;
+    if (p.rfind(chat, 0) != 0 || (p.size() > std::strlen(chat) && p[std::strlen(chat)] != '.' &&
+                                  p[std::strlen(chat)] != '['))
+      continue;
+    out.param = responses;
+    out.message +=
+        std::string(" ('") + chat + "' is the chat field '" + responses + "' translates to)";
+    break;
+  }
+  return {out.status, "application/json", out.to_json()};
 }
 
 void ResponsesFrontEnd::emit(const char* type, ojson fields) {

@@ -161,6 +161,18 @@ TEST(ResponsesRequest, RefusalsNameTheField) {
   EXPECT_NO_THROW(chat_of({{"input", "x"}, {"background", false}}));
 }
 
+TEST(ResponsesRequest, ChatErrorsNameTheResponsesField) {
+  ResponsesFrontEnd fe(nullptr, "");
+  const ojson e = ojson::parse(fe.error(bad_request("max_tokens", "too many")).body)["error"];
+  EXPECT_EQ(e["param"], "max_output_tokens");
+  EXPECT_NE(e["message"].get<std::string>().find("too many"), std::string::npos);
+  EXPECT_EQ(ojson::parse(fe.error(bad_request("messages[2].content", "x")).body)["error"]["param"],
+            "input");
+  EXPECT_EQ(ojson::parse(fe.error(bad_request("temperature", "x")).body)["error"]["param"],
+            "temperature");
+  EXPECT_EQ(fe.error(not_found("gone", "not_found")).status, 404);
+}
+
 TEST(ResponsesAnswer, ChatMessageBecomesOutputItems) {
   ResponseStore store(1 << 20);
   ResponsesFrontEnd fe(&store, "t");
