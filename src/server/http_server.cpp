@@ -531,6 +531,13 @@ Routed HttpServer::Impl::handle_responses(const HttpRequest& req, const Waker& w
   const Tenant* t = tenant_of(req);
   const std::string tenant = t ? t->name : std::string();
   const bool count = req.path == "/v1/responses/input_tokens";
+  if (!count && req.path.find('/', 14) != std::string::npos)
+    return {error_reply(not_found("unknown route: " + echo_cut(m) + " " + echo_cut(req.path) +
+                                      " (of the Responses API invar serves POST /v1/responses, "
+                                      "/v1/responses/input_tokens and GET, DELETE "
+                                      "/v1/responses/{id}: docs/api.md)",
+                                  "not_found")),
+            nullptr};
   if (count ? m != "POST" : m != "GET" && m != "DELETE")
     return {error_reply({405,
                          "method " + echo_cut(m) + " is not allowed on " + echo_cut(req.path) +
