@@ -656,7 +656,16 @@ void ResponsesFrontEnd::fail(const ojson& error) {
 }
 
 HttpReply ResponsesFrontEnd::whole(int status, const std::string& chat_body) {
-  if (status >= 400) return {status, "application/json", chat_body};
+  if (status >= 400) {  // OpenAI's shape already: only the chat's field names are renamed
+    const ojson b = ojson::parse(chat_body, nullptr, false);
+    const ojson* e = b.is_object() ? member(b, "error") : nullptr;
+    if (!e || !e->is_object()) return {status, "application/json", chat_body};
+    auto text = [e](const char* k) {
+      const ojson* v = member(*e, k);
+      return v && v->is_string() ? v->get<std::string>() : std::string();
+    };
+    return error({status, text("message"), text("type"), text("param"), text("code")});
+  }
   streaming_ = false;
   const ojson c = ojson::parse(chat_body);
   chunk(c);

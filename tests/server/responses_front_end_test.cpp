@@ -240,9 +240,15 @@ TEST(ResponsesAnswer, LengthIsIncompleteAndErrorsPassThrough) {
   EXPECT_EQ(r["incomplete_details"]["reason"], "max_output_tokens");
   EXPECT_EQ(r["output"][0]["status"], "incomplete");
   EXPECT_EQ(r["store"], false);
-  const std::string err = R"({"error":{"message":"bad","type":"invalid_request_error"}})";
   ResponsesFrontEnd fe2(nullptr, "");
-  EXPECT_EQ(fe2.whole(400, err).body, err);
+  const HttpReply err = fe2.whole(
+      400, R"({"error":{"message":"bad","type":"invalid_request_error","param":"max_tokens",)"
+           R"("code":null}})");
+  EXPECT_EQ(err.status, 400);
+  const ojson e = ojson::parse(err.body)["error"];
+  EXPECT_EQ(e["param"], "max_output_tokens");
+  EXPECT_EQ(e["type"], "invalid_request_error");
+  EXPECT_EQ(e["code"], nullptr);
 }
 
 TEST(ResponsesStream, ChunksBecomeTypedEventsInOrder) {
