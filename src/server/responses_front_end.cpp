@@ -181,7 +181,7 @@ void items_to_messages(const ojson& items, const std::string& where, ojson& mess
     } else {
       throw bad_request(w + ".type", "the input item type '" + echo_cut(type) +
                                          "' is not supported (message, function_call, "
-                                         "function_call_output, reasoning)");
+                                         "function_call_output, reasoning, item_reference)");
     }
   }
 }
@@ -264,6 +264,32 @@ ojson logprob_entry(const ojson& e) {
   return out;
 }
 
+// The output item an item_reference names, from the stored response that holds it: an output
+// item's id is its kind, its response's id and its index (rs_HEX_2 is output[2] of resp_HEX), so
+// no index of items is kept. 404 when that response is not stored (or is another tenant's).
+ojson item_referenced(const ojson& ref, const std::string& where, ResponseStore* store,
+                      const std::string& tenant) {
+  const std::string id = string_at(ref, "id", where);
+  const size_t kind = id.find('_'), index = id.rfind('_');
+  std::shared_ptr<const StoredResponse> s;
+  if (store && kind != std::string::npos && index > kind)
+    s = store->get(tenant, "resp_" + id.substr(kind + 1, index - kind - 1));
+  if (s) {
+    const ojson& output = s->response["output"];
+    const std::string n = id.substr(index + 1);
+    const size_t i = n.empty() || n.size() > 6 || n.find_first_not_of("0123456789") != n.npos
+                         ? output.size()
+                         : size_t(std::stoul(n));
+    if (i < output.size() && output[i].value("id", "") == id) return output[i];
+  }
+  ApiError e = not_found("Item with id '" + echo_cut(id) +
+                             "' not found (items are found in the "
+                             "stored responses, --response-store-bytes)",
+                         "not_found");
+  e.param = where + ".id";
+  throw e;
+}
+
 // The request: its fields checked, its items as chat messages.
 struct Translated {
   ojson req;           // the Responses body
@@ -323,6 +349,10 @@ Translated translate(std::string_view body, ResponseStore* store, const std::str
                     ? ojson::array({{{"type", "message"}, {"role", "user"}, {"content", *input}}})
                     : *input;
   if (!items.is_array()) wrong_type("input", "a string or an array of items", *input);
+  for (size_t i = 0; i < items.size(); ++i)
+    if (const ojson* t = items[i].is_object() ? member(items[i], "type") : nullptr;
+        t && *t == "item_reference")
+      items[i] = item_referenced(items[i], "input[" + std::to_string(i) + "]", store, tenant);
   items_to_messages(items, "input", messages);
   for (auto& it : items) t.conversation.push_back(it);
   chat["messages"] = std::move(messages);

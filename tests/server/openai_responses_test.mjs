@@ -208,6 +208,25 @@ await check('Vercel AI SDK generateText', async () => {
   assert.equal(r.text, direct.output_text);
 });
 
+await check('Vercel AI SDK: a second turn sends the first by item_reference', async () => {
+  const first = [{ role: 'user', content: 'Hi' }];
+  const r1 = await generateText({ model: provider(MODEL), messages: first, maxOutputTokens: 4, temperature: 0 });
+  const sent = [];
+  const spy = createOpenAI({ baseURL, apiKey: KEY_A, fetch: async (url, init) => {
+    sent.push(JSON.parse(init.body));
+    return fetch(url, init);
+  } });
+  const next = [...first, ...r1.response.messages, { role: 'user', content: 'More' }];
+  const r2 = await generateText({ model: spy(MODEL), messages: next, maxOutputTokens: 4, temperature: 0 });
+  assert.ok(sent[0].input.some((i) => i.type === 'item_reference'), JSON.stringify(sent[0].input));
+  assert.ok(r2.usage.inputTokens > r1.usage.inputTokens);
+  // The same turn with the items written out: the same prompt, the same answer.
+  const direct = await client.responses.create({ model: MODEL, max_output_tokens: 4, temperature: 0, input: [
+    { role: 'user', content: 'Hi' }, { role: 'assistant', content: r1.text }, { role: 'user', content: 'More' }] });
+  assert.equal(r2.usage.inputTokens, direct.usage.input_tokens);
+  assert.equal(r2.text, direct.output_text);
+});
+
 await check('Vercel AI SDK streamText', async () => {
   const r = streamText({ model: provider(MODEL), prompt: 'Hi', maxOutputTokens: 5, temperature: 0 });
   let text = '';

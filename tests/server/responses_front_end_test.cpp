@@ -152,8 +152,11 @@ TEST(ResponsesRequest, RefusalsNameTheField) {
   EXPECT_EQ(tool.param, "tools[0].type");
   EXPECT_NE(tool.message.find("web_search"), std::string::npos);
   EXPECT_EQ(refusal({{"model", "m"}}).param, "input");
-  EXPECT_EQ(refusal({{"input", {{{"type", "item_reference"}, {"id", "x"}}}}}).param,
+  EXPECT_EQ(refusal({{"input", {{{"type", "computer_call"}, {"id", "x"}}}}}).param,
             "input[0].type");
+  const ApiError ref =
+      refusal({{"input", {"x", {{"type", "item_reference"}, {"id", "msg_ab_1"}}}}});
+  EXPECT_EQ(ref.status, 404);
   EXPECT_EQ(refusal({{"input", "x"}, {"include", {"reasoning.encrypted_content"}}}).param,
             "include");
   EXPECT_EQ(refusal({{"input", "x"}, {"previous_response_id", "resp_nope"}}).status, 404);
@@ -223,6 +226,24 @@ TEST(ResponsesAnswer, ChatMessageBecomesOutputItems) {
       {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
     {"role": "tool", "tool_call_id": "call_1", "content": "5"}])");
   EXPECT_EQ(next["messages"], want) << next["messages"].dump(1);
+  // The Vercel AI SDK sends a stored response's items back by reference.
+  const ojson output = r["output"];
+  const ojson by_ref =
+      chat_of({{"input",
+                {{{"role", "user"}, {"content", "hi"}},
+                 {{"type", "item_reference"}, {"id", output[0]["id"]}},
+                 {{"type", "item_reference"}, {"id", output[1]["id"]}},
+                 {{"type", "item_reference"}, {"id", output[2]["id"]}},
+                 {{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "5"}}}}},
+              &store, "t");
+  EXPECT_EQ(by_ref["messages"], want) << by_ref["messages"].dump(1);
+  try {
+    chat_of({{"input", {{{"type", "item_reference"}, {"id", output[1]["id"]}}}}}, &store, "u");
+    ADD_FAILURE() << "another tenant's item was found";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 404);
+    EXPECT_EQ(e.param, "input[0].id");
+  }
   EXPECT_EQ(responses_stored("DELETE", fe.id(), &store, "other").status, 404);
   EXPECT_EQ(responses_stored("DELETE", fe.id(), &store, "t").status, 200);
   EXPECT_EQ(responses_stored("GET", fe.id(), &store, "t").status, 404);
