@@ -417,7 +417,8 @@ nlohmann::ordered_json ResponsesFrontEnd::chat_body(std::string_view body) {
   req_ = std::move(t.req);
   conversation_ = std::move(t.conversation);
   store_asked_ = t.store;
-  streaming_ = t.chat.value("stream", false);
+  const ojson* stream = member(t.chat, "stream");
+  streaming_ = stream && *stream == true;  // another type is the chat parser's 400
   if (const ojson* m = member(req_, "model"); m && m->is_string()) model_ = m->get<std::string>();
   return std::move(t.chat);
 }

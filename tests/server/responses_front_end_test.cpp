@@ -160,6 +160,8 @@ TEST(ResponsesRequest, RefusalsNameTheField) {
   EXPECT_EQ(refusal({{"input", "x"}, {"include", {"reasoning.encrypted_content"}}}).param,
             "include");
   EXPECT_EQ(refusal({{"input", "x"}, {"previous_response_id", "resp_nope"}}).status, 404);
+  // A wrong type passes to the chat's parser, whose 400 names it (not an exception here).
+  EXPECT_NO_THROW(chat_of({{"input", "x"}, {"stream", "yes"}}));
   // background false is what every client may send.
   EXPECT_NO_THROW(chat_of({{"input", "x"}, {"background", false}}));
 }
