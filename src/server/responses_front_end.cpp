@@ -705,12 +705,16 @@ HttpReply ResponsesFrontEnd::whole(int status, const std::string& chat_body) {
 }
 
 std::string ResponsesFrontEnd::stream(const std::string& sse, bool done) {
-  if (!started_) {
+  // response.created waits for the first chunk, which names the model served; keep-alive
+  // comments before it pass as they are.
+  const auto start = [this](const ojson* c) {
+    if (started_) return;
     started_ = true;
+    if (c && model_.empty()) model_ = c->value("model", "");
     const ojson r = response("in_progress");
     emit("response.created", {{"response", r}});
     emit("response.in_progress", {{"response", r}});
-  }
+  };
   size_t pos = 0;
   while (pos < sse.size() && !ended_) {
     size_t end = sse.find("\n\n", pos);
@@ -725,18 +729,24 @@ std::string ResponsesFrontEnd::stream(const std::string& sse, bool done) {
     if (ev.rfind("data: ", 0) != 0) continue;
     const std::string data = ev.substr(6);
     if (data == "[DONE]") {
+      start(nullptr);
       finish();
       break;
     }
     const ojson c = ojson::parse(data, nullptr, false);
     if (c.is_discarded()) continue;
     if (const ojson* e = member(c, "error")) {
+      start(nullptr);
       fail(*e);
       break;
     }
+    start(&c);
     chunk(c);
   }
-  if (done && !ended_) finish();
+  if (done && !ended_) {
+    start(nullptr);
+    finish();
+  }
   return std::exchange(out_, std::string());
 }
 

@@ -285,7 +285,9 @@ TEST(ResponsesStream, ChunksBecomeTypedEventsInOrder) {
   ojson c2 = ojson::parse(chunk({{"content", "He"}}).substr(6));
   c2["choices"][0]["logprobs"] = lp;
   sse += "data: " + c2.dump() + "\n\n";
-  std::string out = fe.stream(sse, false);
+  std::string out = fe.stream(": keep-alive\n\n", false);
+  EXPECT_EQ(out, ": keep-alive\n\n");
+  out += fe.stream(sse, false);
   out += fe.stream(": keep-alive\n\n" + chunk({{"content", "llo"}}), false);
   out += fe.stream(
       chunk({{"tool_calls",
@@ -338,6 +340,7 @@ TEST(ResponsesStream, ChunksBecomeTypedEventsInOrder) {
   }
   EXPECT_EQ(ev[0].data["response"]["status"], "in_progress");
   EXPECT_EQ(ev[0].data["response"]["id"], fe.id());
+  EXPECT_EQ(ev[0].data["response"]["model"], "m");  // the request named none: the chunk's
   EXPECT_EQ(ev[2].data["output_index"], 0);
   EXPECT_EQ(ev[8].data["output_index"], 1);
   EXPECT_EQ(ev[10].data["content_index"], 0);
