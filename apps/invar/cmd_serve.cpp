@@ -157,6 +157,7 @@ int run_serve(ServeOptions& o) {
     throw Error("--max-request-tokens and --max-request-logprobs must be ≥ 0 (0: derived)");
   if (o.engine.max_running < 1) throw Error("--max-num-seqs must be at least 1");
   if (o.engine.grammar_state_bytes < 0) throw Error("--grammar-state-bytes must be ≥ 0");
+  if (o.server.response_store_bytes < 0) throw Error("--response-store-bytes must be ≥ 0");
   if (o.server.max_images_per_request < 0 || o.server.image_source.max_bytes < 1 ||
       o.backend.image_cache_bytes < 0)
     throw Error(
@@ -223,6 +224,11 @@ int run_serve(ServeOptions& o) {
   srv.start();
   std::fprintf(stderr, "invar serve: listening on http://%s:%d (loading %s)\n",
                o.server.host.c_str(), port, path.c_str());
+  if (o.server.response_store_bytes > 0)
+    std::fprintf(stderr,
+                 "invar serve: stored responses (/v1/responses) take up to %.1f MiB of memory "
+                 "and are lost on restart (--response-store-bytes)\n",
+                 double(o.server.response_store_bytes) / (1 << 20));
 
   // A loader failure ends the process; otherwise wait for a signal.
   std::thread loaded([&srv, port, default_model, path] {
@@ -343,6 +349,11 @@ Command serve_command("serve", peer_args_rewrite, [](CLI::App& root) -> Command:
   s->add_option("--grammar-cache-bytes", o->server.grammar_cache_bytes,
                 "compiled grammars (response_format, guided_*, tool calls) kept for reuse; a "
                 "larger one is compiled for its request and not kept")
+      ->capture_default_str();
+  s->add_option("--response-store-bytes", o->server.response_store_bytes,
+                "finished Responses (POST /v1/responses with store, the default) kept in memory "
+                "for GET /v1/responses/{id} and previous_response_id, least recently used "
+                "dropped first; 0 keeps none")
       ->capture_default_str();
   s->add_option("--grammar-state-bytes", o->engine.grammar_state_bytes,
                 "grammar matcher state of all constrained requests together, an equal share each "

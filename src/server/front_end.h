@@ -42,8 +42,16 @@ class FrontEnd {
   virtual std::string stream(const std::string& sse, bool done) = 0;
 };
 
+class ResponseStore;
+
+// What a front end may need beside the body: who asks, and the server's state it keeps.
+struct FrontEndContext {
+  std::string tenant;                  // the API key's tenant (tenants.h); "" without auth
+  ResponseStore* responses = nullptr;  // OpenAI Responses' store (response_store.h)
+};
+
 // The front end that serves `path` (POST), or null when the path is chat's, completions' or
 // not a front end's.
-std::unique_ptr<FrontEnd> front_end_for(std::string_view path);
+std::unique_ptr<FrontEnd> front_end_for(std::string_view path, const FrontEndContext& ctx);
 
 }  // namespace invar::server

@@ -27,6 +27,8 @@
 #include "server/prepare_pool.h"
 #include "server/prompt_limits.h"
 #include "server/props_api.h"
+#include "server/response_store.h"
+#include "server/responses_front_end.h"
 #include "server/server_metrics.h"
 #include "server/tenants.h"
 #include "server/tokenize_api.h"
@@ -72,6 +74,7 @@ std::string endpoint_label(const std::string& path) {
         "/tokenize", "/detokenize", "/v1/tokenize", "/v1/detokenize", "/props", "/version"})
     if (path == p) return p;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models";
+  if (path.rfind("/v1/responses", 0) == 0) return "/v1/responses";
   return "other";
 }
 
@@ -186,6 +189,9 @@ struct HttpServer::Impl {
   std::condition_variable load_cv;
   bool load_done = false;
   std::thread load_thread;
+  // Finished Responses kept for GET and previous_response_id (--response-store-bytes); the
+  // requests in flight hold it, so it is declared before them.
+  std::unique_ptr<ResponseStore> responses;
   // Declared after the backend: preparations, then connections (and the requests they hold),
   // go first.
   std::unique_ptr<PreparePool> prepare;
@@ -203,6 +209,8 @@ struct HttpServer::Impl {
                            std::shared_ptr<FrontEnd> front_end = nullptr);
   Routed handle_tokenize(const HttpRequest& req);
   Routed handle_count_tokens(const HttpRequest& req, const FrontEnd& front_end);
+  // /v1/responses/input_tokens (POST) and /v1/responses/{id} (GET, DELETE).
+  Routed handle_responses(const HttpRequest& req, const Waker& wake);
   // The chat's images read (data: or file:// URLs) into r.image_files. Throws ApiError.
   void images_read(ApiRequest& r) const;
   // `handle` inline for a small body, else on the prepare pool (429 when its queue is full).
@@ -306,7 +314,9 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
   // A CORS preflight carries no credentials: it is answered before the auth check.
   if (m == "OPTIONS" && !cfg.allowed_origins.empty()) return {cors_preflight(req), nullptr};
   // Another front end's path (front_end.h): its errors in its own shape from here on.
-  std::shared_ptr<FrontEnd> front_end = front_end_for(p);
+  const Tenant* tenant = tenant_of(req);
+  std::shared_ptr<FrontEnd> front_end =
+      front_end_for(p, {tenant ? tenant->name : std::string(), responses.get()});
   if (!authorized(req))
     return {front_end ? front_end->error(unauthorized()) : error_reply(unauthorized()), nullptr};
   auto wrong_method = [&](const char* allowed) {
@@ -372,6 +382,7 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
                    model_json(cfg.served_model_names.empty() ? backend->model_id() : name).dump()),
         nullptr};
   }
+  if (p.rfind("/v1/responses/", 0) == 0) return handle_responses(req, wake);
   if (front_end) {
     if (m != "POST")
       return {
@@ -535,6 +546,44 @@ Routed HttpServer::Impl::handle_count_tokens(const HttpRequest& req, const Front
   }
 }
 
+Routed HttpServer::Impl::handle_responses(const HttpRequest& req, const Waker& wake) {
+  const std::string& m = req.head.method;
+  const Tenant* t = tenant_of(req);
+  const std::string tenant = t ? t->name : std::string();
+  const bool count = req.path == "/v1/responses/input_tokens";
+  if (!count && req.path.find('/', 14) != std::string::npos)
+    return {error_reply(not_found("unknown route: " + echo_cut(m) + " " + echo_cut(req.path) +
+                                      " (of the Responses API invar serves POST /v1/responses, "
+                                      "/v1/responses/input_tokens and GET, DELETE "
+                                      "/v1/responses/{id}: docs/api.md)",
+                                  "not_found")),
+            nullptr};
+  if (count ? m != "POST" : m != "GET" && m != "DELETE")
+    return {error_reply({405,
+                         "method " + echo_cut(m) + " is not allowed on " + echo_cut(req.path) +
+                             (count ? " (use POST)" : " (use GET or DELETE)"),
+                         "invalid_request_error", "", "method_not_allowed"}),
+            nullptr};
+  if (!count)
+    return {responses_stored(m, percent_decode(req.path.substr(14)), responses.get(), tenant),
+            nullptr};
+  return prepared(req, wake,
+                  [this, tenant](const HttpRequest& r, const PendingPrepared::Cancelled&) {
+                    if (auto e = not_ready()) return Routed{error_reply(*e), nullptr};
+                    auto known = [this](const std::string& name) { return model_known(name); };
+                    try {
+                      const double cpu0 = thread_cpu_seconds();
+                      const std::string body =
+                          json_text(responses_tokenize_body(r.body, responses.get(), tenant));
+                      std::string counted = tokenize_api(*backend, body, known);
+                      cpu_check(cpu0, "parsing and tokenising");
+                      return Routed{json_reply(200, responses_input_tokens_json(counted)), nullptr};
+                    } catch (const ApiError& e) {
+                      return Routed{error_reply(e), nullptr};
+                    }
+                  });
+}
+
 void HttpServer::Impl::images_read(ApiRequest& r) const {
   const std::vector<ChatImage>& parts = r.chat.images;
   if (!backend->vision())
@@ -602,6 +651,7 @@ HttpServer::HttpServer(ServerConfig cfg, Loader loader) : impl_(std::make_unique
   m.cfg = std::move(cfg);
   m.loader = std::move(loader);
   m.tenants = tenants_load(m.cfg.api_key, m.cfg.api_key_file);
+  m.responses = std::make_unique<ResponseStore>(m.cfg.response_store_bytes);
   TransportConfig t;
   t.host = m.cfg.host;
   t.port = m.cfg.port;

@@ -48,6 +48,9 @@ struct ServerConfig {
   size_t mmap_threshold = 128u << 10;
   // --grammar-cache-bytes: compiled grammars kept for reuse (grammar::compile_cached), bytes.
   size_t grammar_cache_bytes = grammar::kCompileCacheBytesDefault;
+  // --response-store-bytes: finished Responses (POST /v1/responses, store true) kept in memory
+  // for GET and previous_response_id, least recently used dropped first (response_store.h).
+  int64_t response_store_bytes = int64_t(64) << 20;
   int max_connections = 4096;  // open connections before a 503
   // Per client (client_limits.h), so that one client is refused (429) before the server-wide
   // limits refuse everyone: requests in flight of one client (API key, else peer address) and

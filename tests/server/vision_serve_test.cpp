@@ -556,4 +556,46 @@ TEST(VisionServe, ServersThatCannotTakeImages) {
   }
 }
 
+// OpenAI Responses' input_image is the chat's image_url part: the same prompt tokens, the same
+// bits (the 20 top logprobs of each output token).
+TEST(VisionServe, ResponsesInputImageIsTheChatsImage) {
+  ServeProcess s(serve_args(), "vision_serve_responses");
+  ASSERT_NE(s.port(), 0) << s.log();
+  const std::string url = "data:image/png;base64," + base64_of(image_a());
+  const json q = chat({image_part(url), {{"type", "text"}, {"text", "What is the total?"}}});
+  const Reply c = post(s, q);
+  ASSERT_EQ(c.status, 200) << c.text;
+  const json body = {{"instructions", q["messages"][0]["content"]},
+                     {"input",
+                      {{{"role", "user"},
+                        {"content",
+                         {{{"type", "input_image"}, {"image_url", url}},
+                          {{"type", "input_text"}, {"text", "What is the total?"}}}}}}},
+                     {"max_output_tokens", 4},
+                     {"temperature", 0},
+                     {"top_logprobs", 20}};
+  httplib::Client cl("127.0.0.1", s.port());
+  cl.set_read_timeout(60, 0);
+  auto r = cl.Post("/v1/responses", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json resp = json::parse(r->body);
+  EXPECT_EQ(resp["usage"]["input_tokens"], c.body["usage"]["prompt_tokens"]);
+  const json& want = c.body["choices"][0]["logprobs"]["content"];
+  const json* msg = nullptr;
+  for (const json& o : resp["output"])
+    if (o["type"] == "message") msg = &o;
+  ASSERT_NE(msg, nullptr) << resp.dump();
+  const json& got = (*msg)["content"][0]["logprobs"];
+  ASSERT_FALSE(want.empty()) << c.text;
+  ASSERT_EQ(got.size(), want.size()) << resp.dump();
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i]["token"], want[i]["token"]);
+    EXPECT_EQ(got[i]["logprob"], want[i]["logprob"]);
+    ASSERT_EQ(got[i]["top_logprobs"].size(), want[i]["top_logprobs"].size());
+    for (size_t k = 0; k < got[i]["top_logprobs"].size(); ++k)
+      EXPECT_EQ(got[i]["top_logprobs"][k]["logprob"], want[i]["top_logprobs"][k]["logprob"]);
+  }
+}
+
 }  // namespace vision_serve_test
