@@ -216,4 +216,8 @@ std::string sse_event(const json& j) {
   return "data: " + json_text(j) + "\n\n";
 }
 
+std::string sse_event(std::string_view type, const json& j) {
+  return "event: " + std::string(type) + "\ndata: " + json_text(j) + "\n\n";
+}
+
 }  // namespace invar::server

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/engine.h"
@@ -65,7 +66,10 @@ json chunk_json(const ResponseContext& c, const std::string& text, const json& l
 // The final usage-only chunk of stream_options.include_usage (choices: []).
 json usage_chunk_json(const ResponseContext& c, const Usage& u);
 
-std::string sse_event(const json& j);  // "data: <json>\n\n"
-std::string json_text(const json& j);  // compact, invalid UTF-8 replaced
+// The one SSE writer of every front end: OpenAI's chat and completions send unnamed events,
+// Anthropic's Messages and OpenAI's Responses typed ones.
+std::string sse_event(const json& j);                         // "data: <json>\n\n"
+std::string sse_event(std::string_view type, const json& j);  // "event: <type>\ndata: <json>\n\n"
+std::string json_text(const json& j);                         // compact, invalid UTF-8 replaced
 
 }  // namespace invar::server

@@ -50,7 +50,7 @@ int status_of_type(const std::string& type) {
 }
 
 std::string event(const char* type, const ojson& data) {
-  return std::string("event: ") + type + "\ndata: " + json_text(data) + "\n\n";
+  return sse_event(type, data);
 }
 
 std::string message_id(const ojson& chat) {

@@ -449,7 +449,7 @@ void ResponsesFrontEnd::emit(const char* type, ojson fields) {
   ojson e = {{"type", type}};
   e.update(fields);
   e["sequence_number"] = seq_++;
-  out_ += std::string("event: ") + type + "\ndata: " + json_text(e) + "\n\n";
+  out_ += sse_event(type, e);
 }
 
 void ResponsesFrontEnd::open(Open kind, ojson item) {
