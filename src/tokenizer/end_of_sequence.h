@@ -14,8 +14,9 @@ class Tokenizer;  // tokenizer/tokenizer.h
 // vocabulary has, once each: the file's eos, eot and eom ids; <|im_end|> and <|endoftext|>;
 // and, where the file has them as added tokens (control or user-defined), the FIM
 // pad/repo/separator tokens and the end-of-turn names other families use. llama.cpp also takes a
-// *normal* BPE token of those names and retypes it control: Qwen's BPE vocabulary holds "</s>" as plain text (id 128247), which would
-// then end a completion that writes HTML. invar keeps plain text plain.
+// *normal* BPE token of those names and retypes it control: Qwen's BPE vocabulary holds "</s>" as
+// plain text (id 128247), which would then end a completion that writes HTML. invar keeps plain
+// text plain.
 std::vector<int32_t> end_of_sequence_ids(const Tokenizer& tok);
 
 }  // namespace invar

@@ -158,7 +158,8 @@ bool has(const std::vector<int32_t>& ids, int32_t id) {
 }  // namespace
 
 // The end-of-generation set llama.cpp builds: the file's eot and eom ids, and the FIM tokens
-// (added, user-defined in Qwen's vocabulary); a plain-text token spelled like an end ("</s>" in Qwen's BPE vocabulary) stays text.
+// (added, user-defined in Qwen's vocabulary); a plain-text token spelled like an end ("</s>" in
+// Qwen's BPE vocabulary) stays text.
 TEST(GgufVocab, EndOfGenerationSetIsLlamaCppsControlTokens) {
   Vocab v = vocab_from_tokenizer_json(test::source_path("data/qwen3/tokenizer.json"));
   Tokenizer plain(v);
