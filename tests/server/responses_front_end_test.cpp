@@ -166,6 +166,17 @@ TEST(ResponsesRequest, RefusalsNameTheField) {
   EXPECT_NO_THROW(chat_of({{"input", "x"}, {"background", false}}));
 }
 
+// input_tokens counts the prompt the chat would render: reasoning.effort switches thinking as the
+// chat's reasoning_effort does (vLLM's meaning: only "none" turns it off).
+TEST(ResponsesRequest, InputTokensBodyThinksAsTheChatWould) {
+  for (const char* effort : {"none", "minimal", "low", "max"}) {
+    const ojson body = {{"input", "x"}, {"reasoning", {{"effort", effort}}}};
+    const ojson t = responses_tokenize_body(body.dump(), nullptr, "");
+    EXPECT_EQ(t["chat_template_kwargs"]["enable_thinking"], std::string(effort) != "none")
+        << effort;
+  }
+}
+
 TEST(ResponsesRequest, ChatErrorsNameTheResponsesField) {
   ResponsesFrontEnd fe(nullptr, "");
   const ojson e = ojson::parse(fe.error(bad_request("max_tokens", "too many")).body)["error"];
