@@ -55,12 +55,14 @@ test-asan: deps
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@cd $(ASAN_BUILD) && XDG_CACHE_HOME=$(abspath $(ASAN_BUILD))/test-cache $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) -LE soak
 
-# The TSan tree links the release tree's kernels, which TSan does not watch (src/kernels/CMakeLists.txt).
+# The TSan tree links the release tree's kernels, which TSan does not watch (src/kernels/CMakeLists.txt),
+# and leaves `invar bench` out of the binary: none of its tests runs it.
 test-tsan: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target invar_kernels
 	@test -f $(TSAN_BUILD)/CMakeCache.txt || cmake -S . -B $(TSAN_BUILD) -G Ninja \
 	  -DCMAKE_BUILD_TYPE=Release -DINVAR_SANITIZE=thread \
-	  -DINVAR_KERNELS_PREBUILT=$(abspath $(BUILD))/src/kernels/libinvar_kernels.a $(CMAKE_ARGS)
+	  -DINVAR_KERNELS_PREBUILT=$(abspath $(BUILD))/src/kernels/libinvar_kernels.a \
+	  -DINVAR_BENCH_COMMANDS=OFF $(CMAKE_ARGS)
 	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target tests-engine tests-server tests-hostile
 	@cd $(TSAN_BUILD) && XDG_CACHE_HOME=$(abspath $(TSAN_BUILD))/test-cache $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS) \
 	  -L 'engine|server|hostile' -LE soak
