@@ -1,6 +1,5 @@
 # Sanitizer builds: the target is compiled at INVAR_SANITIZE_IO_OPT (CMakeLists.txt): the I/O
-# layers, and the control layers whose sanitizer runs are bounded by the model's kernels rather
-# than their own loops (chat templates, engine scheduling, cache bookkeeping, model making).
+# layers and the cache's bookkeeping (docs/build.md says which layers keep -O1, and why).
 function(invar_sanitize_io_layer target)
   if(INVAR_SANITIZE)
     target_compile_options(${target} PRIVATE ${INVAR_SANITIZE_IO_OPT})

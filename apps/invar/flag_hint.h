@@ -6,12 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace invar::app {
+#include "flag_nearest.h"
 
-// The name of `known` nearest to `given` (edit distance over the names without their dashes, a
-// swap of neighbours counting one, at most max(1, length / 3); else the shortest name `given`
-// begins), or "" when none is near.
-std::string flag_nearest(const std::string& given, const std::vector<std::string>& known);
+namespace invar::app {
 
 // One line per unknown flag or subcommand in `args` (argv without the program name), each
 // naming its nearest known name when there is one; "" when every flag and subcommand is known

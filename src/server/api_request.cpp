@@ -329,10 +329,12 @@ void parse_surface(const json& body, ApiRequest& r) {
     if (x > 0) r.max_tokens = x;
   }
   if (const json* o = field(body, "stream_options")) {
-    for (const char* k : {"continuous_usage_stats", "include_obfuscation"})
-      if (const json* v = field(*o, k); v && as_bool(*v, std::string("stream_options.") + k))
-        throw bad_request(std::string("stream_options.") + k,
-                          std::string("'stream_options.") + k + "' is not supported");
+    if (const json* v = field(*o, "include_obfuscation");
+        v && as_bool(*v, "stream_options.include_obfuscation"))
+      throw bad_request("stream_options.include_obfuscation",
+                        "'stream_options.include_obfuscation' is not supported");
+    if (const json* v = field(*o, "continuous_usage_stats"))
+      r.continuous_usage = as_bool(*v, "stream_options.continuous_usage_stats");
   }
 }
 

@@ -58,6 +58,9 @@ struct ApiRequest {
   std::vector<std::string> stop;  // stop strings (≤ 16, non-empty)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // stream_options.continuous_usage_stats (vLLM): with include_usage, every chunk carries the
+  // usage so far.
+  bool continuous_usage = false;
 
   bool logprobs = false;                   // chat: logprobs=true; completions: logprobs is an int
   int64_t top_logprobs = 0;                // candidates per token (request_check: 0..20)

@@ -267,6 +267,9 @@ std::string CompletionChoices::rewrite_chunk(size_t choice, const std::string& d
   first_sent_[choice] = true;
   c["id"] = envelope_["id"];
   c["created"] = envelope_["created"];
+  // Several choices: the request's usage so far, summed as the last chunk sums it.
+  if (jobs_.size() > 1 && req_.include_usage && req_.continuous_usage)
+    c["usage"] = usage_json(stats().usage);
   for (auto& ch : c["choices"]) {
     ch["index"] = int64_t(choice);
     if (plp) ch["prompt_logprobs"] = jobs_[choice]->prompt_logprobs_value();

@@ -429,6 +429,11 @@ std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
   wait_events(evs, wait, false);
   if (evs.empty()) return ": keep-alive\n\n";
   std::string out;
+  // stream_options.continuous_usage_stats: every chunk carries the usage so far.
+  const auto chunk_event = [this](json chunk) {
+    if (req_.include_usage && req_.continuous_usage) chunk["usage"] = usage_json(usage());
+    return sse_event(chunk);
+  };
   for (auto& e : evs) {
     Delta d;
     bool is_token = e.kind == EventKind::token;
@@ -437,12 +442,12 @@ std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
       // The opening chunk: the chat role, or the echoed prompt of a completion.
       stream_started_ = true;
       if (req_.endpoint == Endpoint::chat) {
-        out += sse_event(chunk_json(ctx_, "", nullptr, "", true));
+        out += chunk_event(chunk_json(ctx_, "", nullptr, "", true));
       } else if (req_.echo) {
         json lp = nullptr;
         if (req_.logprobs)
           lp = logprobs_legacy_prompt_json(ctx_, prompt_, prompt_lp(), &stream_offset_);
-        out += sse_event(chunk_json(ctx_, prompt_echo_text(), lp, "", false));
+        out += chunk_event(chunk_json(ctx_, prompt_echo_text(), lp, "", false));
       }
     }
     if (d.finished && error_) {
@@ -469,7 +474,7 @@ std::string CompletionJob::stream_next(std::chrono::milliseconds wait) {
           if (!finish.empty())
             chunk["choices"][0]["finish_reason"] = chat_out_->finish_reason(finish);
         }
-        out += sse_event(chunk);
+        out += chunk_event(std::move(chunk));
       }
     }
     if (unmet) {

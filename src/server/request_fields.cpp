@@ -58,7 +58,8 @@ const std::vector<RequestField> kFields = {
      "invar has no stored-completions API to keep them for: true is a 400"},
     {"stream", B, "OpenAI", S::implemented, "false", "server-sent events"},
     {"stream_options", B, "OpenAI", S::implemented, "{\"include_usage\": false}",
-     "include_usage; continuous_usage_stats and include_obfuscation only false"},
+     "include_usage; continuous_usage_stats (vLLM: usage in every chunk); include_obfuscation "
+     "only false"},
     {"suffix", P, "OpenAI", S::no_op, "\"\"", "insertion is not implemented"},
     {"temperature", B, "OpenAI", S::implemented, "0.5", "0 is greedy"},
     {"tool_choice", C, "OpenAI", S::implemented, "\"none\"",

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "flag_hint.h"
+#include "flag_nearest.h"
 
 namespace peer_flags_test {
 

@@ -147,10 +147,18 @@ TEST(RequestFields, ParserReadsTheImplementedExtras) {
   EXPECT_TRUE(api_request_parse(R"({"prompt": "x"})", Endpoint::completions).skip_special_tokens);
   EXPECT_EQ(parse_error(R"({"prompt": "x", "min_p": 1.5})", Endpoint::completions).param, "min_p");
   EXPECT_EQ(parse_error(R"({"prompt": "x", "n": 0})", Endpoint::completions).param, "n");
-  EXPECT_EQ(parse_error(R"({"prompt": "x", "stream_options": {"continuous_usage_stats": true}})",
+  EXPECT_TRUE(
+      api_request_parse(R"({"prompt": "x", "stream_options": {"continuous_usage_stats": true}})",
+                        Endpoint::completions)
+          .continuous_usage);
+  EXPECT_EQ(parse_error(R"({"prompt": "x", "stream_options": {"continuous_usage_stats": 1}})",
                         Endpoint::completions)
                 .param,
             "stream_options.continuous_usage_stats");
+  EXPECT_EQ(parse_error(R"({"prompt": "x", "stream_options": {"include_obfuscation": true}})",
+                        Endpoint::completions)
+                .param,
+            "stream_options.include_obfuscation");
 }
 
 }  // namespace

@@ -225,6 +225,48 @@ TEST_F(SamplingServe, PromptListIsOneRequestPerPromptPromptMajor) {
   EXPECT_EQ(usage["prompt_tokens"], prompt_tokens) << text;
 }
 
+// stream_options.continuous_usage_stats (vLLM): with include_usage, every chunk with a choice
+// carries the usage so far — completion tokens never decreasing, summed over the choices of n —
+// and the last usage is the whole answer's.
+TEST_F(SamplingServe, ContinuousUsageIsInEveryChunk) {
+  for (const auto& [path, n] :
+       std::vector<std::pair<const char*, int>>{{kCompletions, 1}, {kCompletions, 2}, {kChat, 1}}) {
+    json body = {{"n", n},
+                 {"max_tokens", 4},
+                 {"temperature", 1},
+                 {"seed", 3},
+                 {"ignore_eos", true},
+                 {"stream", true},
+                 {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}}};
+    if (path == kChat)
+      body["messages"] = {{{"role", "user"}, {"content", "the cache keeps"}}};
+    else
+      body["prompt"] = "the cache keeps";
+    auto [status, text] = post_raw(tiny_server(), path, body);
+    ASSERT_EQ(status, 200) << text;
+    int64_t last = -1, chunks = 0;
+    json final_usage;
+    for (const std::string& d : sse_data(text)) {
+      if (d == "[DONE]") continue;
+      const json c = json::parse(d);
+      ASSERT_TRUE(c.contains("usage") && c["usage"].is_object()) << path << " n=" << n << ": " << d;
+      if (c["choices"].empty()) {
+        final_usage = c["usage"];
+        continue;
+      }
+      ++chunks;
+      const int64_t done = c["usage"]["completion_tokens"].get<int64_t>();
+      EXPECT_GE(done, last) << d;
+      EXPECT_GT(c["usage"]["prompt_tokens"].get<int64_t>(), 0) << d;
+      last = done;
+    }
+    EXPECT_GE(chunks, n) << text;
+    ASSERT_TRUE(final_usage.is_object()) << text;
+    EXPECT_EQ(final_usage["completion_tokens"], 4 * n);
+    EXPECT_EQ(last, 4 * n) << "the last chunk's usage is the whole answer's";
+  }
+}
+
 // A replay server on the Qwen3.5 template (it has enable_thinking); its outputs are written here.
 ServeProcess& replay_server() {
   static const std::string outputs = [] {
