@@ -1,6 +1,7 @@
 #include "server/messages_front_end.h"
 
 #include "server/api_response.h"  // json, json_text
+#include "server/json_fields.h"
 
 namespace invar::server {
 namespace {
@@ -9,12 +10,6 @@ namespace {
 namespace anthropic_answer {
 
 using ojson = nlohmann::ordered_json;
-
-// The member, or nullptr when absent or null (null counts as absent, as in Anthropic's API).
-const ojson* member(const ojson& o, const char* name) {
-  auto it = o.find(name);
-  return it == o.end() || it->is_null() ? nullptr : &*it;
-}
 
 // The Anthropic error type of an HTTP status.
 const char* error_type_of(int status) {
@@ -54,7 +49,7 @@ std::string event(const char* type, const ojson& data) {
 }
 
 std::string message_id(const ojson& chat) {
-  const ojson* id = member(chat, "id");
+  const ojson* id = json_member(chat, "id");
   std::string s = id && id->is_string() ? id->get<std::string>() : "";
   const std::string prefix = "chatcmpl-";
   if (s.rfind(prefix, 0) == 0) s.erase(0, prefix.size());
@@ -67,7 +62,7 @@ std::string message_id(const ojson& chat) {
 ojson usage_translate(const ojson& u) {
   const int64_t prompt = u.value("prompt_tokens", int64_t(0));
   int64_t cached = 0;
-  if (const ojson* d = member(u, "prompt_tokens_details"))
+  if (const ojson* d = json_member(u, "prompt_tokens_details"))
     cached = d->value("cached_tokens", int64_t(0));
   return {{"input_tokens", prompt - cached},
           {"output_tokens", u.value("completion_tokens", int64_t(0))},
@@ -85,13 +80,13 @@ ojson answer_translate(const ojson& chat) {
   const ojson& choice = chat.at("choices").at(0);
   const ojson& msg = choice.at("message");
   ojson content = ojson::array();
-  if (const ojson* r = member(msg, "reasoning_content");
+  if (const ojson* r = json_member(msg, "reasoning_content");
       r && !r->get_ref<const std::string&>().empty())
     // invar signs nothing; the field is there because Anthropic's clients send it back.
     content.push_back({{"type", "thinking"}, {"thinking", *r}, {"signature", ""}});
-  if (const ojson* t = member(msg, "content"); t && !t->get_ref<const std::string&>().empty())
+  if (const ojson* t = json_member(msg, "content"); t && !t->get_ref<const std::string&>().empty())
     content.push_back({{"type", "text"}, {"text", *t}});
-  if (const ojson* calls = member(msg, "tool_calls"))
+  if (const ojson* calls = json_member(msg, "tool_calls"))
     for (const ojson& c : *calls) {
       const std::string& args = c.at("function").at("arguments").get_ref<const std::string&>();
       // The output parser hands out arguments that are a JSON object (chat/output_parser.h);
@@ -103,7 +98,7 @@ ojson answer_translate(const ojson& chat) {
                          {"name", c.at("function").at("name")},
                          {"input", std::move(input)}});
     }
-  const ojson* finish = member(choice, "finish_reason");
+  const ojson* finish = json_member(choice, "finish_reason");
   return {{"id", message_id(chat)},
           {"type", "message"},
           {"role", "assistant"},
@@ -139,7 +134,7 @@ HttpReply MessagesFrontEnd::whole(int status, const std::string& chat_body) {
             json_text(messages_error_json(500, "the chat answer is not a JSON object"))};
   if (status >= 400) {
     std::string message = chat_body;
-    if (const json* e = chat.is_object() ? anthropic_answer::member(chat, "error") : nullptr;
+    if (const json* e = chat.is_object() ? json_member(chat, "error") : nullptr;
         e && e->is_object() && e->contains("message") && (*e)["message"].is_string())
       message = (*e)["message"].get<std::string>();
     return {status, "application/json", json_text(messages_error_json(status, message))};
@@ -168,7 +163,7 @@ void MessagesFrontEnd::block_close(std::string* out) {
 
 void MessagesFrontEnd::chunk_take(const std::string& data, std::string* out) {
   const json c = json::parse(data);
-  if (const json* e = anthropic_answer::member(c, "error")) {
+  if (const json* e = json_member(c, "error")) {
     const int status = anthropic_answer::status_of_type(e->value("type", ""));
     *out += anthropic_answer::event("error", messages_error_json(status, e->value("message", "")));
     ended_ = true;
@@ -188,8 +183,8 @@ void MessagesFrontEnd::chunk_take(const std::string& data, std::string* out) {
                                     {{"type", "message_start"}, {"message", std::move(message)}});
     *out += anthropic_answer::event("ping", {{"type", "ping"}});
   }
-  if (const json* u = anthropic_answer::member(c, "usage")) usage_ = *u;
-  const json* choices = anthropic_answer::member(c, "choices");
+  if (const json* u = json_member(c, "usage")) usage_ = *u;
+  const json* choices = json_member(c, "choices");
   if (!choices || choices->empty()) return;
   const json& choice = (*choices)[0];
   const auto delta_event = [&](json delta) {
@@ -197,24 +192,24 @@ void MessagesFrontEnd::chunk_take(const std::string& data, std::string* out) {
         "content_block_delta",
         {{"type", "content_block_delta"}, {"index", index_}, {"delta", std::move(delta)}});
   };
-  if (const json* d = anthropic_answer::member(choice, "delta")) {
-    if (const json* r = anthropic_answer::member(*d, "reasoning_content");
+  if (const json* d = json_member(choice, "delta")) {
+    if (const json* r = json_member(*d, "reasoning_content");
         r && !r->get_ref<const std::string&>().empty()) {
       if (open_ != Block::thinking)
         block_open(Block::thinking, {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}},
                    out);
       delta_event({{"type", "thinking_delta"}, {"thinking", *r}});
     }
-    if (const json* t = anthropic_answer::member(*d, "content");
+    if (const json* t = json_member(*d, "content");
         t && !t->get_ref<const std::string&>().empty()) {
       if (open_ != Block::text) block_open(Block::text, {{"type", "text"}, {"text", ""}}, out);
       delta_event({{"type", "text_delta"}, {"text", *t}});
     }
-    if (const json* calls = anthropic_answer::member(*d, "tool_calls"))
+    if (const json* calls = json_member(*d, "tool_calls"))
       for (const json& call : *calls) {
         const json& fn = call.at("function");
         // A call's first delta carries its id and name; the later ones, argument text.
-        if (const json* id = anthropic_answer::member(call, "id"))
+        if (const json* id = json_member(call, "id"))
           block_open(Block::tool_use,
                      {{"type", "tool_use"},
                       {"id", *id},
@@ -226,8 +221,7 @@ void MessagesFrontEnd::chunk_take(const std::string& data, std::string* out) {
           delta_event({{"type", "input_json_delta"}, {"partial_json", args}});
       }
   }
-  if (const json* f = anthropic_answer::member(choice, "finish_reason"))
-    finish_reason_ = f->get<std::string>();
+  if (const json* f = json_member(choice, "finish_reason")) finish_reason_ = f->get<std::string>();
 }
 
 void MessagesFrontEnd::finish(std::string* out) {

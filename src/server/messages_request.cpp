@@ -2,6 +2,7 @@
 #include <initializer_list>
 
 #include "server/api_response.h"  // json_text
+#include "server/json_fields.h"
 #include "server/messages_front_end.h"
 
 namespace invar::server {
@@ -11,27 +12,6 @@ namespace {
 namespace anthropic_request {
 
 using ojson = nlohmann::ordered_json;
-
-constexpr int kMaxDepth = 64;  // as a chat body's
-
-const char* type_name(const ojson& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
-}
-
-[[noreturn]] void wrong_type(const std::string& field, const char* want, const ojson& v) {
-  throw bad_request(field, "'" + field + "' must be " + want + ", got " + type_name(v));
-}
-
-// The member, or nullptr when absent or null (null counts as absent, as in Anthropic's API).
-const ojson* member(const ojson& o, const char* name) {
-  auto it = o.find(name);
-  return it == o.end() || it->is_null() ? nullptr : &*it;
-}
 
 std::string field_of(const std::string& where, const std::string& name) {
   return where.empty() ? name : where + "." + name;
@@ -52,21 +32,21 @@ void keys_check(const ojson& o, const std::string& where, std::initializer_list<
 
 const std::string& string_member(const ojson& o, const char* name, const std::string& where) {
   const std::string field = field_of(where, name);
-  const ojson* v = member(o, name);
+  const ojson* v = json_member(o, name);
   if (!v) throw bad_request(field, "'" + field + "' is required");
-  if (!v->is_string()) wrong_type(field, "a string", *v);
+  if (!v->is_string()) json_wrong_type(field, "a string", *v);
   return v->get_ref<const std::string&>();
 }
 
 // cache_control marks a prefix for Anthropic's explicit cache; invar caches every prefix by
 // itself, so the mark changes nothing. Its shape is still checked.
 void cache_control_check(const ojson& block, const std::string& where) {
-  if (const ojson* c = member(block, "cache_control"); c && !c->is_object())
-    wrong_type(where + ".cache_control", "an object", *c);
+  if (const ojson* c = json_member(block, "cache_control"); c && !c->is_object())
+    json_wrong_type(where + ".cache_control", "an object", *c);
 }
 
 const std::string& block_type(const ojson& block, const std::string& where) {
-  if (!block.is_object()) wrong_type(where, "an object (a content block)", block);
+  if (!block.is_object()) json_wrong_type(where, "an object (a content block)", block);
   return string_member(block, "type", where);
 }
 
@@ -74,8 +54,8 @@ ojson text_part(const ojson& block, const std::string& where) {
   keys_check(block, where, {"type", "text", "cache_control", "citations"}, "a text block");
   cache_control_check(block, where);
   // Citations annotate a text an API returned; the text alone is the conversation.
-  if (const ojson* c = member(block, "citations"); c && !c->is_array())
-    wrong_type(where + ".citations", "an array", *c);
+  if (const ojson* c = json_member(block, "citations"); c && !c->is_array())
+    json_wrong_type(where + ".citations", "an array", *c);
   return {{"type", "text"}, {"text", string_member(block, "text", where)}};
 }
 
@@ -89,9 +69,9 @@ ojson image_part(const ojson& block, const std::string& where, bool count) {
                       "count_tokens does not read images; a message's usage.input_tokens "
                       "counts an image's tokens");
   const std::string sw = where + ".source";
-  const ojson* s = member(block, "source");
+  const ojson* s = json_member(block, "source");
   if (!s) throw bad_request(sw, "'" + sw + "' is required");
-  if (!s->is_object()) wrong_type(sw, "an object", *s);
+  if (!s->is_object()) json_wrong_type(sw, "an object", *s);
   const std::string& type = string_member(*s, "type", sw);
   std::string url;
   if (type == "base64") {
@@ -115,14 +95,14 @@ ojson tool_message(const ojson& block, const std::string& where, bool count) {
   cache_control_check(block, where);
   const std::string& id = string_member(block, "tool_use_id", where);
   bool is_error = false;
-  if (const ojson* e = member(block, "is_error")) {
-    if (!e->is_boolean()) wrong_type(where + ".is_error", "a boolean", *e);
+  if (const ojson* e = json_member(block, "is_error")) {
+    if (!e->is_boolean()) json_wrong_type(where + ".is_error", "a boolean", *e);
     is_error = e->get<bool>();
   }
   // A chat tool message has no error flag: the text says it, as an agent framework would.
   const std::string mark = is_error ? "Error: " : "";
   ojson content;
-  const ojson* c = member(block, "content");
+  const ojson* c = json_member(block, "content");
   const std::string cw = where + ".content";
   if (!c) {
     content = mark;
@@ -148,7 +128,7 @@ ojson tool_message(const ojson& block, const std::string& where, bool count) {
         content.insert(content.begin(), ojson{{"type", "text"}, {"text", mark}});
     }
   } else {
-    wrong_type(cw, "a string or an array of content blocks", *c);
+    json_wrong_type(cw, "a string or an array of content blocks", *c);
   }
   return {{"role", "tool"}, {"tool_call_id", id}, {"content", std::move(content)}};
 }
@@ -198,9 +178,9 @@ void assistant_take(const ojson& content, const std::string& where, ojson& out) 
     } else if (type == "tool_use") {
       keys_check(b, bw, {"type", "id", "name", "input", "cache_control"}, "a tool_use block");
       cache_control_check(b, bw);
-      const ojson* input = member(b, "input");
+      const ojson* input = json_member(b, "input");
       if (!input) throw bad_request(bw + ".input", "'" + bw + ".input' is required");
-      if (!input->is_object()) wrong_type(bw + ".input", "an object", *input);
+      if (!input->is_object()) json_wrong_type(bw + ".input", "an object", *input);
       calls.push_back(
           {{"id", string_member(b, "id", bw)},
            {"type", "function"},
@@ -231,7 +211,7 @@ void assistant_take(const ojson& content, const std::string& where, ojson& out) 
 
 ojson messages_translate(const ojson& body, bool count) {
   ojson out = ojson::array();
-  if (const ojson* s = member(body, "system")) {
+  if (const ojson* s = json_member(body, "system")) {
     if (s->is_string()) {
       out.push_back({{"role", "system"}, {"content", *s}});
     } else if (s->is_array()) {
@@ -244,24 +224,24 @@ ojson messages_translate(const ojson& body, bool count) {
       }
       out.push_back({{"role", "system"}, {"content", std::move(parts)}});
     } else {
-      wrong_type("system", "a string or an array of text blocks", *s);
+      json_wrong_type("system", "a string or an array of text blocks", *s);
     }
   }
-  const ojson* ms = member(body, "messages");
+  const ojson* ms = json_member(body, "messages");
   if (!ms) throw bad_request("messages", "'messages' is required");
-  if (!ms->is_array()) wrong_type("messages", "an array", *ms);
+  if (!ms->is_array()) json_wrong_type("messages", "an array", *ms);
   if (ms->empty()) throw bad_request("messages", "'messages' must not be empty");
   for (size_t i = 0; i < ms->size(); ++i) {
     const ojson& m = (*ms)[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) wrong_type(where, "an object", m);
+    if (!m.is_object()) json_wrong_type(where, "an object", m);
     keys_check(m, where, {"role", "content"}, "a message");
     const std::string& role = string_member(m, "role", where);
-    const ojson* content = member(m, "content");
+    const ojson* content = json_member(m, "content");
     const std::string cw = where + ".content";
     if (!content) throw bad_request(cw, "'" + cw + "' is required");
     if (!content->is_string() && !content->is_array())
-      wrong_type(cw, "a string or an array of content blocks", *content);
+      json_wrong_type(cw, "a string or an array of content blocks", *content);
     if (content->is_array() && content->empty())
       throw bad_request(cw, "'" + cw + "' must not be empty");
     if (role == "user")
@@ -278,14 +258,14 @@ ojson messages_translate(const ojson& body, bool count) {
 }
 
 ojson tools_translate(const ojson& tools) {
-  if (!tools.is_array()) wrong_type("tools", "an array", tools);
+  if (!tools.is_array()) json_wrong_type("tools", "an array", tools);
   ojson out = ojson::array();
   for (size_t i = 0; i < tools.size(); ++i) {
     const ojson& t = tools[i];
     const std::string where = "tools[" + std::to_string(i) + "]";
-    if (!t.is_object()) wrong_type(where, "an object", t);
+    if (!t.is_object()) json_wrong_type(where, "an object", t);
     // Anthropic's server tools (web search, code execution, …) run on Anthropic's side.
-    if (const ojson* type = member(t, "type"); type && *type != "custom")
+    if (const ojson* type = json_member(t, "type"); type && *type != "custom")
       throw bad_request(where + ".type", "'" + where +
                                              ".type' must be \"custom\" (a client tool): "
                                              "server tools are not available here");
@@ -293,15 +273,15 @@ ojson tools_translate(const ojson& tools) {
                "a tool");
     cache_control_check(t, where);
     ojson fn = {{"name", string_member(t, "name", where)}};
-    if (const ojson* d = member(t, "description")) {
-      if (!d->is_string()) wrong_type(where + ".description", "a string", *d);
+    if (const ojson* d = json_member(t, "description")) {
+      if (!d->is_string()) json_wrong_type(where + ".description", "a string", *d);
       fn["description"] = *d;
     }
-    const ojson* schema = member(t, "input_schema");
+    const ojson* schema = json_member(t, "input_schema");
     if (!schema)
       throw bad_request(where + ".input_schema", "'" + where + ".input_schema' is required");
     if (!schema->is_object())
-      wrong_type(where + ".input_schema", "an object (a JSON schema)", *schema);
+      json_wrong_type(where + ".input_schema", "an object (a JSON schema)", *schema);
     fn["parameters"] = *schema;
     out.push_back({{"type", "function"}, {"function", std::move(fn)}});
   }
@@ -309,7 +289,7 @@ ojson tools_translate(const ojson& tools) {
 }
 
 void tool_choice_translate(const ojson& tc, ojson& chat) {
-  if (!tc.is_object()) wrong_type("tool_choice", "an object", tc);
+  if (!tc.is_object()) json_wrong_type("tool_choice", "an object", tc);
   const std::string& type = string_member(tc, "type", "tool_choice");
   if (type == "none") {
     keys_check(tc, "tool_choice", {"type"}, "tool_choice none");
@@ -330,8 +310,8 @@ void tool_choice_translate(const ojson& tc, ojson& chat) {
         "tool_choice.type",
         "'tool_choice.type' must be auto, any, tool or none, not '" + echo_cut(type) + "'");
   }
-  if (const ojson* d = member(tc, "disable_parallel_tool_use")) {
-    if (!d->is_boolean()) wrong_type("tool_choice.disable_parallel_tool_use", "a boolean", *d);
+  if (const ojson* d = json_member(tc, "disable_parallel_tool_use")) {
+    if (!d->is_boolean()) json_wrong_type("tool_choice.disable_parallel_tool_use", "a boolean", *d);
     chat["parallel_tool_calls"] = !d->get<bool>();
   }
 }
@@ -339,12 +319,12 @@ void tool_choice_translate(const ojson& tc, ojson& chat) {
 // thinking → the template's thinking switch. budget_tokens is checked but bounds nothing more
 // than max_tokens does: invar has no separate budget for the thought.
 void thinking_translate(const ojson& t, ojson& chat) {
-  if (!t.is_object()) wrong_type("thinking", "an object", t);
+  if (!t.is_object()) json_wrong_type("thinking", "an object", t);
   const std::string& type = string_member(t, "type", "thinking");
   bool on = true;
   if (type == "enabled") {
     keys_check(t, "thinking", {"type", "budget_tokens"}, "thinking enabled");
-    const ojson* b = member(t, "budget_tokens");
+    const ojson* b = json_member(t, "budget_tokens");
     if (!b) throw bad_request("thinking.budget_tokens", "'thinking.budget_tokens' is required");
     if (!b->is_number_integer() || b->get<int64_t>() < 1)
       throw bad_request("thinking.budget_tokens",
@@ -364,27 +344,12 @@ void thinking_translate(const ojson& t, ojson& chat) {
 
 const ojson& number_member(const ojson& body, const char* name) {
   const ojson& v = body[name];
-  if (!v.is_number()) wrong_type(name, "a number", v);
+  if (!v.is_number()) json_wrong_type(name, "a number", v);
   return v;
 }
 
-ojson body_parse(std::string_view text) {
-  ojson body;
-  try {
-    body = ojson::parse(text, [](int depth, ojson::parse_event_t, ojson&) {
-      if (depth > kMaxDepth)
-        throw bad_request("", "request body nests deeper than " + std::to_string(kMaxDepth));
-      return true;
-    });
-  } catch (const ojson::exception& e) {
-    throw bad_request("", std::string("request body is not valid JSON: ") + e.what());
-  }
-  if (!body.is_object()) throw bad_request("", "request body must be a JSON object");
-  return body;
-}
-
 ojson chat_body_translate(std::string_view text, bool count) {
-  const ojson body = body_parse(text);
+  const ojson body = json_body_parse(text);
   if (count)
     keys_check(body, "", {"model", "messages", "system", "tools", "tool_choice", "thinking"},
                "/v1/messages/count_tokens");
@@ -397,44 +362,44 @@ ojson chat_body_translate(std::string_view text, bool count) {
   chat["messages"] = messages_translate(body, count);
   // A final assistant turn is a prefill: the answer continues it.
   if (chat["messages"].back()["role"] == "assistant") chat["continue_final_message"] = true;
-  if (const ojson* t = member(body, "tools")) chat["tools"] = tools_translate(*t);
-  if (const ojson* tc = member(body, "tool_choice")) tool_choice_translate(*tc, chat);
-  if (const ojson* t = member(body, "thinking")) thinking_translate(*t, chat);
+  if (const ojson* t = json_member(body, "tools")) chat["tools"] = tools_translate(*t);
+  if (const ojson* tc = json_member(body, "tool_choice")) tool_choice_translate(*tc, chat);
+  if (const ojson* t = json_member(body, "thinking")) thinking_translate(*t, chat);
   if (count) return chat;
-  const ojson* max = member(body, "max_tokens");
+  const ojson* max = json_member(body, "max_tokens");
   if (!max) throw bad_request("max_tokens", "'max_tokens' is required");
   if (!max->is_number_integer() || max->get<int64_t>() < 1)
     throw bad_request("max_tokens", "'max_tokens' must be a positive integer");
   chat["max_tokens"] = *max;
-  if (member(body, "temperature")) {
+  if (json_member(body, "temperature")) {
     const double t = number_member(body, "temperature").get<double>();
     if (!(t >= 0 && t <= 1))
       throw bad_request("temperature", "'temperature' must be in [0, 1] (Anthropic's range)");
     chat["temperature"] = body["temperature"];
   }
-  if (member(body, "top_p")) chat["top_p"] = number_member(body, "top_p");
-  if (const ojson* k = member(body, "top_k")) {
+  if (json_member(body, "top_p")) chat["top_p"] = number_member(body, "top_p");
+  if (const ojson* k = json_member(body, "top_k")) {
     if (!k->is_number_integer() || k->get<int64_t>() < 0)
       throw bad_request("top_k", "'top_k' must be a non-negative integer");
     chat["top_k"] = *k;
   }
-  if (const ojson* s = member(body, "stop_sequences")) {
-    if (!s->is_array()) wrong_type("stop_sequences", "an array of strings", *s);
+  if (const ojson* s = json_member(body, "stop_sequences")) {
+    if (!s->is_array()) json_wrong_type("stop_sequences", "an array of strings", *s);
     for (size_t i = 0; i < s->size(); ++i)
       if (!(*s)[i].is_string())
-        wrong_type("stop_sequences[" + std::to_string(i) + "]", "a string", (*s)[i]);
+        json_wrong_type("stop_sequences[" + std::to_string(i) + "]", "a string", (*s)[i]);
     if (!s->empty()) chat["stop"] = *s;
   }
-  if (const ojson* m = member(body, "metadata")) {
-    if (!m->is_object()) wrong_type("metadata", "an object", *m);
+  if (const ojson* m = json_member(body, "metadata")) {
+    if (!m->is_object()) json_wrong_type("metadata", "an object", *m);
     keys_check(*m, "metadata", {"user_id"}, "metadata");
-    if (const ojson* u = member(*m, "user_id")) {
-      if (!u->is_string()) wrong_type("metadata.user_id", "a string", *u);
+    if (const ojson* u = json_member(*m, "user_id")) {
+      if (!u->is_string()) json_wrong_type("metadata.user_id", "a string", *u);
       chat["user"] = *u;
     }
   }
-  if (const ojson* s = member(body, "stream")) {
-    if (!s->is_boolean()) wrong_type("stream", "a boolean", *s);
+  if (const ojson* s = json_member(body, "stream")) {
+    if (!s->is_boolean()) json_wrong_type("stream", "a boolean", *s);
     if (s->get<bool>()) {
       chat["stream"] = true;
       chat["stream_options"] = {{"include_usage", true}};  // message_delta carries the usage

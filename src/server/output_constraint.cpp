@@ -4,18 +4,13 @@
 
 #include "grammar/limits.h"
 #include "server/api_error.h"
+#include "server/json_fields.h"
 
 namespace invar::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 using grammar::Kind;
-
-const ojson* member(const ojson& o, const char* name) {
-  auto it = o.find(name);
-  if (it == o.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 
 [[noreturn]] void wrong(const std::string& field, const std::string& want) {
   throw bad_request(field, "'" + field + "' must be " + want);
@@ -55,7 +50,7 @@ bool bool_of(const ojson& v, const std::string& field) {
 std::optional<OutputConstraint> response_format(const ojson& v) {
   const std::string f = "response_format";
   if (!v.is_object()) wrong(f, "an object");
-  const ojson* t = member(v, "type");
+  const ojson* t = json_member(v, "type");
   if (!t || !t->is_string()) throw bad_request(f + ".type", "'response_format.type' is required");
   const std::string& type = t->get_ref<const std::string&>();
   for (auto it = v.begin(); it != v.end(); ++it)
@@ -64,12 +59,12 @@ std::optional<OutputConstraint> response_format(const ojson& v) {
   if (type == "text") return std::nullopt;
   if (type == "json_object") {
     // llama-server reads a schema beside json_object.
-    if (const ojson* s = member(v, "schema"))
+    if (const ojson* s = json_member(v, "schema"))
       return OutputConstraint{Kind::json_schema, schema_of(*s, f + ".schema"), f};
     return OutputConstraint{Kind::json_object, "", f};
   }
   if (type == "json_schema") {
-    const ojson* js = member(v, "json_schema");
+    const ojson* js = json_member(v, "json_schema");
     if (!js || !js->is_object())
       throw bad_request(f + ".json_schema",
                         "'response_format.json_schema' (an object with the schema) is required");
@@ -84,7 +79,7 @@ std::optional<OutputConstraint> response_format(const ojson& v) {
                           "'response_format.json_schema." + k + "' is not a field");
       }
     }
-    const ojson* s = member(*js, "schema");
+    const ojson* s = json_member(*js, "schema");
     if (!s)
       throw bad_request(f + ".json_schema.schema",
                         "'response_format.json_schema.schema' is required");
@@ -173,19 +168,19 @@ std::optional<OutputConstraint> output_constraint_parse(const ojson& body) {
   auto take = [&](std::optional<OutputConstraint> c) {
     if (c) found.push_back(std::move(*c));
   };
-  if (const ojson* v = member(body, "response_format")) take(response_format(*v));
-  if (const ojson* v = member(body, "structured_outputs")) take(structured_outputs(*v));
-  if (const ojson* v = member(body, "guided_json"))
+  if (const ojson* v = json_member(body, "response_format")) take(response_format(*v));
+  if (const ojson* v = json_member(body, "structured_outputs")) take(structured_outputs(*v));
+  if (const ojson* v = json_member(body, "guided_json"))
     take(OutputConstraint{Kind::json_schema, schema_of(*v, "guided_json"), "guided_json"});
-  if (const ojson* v = member(body, "guided_regex"))
+  if (const ojson* v = json_member(body, "guided_regex"))
     take(OutputConstraint{Kind::regex, string_of(*v, "guided_regex"), "guided_regex"});
-  if (const ojson* v = member(body, "guided_choice"))
+  if (const ojson* v = json_member(body, "guided_choice"))
     take(OutputConstraint{Kind::choice, choices_of(*v, "guided_choice"), "guided_choice"});
-  if (const ojson* v = member(body, "guided_grammar"))
+  if (const ojson* v = json_member(body, "guided_grammar"))
     take(OutputConstraint{Kind::gbnf, string_of(*v, "guided_grammar"), "guided_grammar"});
-  if (const ojson* v = member(body, "grammar"))
+  if (const ojson* v = json_member(body, "grammar"))
     take(OutputConstraint{Kind::gbnf, string_of(*v, "grammar"), "grammar"});
-  if (const ojson* v = member(body, "json_schema"))
+  if (const ojson* v = json_member(body, "json_schema"))
     take(OutputConstraint{Kind::json_schema, schema_of(*v, "json_schema"), "json_schema"});
   if (found.size() > 1)
     throw bad_request(found[1].field, "'" + found[0].field + "' and '" + found[1].field +

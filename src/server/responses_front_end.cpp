@@ -7,16 +7,13 @@
 #include <set>
 
 #include "server/api_response.h"
+#include "server/json_fields.h"
 #include "server/responses_request.h"
 
 namespace invar::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-const ojson* member(const ojson& o, const char* k) {
-  return responses_member(o, k);
-}
 
 std::string random_hex(size_t bytes) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -62,9 +59,10 @@ nlohmann::ordered_json ResponsesFrontEnd::chat_body(std::string_view body) {
   req_ = std::move(t.req);
   conversation_ = std::move(t.conversation);
   store_asked_ = t.store;
-  const ojson* stream = member(t.chat, "stream");
+  const ojson* stream = json_member(t.chat, "stream");
   streaming_ = stream && *stream == true;  // another type is the chat parser's 400
-  if (const ojson* m = member(req_, "model"); m && m->is_string()) model_ = m->get<std::string>();
+  if (const ojson* m = json_member(req_, "model"); m && m->is_string())
+    model_ = m->get<std::string>();
   return std::move(t.chat);
 }
 
@@ -210,13 +208,13 @@ void ResponsesFrontEnd::add_call(const ojson& call, int64_t index) {
 }
 
 void ResponsesFrontEnd::feed(const ojson& m, const ojson* logprobs) {
-  if (const ojson* r = member(m, "reasoning_content"); r && r->is_string() && !r->empty())
+  if (const ojson* r = json_member(m, "reasoning_content"); r && r->is_string() && !r->empty())
     add_reasoning(r->get<std::string>());
-  const ojson* c = member(m, "content");
+  const ojson* c = json_member(m, "content");
   const bool text = c && c->is_string() && !c->get_ref<const std::string&>().empty();
   if (text || (logprobs && !logprobs->empty()))
     add_text(text ? c->get<std::string>() : std::string(), logprobs);
-  if (const ojson* calls = member(m, "tool_calls"); calls && calls->is_array())
+  if (const ojson* calls = json_member(m, "tool_calls"); calls && calls->is_array())
     for (size_t i = 0; i < calls->size(); ++i) {
       const ojson& call = (*calls)[i];
       add_call(call, call.value("index", int64_t(i)));
@@ -225,22 +223,22 @@ void ResponsesFrontEnd::feed(const ojson& m, const ojson* logprobs) {
 
 void ResponsesFrontEnd::chunk(const ojson& c) {
   if (model_.empty()) model_ = c.value("model", "");
-  if (const ojson* u = member(c, "usage")) usage_ = *u;
-  const ojson* choices = member(c, "choices");
+  if (const ojson* u = json_member(c, "usage")) usage_ = *u;
+  const ojson* choices = json_member(c, "choices");
   if (!choices || !choices->is_array() || choices->empty()) return;
   const ojson& ch = (*choices)[0];
   const ojson* lp = nullptr;
-  if (const ojson* l = member(ch, "logprobs")) lp = member(*l, "content");
-  if (const ojson* f = member(ch, "finish_reason"); f && f->is_string())
+  if (const ojson* l = json_member(ch, "logprobs")) lp = json_member(*l, "content");
+  if (const ojson* f = json_member(ch, "finish_reason"); f && f->is_string())
     finish_reason_ = f->get<std::string>();
-  if (const ojson* d = member(ch, "delta")) feed(*d, lp);
-  if (const ojson* d = member(ch, "message")) feed(*d, lp);
+  if (const ojson* d = json_member(ch, "delta")) feed(*d, lp);
+  if (const ojson* d = json_member(ch, "message")) feed(*d, lp);
 }
 
 ojson ResponsesFrontEnd::response(const char* status) const {
   const ojson& r = req_;
   auto echo = [&r](const char* k, ojson dflt) {
-    const ojson* v = member(r, k);
+    const ojson* v = json_member(r, k);
     return v ? *v : dflt;
   };
   ojson o = {{"id", id_},
@@ -260,16 +258,16 @@ ojson ResponsesFrontEnd::response(const char* status) const {
   o["previous_response_id"] = echo("previous_response_id", nullptr);
   o["prompt_cache_key"] = echo("prompt_cache_key", nullptr);
   ojson reasoning = {{"effort", nullptr}, {"summary", nullptr}};
-  if (const ojson* v = member(r, "reasoning"); v && v->is_object())
+  if (const ojson* v = json_member(r, "reasoning"); v && v->is_object())
     for (auto& [k, x] : v->items()) reasoning[k] = x;
   o["reasoning"] = std::move(reasoning);
   o["safety_identifier"] = echo("safety_identifier", nullptr);
-  o["service_tier"] = member(r, "service_tier") ? ojson("default") : ojson(nullptr);
+  o["service_tier"] = json_member(r, "service_tier") ? ojson("default") : ojson(nullptr);
   o["store"] = store_asked_ && store_ && store_->enabled();
   o["temperature"] = echo("temperature", 1.0);
   ojson text = {{"format", {{"type", "text"}}}};
-  if (const ojson* v = member(r, "text"); v && v->is_object())
-    if (const ojson* f = member(*v, "format")) text["format"] = *f;
+  if (const ojson* v = json_member(r, "text"); v && v->is_object())
+    if (const ojson* f = json_member(*v, "format")) text["format"] = *f;
   o["text"] = std::move(text);
   o["tool_choice"] = echo("tool_choice", "auto");
   o["tools"] = echo("tools", ojson::array());
@@ -280,7 +278,7 @@ ojson ResponsesFrontEnd::response(const char* status) const {
     const int64_t in = usage_.value("prompt_tokens", int64_t(0));
     const int64_t out = usage_.value("completion_tokens", int64_t(0));
     int64_t cached = 0;
-    if (const ojson* d = member(usage_, "prompt_tokens_details"))
+    if (const ojson* d = json_member(usage_, "prompt_tokens_details"))
       cached = d->value("cached_tokens", int64_t(0));
     o["usage"] = {{"input_tokens", in},
                   {"input_tokens_details", {{"cached_tokens", cached}}},
@@ -334,10 +332,10 @@ void ResponsesFrontEnd::fail(const ojson& error) {
 HttpReply ResponsesFrontEnd::whole(int status, const std::string& chat_body) {
   if (status >= 400) {  // OpenAI's shape already: only the chat's field names are renamed
     const ojson b = ojson::parse(chat_body, nullptr, false);
-    const ojson* e = b.is_object() ? member(b, "error") : nullptr;
+    const ojson* e = b.is_object() ? json_member(b, "error") : nullptr;
     if (!e || !e->is_object()) return {status, "application/json", chat_body};
     auto text = [e](const char* k) {
-      const ojson* v = member(*e, k);
+      const ojson* v = json_member(*e, k);
       return v && v->is_string() ? v->get<std::string>() : std::string();
     };
     return error({status, text("message"), text("type"), text("param"), text("code")});
@@ -380,7 +378,7 @@ std::string ResponsesFrontEnd::stream(const std::string& sse, bool done) {
     }
     const ojson c = ojson::parse(data, nullptr, false);
     if (c.is_discarded()) continue;
-    if (const ojson* e = member(c, "error")) {
+    if (const ojson* e = json_member(c, "error")) {
       start(nullptr);
       fail(*e);
       break;
@@ -399,10 +397,10 @@ ojson responses_tokenize_body(std::string_view body, ResponseStore* store,
                               const std::string& tenant) {
   ResponsesRequest t = responses_request_translate(body, store, tenant);
   ojson b = {{"messages", t.chat["messages"]}};
-  if (const ojson* m = member(t.chat, "model")) b["model"] = *m;
-  if (const ojson* v = member(t.chat, "tools")) b["tools"] = *v;
+  if (const ojson* m = json_member(t.chat, "model")) b["model"] = *m;
+  if (const ojson* v = json_member(t.chat, "tools")) b["tools"] = *v;
   // reasoning_effort's one effect on the prompt (chat_request_parse.cpp): the template's switch.
-  if (const ojson* e = member(t.chat, "reasoning_effort"))
+  if (const ojson* e = json_member(t.chat, "reasoning_effort"))
     b["chat_template_kwargs"] = {{"enable_thinking", *e != "none"}};
   return b;
 }

@@ -22,7 +22,4 @@ struct ResponsesRequest {
 ResponsesRequest responses_request_translate(std::string_view body, ResponseStore* store,
                                              const std::string& tenant);
 
-// o[k] when present and not null, else null.
-const nlohmann::ordered_json* responses_member(const nlohmann::ordered_json& o, const char* k);
-
 }  // namespace invar::server

@@ -7,6 +7,7 @@
 #include "core/utf8.h"
 #include "server/api_error.h"
 #include "server/chat_request_parse.h"
+#include "server/json_fields.h"
 #include "server/prompt_limits.h"
 
 namespace invar::server {
@@ -14,20 +15,8 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-constexpr int kMaxDepth = 64;
-
 ojson body_parse(std::string_view text, const ModelCheck& known) {
-  ojson body;
-  try {
-    body = ojson::parse(text, [](int depth, ojson::parse_event_t, ojson&) {
-      if (depth > kMaxDepth)
-        throw bad_request("", "request body nests deeper than " + std::to_string(kMaxDepth));
-      return true;
-    });
-  } catch (const ojson::exception& e) {
-    throw bad_request("", std::string("request body is not valid JSON: ") + e.what());
-  }
-  if (!body.is_object()) throw bad_request("", "request body must be a JSON object");
+  ojson body = json_body_parse(text);
   if (auto m = body.find("model"); m != body.end() && !m->is_null()) {
     if (!m->is_string()) throw bad_request("model", "'model' must be a string");
     if (!known(m->get<std::string>()))
