@@ -6,25 +6,15 @@
 // the cache. A tool loop (tool_use → tool_result, thinking blocks sent back) runs on a replay
 // server, whose fixture outputs hold the calls a random-weight model never writes.
 // Usage: node anthropic_client_test.mjs INVAR_BINARY TINY_GGUF QWEN35_GGUF TEMPLATES_DIR REPLAY_JSON
-import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
+import { startServer as startServerOf } from './node_server.mjs';
 
 const [bin, tiny, qwen35, templates, replay] = process.argv.slice(2);
 const KEY = 'anthropic-key';
 
 function startServer(args) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(bin, ['serve', '--port', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let log = '';
-    const timer = setTimeout(() => reject(new Error('server did not start:\n' + log)), 60000);
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = log.match(/ready on port (\d+)/);
-      if (m) { clearTimeout(timer); resolve({ proc, port: Number(m[1]) }); }
-    });
-    proc.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${log}`)));
-  });
+  return startServerOf(bin, args);
 }
 
 const plain = await startServer(['--model', tiny, '--api-key', KEY, '--block-size', '16', '--ctx', '1024',

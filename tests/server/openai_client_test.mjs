@@ -3,27 +3,16 @@
 // streamed = whole, cached_tokens on a repeated document, cache_salt isolation, auth, and the
 // error classes the client raises for 400/401/404/413, and structured output (response_format).
 // Usage: node openai_client_test.mjs INVAR_BINARY MODEL_GGUF   (openai resolved from NODE_PATH)
-import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { startServer as startServerOf } from './node_server.mjs';
 
 const [bin, model] = process.argv.slice(2);
 const KEY = 'node-key';
 
 function startServer() {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(bin, ['serve', '--model', model, '--port', '0', '--api-key', KEY, '--block-size', '16',
-                             '--ctx', '1024', '--max-body-bytes', '65536', '--threads', '1'],
-                       { stdio: ['ignore', 'ignore', 'pipe'] });
-    let log = '';
-    const timer = setTimeout(() => reject(new Error('server did not start:\n' + log)), 60000);
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = log.match(/ready on port (\d+)/);
-      if (m) { clearTimeout(timer); resolve({ proc, port: Number(m[1]) }); }
-    });
-    proc.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${log}`)));
-  });
+  return startServerOf(bin, ['--model', model, '--api-key', KEY, '--block-size', '16', '--ctx', '1024',
+                             '--max-body-bytes', '65536', '--threads', '1']);
 }
 
 const { proc, port } = await startServer();

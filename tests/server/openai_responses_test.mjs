@@ -5,7 +5,6 @@
 // contract that the same conversation as chat and as Responses gives the same text and tokens.
 // The tiny model writes arbitrary text: the checks are on structure and equality.
 // Usage: node openai_responses_test.mjs INVAR_BINARY MODEL_GGUF CHAT_TEMPLATE
-import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +12,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { generateText, streamText } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
+import { startServer as startServerOf } from './node_server.mjs';
 
 const [bin, model, template] = process.argv.slice(2);
 const KEY_A = 'responses-key-a-0123456789';
@@ -22,19 +22,8 @@ const keys = join(mkdtempSync(join(tmpdir(), 'invar-responses-')), 'keys');
 writeFileSync(keys, `a ${KEY_A}\nb ${KEY_B}\n`);
 
 function startServer() {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(bin, ['serve', '--model', model, '--port', '0', '--api-key-file', keys, '--block-size', '16',
-                             '--ctx', '2048', '--threads', '1', '--chat-template', template],
-                       { stdio: ['ignore', 'ignore', 'pipe'] });
-    let log = '';
-    const timer = setTimeout(() => reject(new Error('server did not start:\n' + log)), 60000);
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = log.match(/ready on port (\d+)/);
-      if (m) { clearTimeout(timer); resolve({ proc, port: Number(m[1]), log: () => log }); }
-    });
-    proc.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${log}`)));
-  });
+  return startServerOf(bin, ['--model', model, '--api-key-file', keys, '--block-size', '16', '--ctx', '2048',
+                             '--threads', '1', '--chat-template', template]);
 }
 
 const { proc, port, log } = await startServer();

@@ -11,22 +11,13 @@
 import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { startServer as startServerOf } from './node_server.mjs';
 
 const [bin, model, templates, replay] = process.argv.slice(2);
 
 function startServer(template, extra = []) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(bin, ['serve', '--model', model, '--port', '0', '--chat-template', `${templates}/${template}`,
-                             '--replay-outputs', replay, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let log = '';
-    const timer = setTimeout(() => reject(new Error('server did not start:\n' + log)), 60000);
-    proc.stderr.on('data', (d) => {
-      log += d;
-      const m = log.match(/ready on port (\d+)/);
-      if (m) { clearTimeout(timer); resolve({ proc, port: Number(m[1]), log: () => log }); }
-    });
-    proc.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${log}`)));
-  });
+  return startServerOf(bin, ['--model', model, '--chat-template', `${templates}/${template}`, '--replay-outputs', replay,
+                             ...extra]);
 }
 
 // Named checks, run in order after the servers are up; each failure is reported, none stops
