@@ -223,12 +223,13 @@ struct HttpServer::Impl {
     const double used = thread_cpu_seconds() - t0 + other_s;
     if (used > cfg.prepare_cpu_s) throw prepare_cpu_over(used, cfg.prepare_cpu_s, what);
   }
-  bool authorized(const HttpRequest& req) const {
+  // `tenant`: tenant_of(req), which route() reads once.
+  bool authorized(const HttpRequest& req, const Tenant* tenant) const {
     if (tenants.list.empty()) return true;
     bool guarded = req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" ||
                    req.path == "/detokenize" || req.path == "/props" ||
                    (req.path == "/metrics" && !cfg.metrics_public);
-    return !guarded || tenant_of(req) != nullptr;
+    return !guarded || tenant != nullptr;
   }
   // The tenant whose key the request presents: one Authorization header (the whole value), or
   // without one, one x-api-key header (Anthropic's clients send the key there); null without
@@ -317,7 +318,7 @@ Routed HttpServer::Impl::route(const HttpRequest& req, const Waker& wake) {
   const Tenant* tenant = tenant_of(req);
   std::shared_ptr<FrontEnd> front_end =
       front_end_for(p, {tenant ? tenant->name : std::string(), responses.get()});
-  if (!authorized(req))
+  if (!authorized(req, tenant))
     return {front_end ? front_end->error(unauthorized()) : error_reply(unauthorized()), nullptr};
   auto wrong_method = [&](const char* allowed) {
     return Routed{error_reply({405,
